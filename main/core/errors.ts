@@ -1,0 +1,148 @@
+/**
+ * The closed set of failure kinds. Every failure that leaves a module of the
+ * engine is a DmsError with one of these kinds, classified at the edge where
+ * it happened (HTTP client, bucket client, file system), so that callers
+ * decide retry / stop / report from the kind alone and never parse messages.
+ */
+export const ERROR_KINDS = [
+  'auth', // token missing, invalid, expired or revoked: the user must sign in again
+  'network', // could not reach the server or the bucket (DNS, refused, reset, TLS)
+  'timeout', // the request started but no answer came in time
+  'throttled', // HTTP 429 / 503 with Retry-After, or a bucket's SlowDown
+  'server', // HTTP 5xx, or an answer that says the server itself is broken
+  'rejected', // the server answered with a non-zero code: it refuses this request
+  'malformed-response', // an answer we cannot read (HTML page, truncated JSON, wrong shape)
+  'storage', // the bucket refused the object operation (access denied, no such upload...)
+  'source-missing', // the file (or the whole card) is no longer there
+  'invalid-input', // our own input is wrong: bad config, bad argument, unsupported file
+  'cancelled', // the operation was aborted by us (pause, shutdown)
+] as const;
+
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+/** Kinds that may succeed if the same request is simply tried again later. */
+const RETRYABLE: ReadonlySet<ErrorKind> = new Set<ErrorKind>([
+  'network',
+  'timeout',
+  'throttled',
+  'server',
+  'malformed-response', // proxies return HTML pages for a while, then recover
+  'storage',
+]);
+
+export interface DmsErrorOptions {
+  cause?: unknown;
+  /** HTTP method and path of the request, never the full URL with secrets. */
+  method?: string;
+  path?: string;
+  status?: number;
+  /** The server's own code and message, for `rejected`. */
+  serverCode?: number | string;
+  serverMessage?: string;
+  /** Hint from Retry-After or a throttling answer. */
+  retryAfterMs?: number;
+  /** Override of the default retryability of the kind. */
+  retryable?: boolean;
+}
+
+export class DmsError extends Error {
+  readonly kind: ErrorKind;
+  readonly method?: string;
+  readonly path?: string;
+  readonly status?: number;
+  readonly serverCode?: number | string;
+  readonly serverMessage?: string;
+  readonly retryAfterMs?: number;
+  readonly retryable: boolean;
+
+  constructor(kind: ErrorKind, message: string, options: DmsErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'DmsError';
+    this.kind = kind;
+    if (options.method !== undefined) this.method = options.method;
+    if (options.path !== undefined) this.path = options.path;
+    if (options.status !== undefined) this.status = options.status;
+    if (options.serverCode !== undefined) this.serverCode = options.serverCode;
+    if (options.serverMessage !== undefined) this.serverMessage = options.serverMessage;
+    if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
+    this.retryable = options.retryable ?? RETRYABLE.has(kind);
+  }
+
+  /** A JSON-safe view for logs, the queue and the UI (no cause chain, no secrets). */
+  toJSON(): Record<string, unknown> {
+    return {
+      kind: this.kind,
+      message: this.message,
+      method: this.method,
+      path: this.path,
+      status: this.status,
+      serverCode: this.serverCode,
+      serverMessage: this.serverMessage,
+    };
+  }
+}
+
+export function isDmsError(err: unknown): err is DmsError {
+  return err instanceof DmsError;
+}
+
+export function isAbortError(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
+  );
+}
+
+/**
+ * Classifies anything thrown into a DmsError. Used at the edges; code deeper
+ * in the engine only ever sees DmsError.
+ */
+export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsError {
+  if (err instanceof DmsError) return err;
+  if (isAbortError(err)) return new DmsError('cancelled', 'The operation was cancelled.', { cause: err });
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ENOENT' || code === 'ENODEV' || code === 'ENXIO' || code === 'EIO') {
+    return new DmsError('source-missing', 'The file is no longer there (was the card removed?).', {
+      cause: err,
+    });
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new DmsError('source-missing', 'The file cannot be read (permission denied).', {
+      cause: err,
+      retryable: false,
+    });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new DmsError(fallback, message, { cause: err });
+}
+
+/**
+ * One sentence for a person in the field: what happened and what to do.
+ * The technical message follows for the log and for support.
+ */
+export function plainMessage(err: DmsError): string {
+  switch (err.kind) {
+    case 'auth':
+      return 'The server no longer accepts your sign-in. Sign in again; nothing is lost.';
+    case 'network':
+      return 'The server cannot be reached. Check the connection; uploads continue by themselves when it is back.';
+    case 'timeout':
+      return 'The server is taking too long to answer. Uploads will be retried by themselves.';
+    case 'throttled':
+      return 'The server asked us to slow down. Uploads continue by themselves in a moment.';
+    case 'server':
+      return 'The server had a problem. Uploads will be retried by themselves.';
+    case 'rejected':
+      return `The server refused this file: ${err.serverMessage ?? err.message}. Fix the cause, then choose Retry.`;
+    case 'malformed-response':
+      return 'The server answered with something that is not a valid answer (a proxy page?). Uploads will be retried by themselves.';
+    case 'storage':
+      return 'The storage bucket refused the upload. It will be retried; if it keeps failing, ask your administrator to check the bucket settings.';
+    case 'source-missing':
+      return 'The file is not there any more (card removed?). Insert the card again and it will continue.';
+    case 'invalid-input':
+      return `${err.message}`;
+    case 'cancelled':
+      return 'Stopped.';
+  }
+}

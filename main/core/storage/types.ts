@@ -1,0 +1,86 @@
+import type { StorageProvider } from '../api/types.js';
+
+/** Temporary bucket credentials, in memory only (never persisted, never logged). */
+export interface BucketCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken: string;
+  /** Epoch milliseconds after which the credentials must not be used. */
+  expiresAt: number;
+}
+
+/** Where and how to write: derived from one STS answer. */
+export interface BucketTarget {
+  provider: StorageProvider;
+  bucket: string;
+  endpoint: string;
+  region: string;
+  objectKeyPrefix: string;
+  credentials: BucketCredentials;
+}
+
+/**
+ * Supplies the current target. The engine caches STS answers and refreshes
+ * them before they expire; `forceRefresh` is passed after the bucket said the
+ * token expired, so a new STS answer is fetched even if ours looks valid.
+ */
+export type TargetProvider = (opts: { forceRefresh?: boolean; signal?: AbortSignal }) => Promise<BucketTarget>;
+
+export interface FinishedPart {
+  partNumber: number;
+  etag: string;
+  size: number;
+}
+
+/** What the queue keeps of a multipart upload so that a restart sends only missing parts. */
+export interface MultipartState {
+  uploadId: string;
+  partSize: number;
+  parts: FinishedPart[];
+}
+
+export interface UploadRequest {
+  filePath: string;
+  size: number;
+  /** Full object key (already starts with the prefix, already made safe). */
+  key: string;
+  /** Lowercase hex MD5 of the whole file, when known. */
+  md5Hex?: string;
+  contentType?: string;
+  /** A multipart upload started by an earlier run (from the queue), if any. */
+  resume?: MultipartState | null;
+  /** Called (and awaited) once a multipart upload id exists, before any part is sent. */
+  onMultipartStarted?: (state: { uploadId: string; partSize: number }) => void | Promise<void>;
+  /** Called (and awaited) after each part is acknowledged by the bucket. */
+  onPartDone?: (part: FinishedPart) => void | Promise<void>;
+  /** Called when a stored multipart upload turned out unusable and was dropped. */
+  onMultipartReset?: () => void | Promise<void>;
+  /** Bytes acknowledged (or sent) since the last call; for progress bars. */
+  onProgress?: (bytes: number) => void;
+  signal?: AbortSignal;
+}
+
+export interface UploadResult {
+  key: string;
+  etag?: string;
+  /** Bytes actually sent in this call (excludes parts reused from `resume`). */
+  bytesSent: number;
+  multipart: boolean;
+}
+
+export interface UploaderOptions {
+  target: TargetProvider;
+  /** Files at or above this size go multipart. */
+  multipartThreshold?: number;
+  /** Preferred part size; raised automatically to stay within 10,000 parts. */
+  partSize?: number;
+  /** Parts of one file in flight at once. */
+  partConcurrency?: number;
+}
+
+export interface Uploader {
+  upload(req: UploadRequest): Promise<UploadResult>;
+  /** Whether the object exists (used to reconcile after a crash). */
+  exists(key: string, signal?: AbortSignal): Promise<boolean>;
+  close(): void;
+}
