@@ -1,0 +1,20 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { DmsError } from '../../core/errors.js';
+import { statePaths } from '../../core/paths.js';
+import { importWaylines } from '../../service/index.js';
+import { resolveStateDir } from '../context.js';
+
+export function importWaylinesCommand(file: string, flags: { data?: string; state?: string }): number {
+  const dataDir = flags.data ? path.resolve(flags.data) : statePaths(resolveStateDir(flags)).service;
+  let items: unknown;
+  try {
+    items = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new DmsError('invalid-input', `${file} cannot be read as JSON: ${(err as Error).message}`, { retryable: false });
+  }
+  if (!Array.isArray(items)) throw new DmsError('invalid-input', `${file} must hold a JSON array of waylines.`, { retryable: false });
+  const n = importWaylines(dataDir, items);
+  process.stdout.write(`Imported ${n} wayline${n === 1 ? '' : 's'}.\n`);
+  return 0;
+}

@@ -1,0 +1,98 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { DmsError, plainMessage } from '../../core/errors.js';
+import { Queue } from '../../core/queue/queue.js';
+import { SyncEngine, type FileEvent } from '../../core/sync/engine.js';
+import { folderSource } from '../../core/sync/scan.js';
+import { openContext, type ServerFlags } from '../context.js';
+import { formatBytes, printJson, ProgressBar } from '../output.js';
+
+export interface SyncFlags extends ServerFlags {
+  json?: boolean;
+  aircraft?: string;
+}
+
+export const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
+
+/**
+ * `sync <dir>...`: processes everything under the folders and exits 0 when
+ * every file is done; otherwise non-zero with a reason per file (the queue
+ * keeps the rest for the next run).
+ */
+export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<number> {
+  const roots = dirs.map((d) => path.resolve(d));
+  for (const r of roots) {
+    if (!fs.existsSync(r) || !fs.statSync(r).isDirectory()) {
+      throw new DmsError('source-missing', `${r} is not a folder that exists. Is the card inserted?`, { retryable: false });
+    }
+  }
+  const ctx = await openContext(flags);
+  const queue = new Queue(ctx.paths.queue);
+  const config = flags.aircraft ? { ...ctx.config, aircraftDefault: flags.aircraft } : ctx.config;
+  const engine = new SyncEngine({ queue, api: ctx.api, config, logger: ctx.logger });
+  const bar = new ProgressBar();
+  const counts = { uploaded: 0, fastUploaded: 0, skipped: 0, failed: 0, pending: 0 };
+  const problems = new Map<number, FileEvent>();
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+
+  engine.on('progress', (p) => bar.update(p));
+  engine.on('file', (e) => {
+    if (e.outcome === 'uploaded') counts.uploaded++;
+    else if (e.outcome === 'fast-uploaded') counts.fastUploaded++;
+    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded') problems.delete(e.id);
+    else problems.set(e.id, e);
+    if (flags.json) printJson({ type: 'file', path: e.absPath, size: e.size, outcome: e.outcome, ...(e.error ? { error: e.error } : {}) });
+  });
+
+  try {
+    for (const root of roots) {
+      const r = await engine.scan(folderSource(root), controller.signal);
+      counts.skipped += r.alreadyDone;
+    }
+    await engine.run({ mode: 'until-idle', signal: controller.signal });
+  } finally {
+    bar.done();
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+
+  // What is not done is reported from the queue itself: the truth survives us.
+  const leftovers = roots.flatMap((root) =>
+    queue.list({ sourceId: folderSource(root).sourceId, limit: 1_000_000 }).filter((r) => r.state !== 'done'),
+  );
+  counts.failed = leftovers.filter((r) => r.state === 'failed').length;
+  counts.pending = leftovers.length - counts.failed;
+  const authError = engine.state === 'auth-required' ? engine.error : null;
+  const summary = {
+    type: 'summary',
+    server: ctx.serverLabel,
+    uploaded: counts.uploaded,
+    fast_uploaded: counts.fastUploaded,
+    skipped: counts.skipped,
+    failed: counts.failed,
+    pending: counts.pending,
+    bytes_sent: engine.progress.bytesSent,
+    ...(authError ? { error: { kind: authError.kind, message: plainMessage(authError) } } : {}),
+    files: leftovers.map((r) => ({ path: r.absPath, state: r.state, kind: r.errorKind, reason: r.errorMessage })),
+  };
+  if (flags.json) printJson(summary);
+  else {
+    const out = process.stdout;
+    out.write(
+      `Done with ${roots.length === 1 ? roots[0] : `${roots.length} folders`} (${ctx.serverLabel}): ` +
+        `${counts.uploaded} uploaded, ${counts.fastUploaded} already on the server, ${counts.skipped} skipped (done before), ` +
+        `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.\n`,
+    );
+    if (authError) out.write(`${plainMessage(authError)}\n`);
+    for (const r of leftovers.slice(0, 50)) out.write(`  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}\n`);
+    if (leftovers.length > 50) out.write(`  ... and ${leftovers.length - 50} more (drone-media-sync status)\n`);
+  }
+  engine.close();
+  queue.close();
+  await ctx.close();
+  if (authError) return EXIT.auth;
+  return leftovers.length === 0 ? EXIT.ok : EXIT.notAllDone;
+}

@@ -1,0 +1,69 @@
+import path from 'node:path';
+import { Agent } from '../../core/agent.js';
+import { plainMessage } from '../../core/errors.js';
+import { Queue } from '../../core/queue/queue.js';
+import { CardMonitor } from '../../core/sources/cards.js';
+import { openContext, type ServerFlags } from '../context.js';
+import { formatBytes, printJson } from '../output.js';
+
+export interface WatchFlags extends ServerFlags {
+  cards?: boolean;
+  mountRoot?: string[];
+  json?: boolean;
+}
+
+/**
+ * `watch`: long-running. One line per card inserted/removed and per sync
+ * summary (or JSON lines with --json); runs until SIGINT/SIGTERM.
+ */
+export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
+  const ctx = await openContext(flags);
+  const queue = new Queue(ctx.paths.queue);
+  const agent = new Agent({ queue, api: ctx.api, config: ctx.config, logger: ctx.logger });
+  const say = (json: Record<string, unknown>, text: string) => (flags.json ? printJson(json) : process.stdout.write(text + '\n'));
+  let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
+
+  agent.on('source', (e) => {
+    const name = e.source.label ?? e.source.root;
+    if (e.type === 'source-added') say({ type: 'source-added', id: e.source.sourceId, root: e.source.root, label: name }, `Found ${name} (${e.source.root})`);
+    else if (e.type === 'source-removed') say({ type: 'source-removed', id: e.source.sourceId, waiting: e.waiting, message: e.message }, e.message ?? `${name} removed`);
+    else if (e.type === 'scanned' && (e.pending ?? 0) > 0) say({ type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone }, `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`);
+  });
+  agent.on('file', (e) => {
+    if (e.outcome === 'uploaded') (batch.uploaded++, (batch.bytes += e.size));
+    else if (e.outcome === 'fast-uploaded') batch.fastUploaded++;
+    else if (e.outcome === 'failed') {
+      batch.failed++;
+      say({ type: 'file-failed', path: e.absPath, error: e.error }, `FAILED ${e.absPath}: ${e.error?.plain ?? ''}`);
+    }
+  });
+  agent.on('state', (state, err) => {
+    if (state === 'auth-required' && err) say({ type: 'auth-required', message: plainMessage(err) }, plainMessage(err));
+    if (state === 'idle' && batch.uploaded + batch.fastUploaded + batch.failed > 0) {
+      say(
+        { type: 'summary', uploaded: batch.uploaded, fast_uploaded: batch.fastUploaded, failed: batch.failed, bytes_sent: batch.bytes },
+        `Synced: ${batch.uploaded} uploaded (${formatBytes(batch.bytes)}), ${batch.fastUploaded} already on the server, ${batch.failed} failed.`,
+      );
+      batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
+    }
+  });
+  agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
+
+  agent.start();
+  const folders = [...dirs.map((d) => path.resolve(d)), ...ctx.config.watchedFolders];
+  for (const d of folders) await agent.addFolder(d);
+  if (flags.cards || (flags.mountRoot?.length ?? 0) > 0) {
+    const roots = flags.mountRoot?.length ? flags.mountRoot.map((r) => path.resolve(r)) : ctx.config.mountRoots.length ? ctx.config.mountRoots : undefined;
+    agent.watchCards(new CardMonitor(roots ? { mountRoots: roots } : {}));
+  }
+  say({ type: 'ready', server: ctx.serverLabel, folders, cards: Boolean(flags.cards || flags.mountRoot?.length) }, `Watching (${ctx.serverLabel}). Press Ctrl+C to stop.`);
+
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  await agent.stop();
+  queue.close();
+  await ctx.close();
+  return 0;
+}

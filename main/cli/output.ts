@@ -1,0 +1,54 @@
+import type { ProgressSnapshot } from '../core/sync/progress.js';
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
+}
+
+export function formatDuration(seconds: number): string {
+  if (seconds < 60) return `${Math.max(1, Math.round(seconds))} s`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
+  return `${Math.floor(seconds / 3600)} h ${Math.round((seconds % 3600) / 60)} min`;
+}
+
+/** One line: [#####-----] 37/212 files  1.2 GB/3.4 GB  25 MB/s  ~4 min */
+export function progressLine(p: ProgressSnapshot, width = 24): string {
+  const frac = p.bytesTotal > 0 ? Math.min(1, p.bytesDone / p.bytesTotal) : p.filesTotal > 0 ? p.filesDone / p.filesTotal : 0;
+  const filled = Math.round(frac * width);
+  const bar = '#'.repeat(filled) + '-'.repeat(width - filled);
+  const eta = p.etaSeconds !== null && p.filesDone < p.filesTotal ? `  ~${formatDuration(p.etaSeconds)} left` : '';
+  return `[${bar}] ${p.filesDone}/${p.filesTotal} files  ${formatBytes(p.bytesDone)}/${formatBytes(p.bytesTotal)}  ${formatBytes(p.rate)}/s${eta}`;
+}
+
+/** A progress line redrawn in place on a terminal; silent otherwise. */
+export class ProgressBar {
+  private last = '';
+  constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {}
+
+  get enabled(): boolean {
+    return Boolean(this.stream.isTTY);
+  }
+
+  update(p: ProgressSnapshot): void {
+    if (!this.enabled) return;
+    const line = progressLine(p).slice(0, (this.stream.columns ?? 100) - 1);
+    if (line === this.last) return;
+    this.last = line;
+    this.stream.write(`\r\x1b[2K${line}`);
+  }
+
+  done(): void {
+    if (this.enabled && this.last) this.stream.write('\r\x1b[2K');
+    this.last = '';
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(JSON.stringify(value) + '\n');
+}

@@ -1,0 +1,66 @@
+/**
+ * `npm start`: the desktop app when Electron and a display are available,
+ * otherwise one clear line and the headless agent. Electron's binary is not
+ * downloaded by `npm ci` (allowScripts blocks its postinstall so installs
+ * work offline); it is fetched here on first use.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const require = createRequire(import.meta.url);
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+export function hasDisplay(env: NodeJS.ProcessEnv = process.env, platform = process.platform): boolean {
+  if (platform === 'win32' || platform === 'darwin') return true;
+  return Boolean(env.DISPLAY || env.WAYLAND_DISPLAY);
+}
+
+/** Path of the Electron binary, fetching it once if missing; null when it cannot be had. */
+export function ensureElectron(): { binary: string } | { reason: string } {
+  let pkgDir: string;
+  try {
+    pkgDir = path.dirname(require.resolve('electron/package.json'));
+  } catch {
+    return { reason: 'the electron package is not installed (run npm ci)' };
+  }
+  if (!fs.existsSync(path.join(pkgDir, 'dist'))) {
+    process.stderr.write('Fetching the Electron runtime (first start only)...\n');
+    const r = spawnSync(process.execPath, [path.join(pkgDir, 'install.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    if (r.status !== 0) {
+      const why = r.stderr?.toString().trim().split('\n').pop() ?? 'download failed';
+      return { reason: `the Electron runtime could not be downloaded (${why})` };
+    }
+  }
+  try {
+    return { binary: require('electron') as string };
+  } catch (err) {
+    return { reason: `Electron is not usable here (${(err as Error).message.split('\n')[0]})` };
+  }
+}
+
+function runHeadless(reason: string): void {
+  process.stderr.write(`Desktop app not started: ${reason}. Running the headless agent instead (drone-media-sync watch --cards).\n`);
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'main', 'cli', 'bin.js'), 'watch', '--cards', ...process.argv.slice(2)], {
+    stdio: 'inherit',
+  });
+  forward(child);
+}
+
+function forward(child: ReturnType<typeof spawn>): void {
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}
+
+function main(): void {
+  if (!hasDisplay()) return runHeadless('no display is available (DISPLAY/WAYLAND_DISPLAY unset)');
+  const electron = ensureElectron();
+  if ('reason' in electron) return runHeadless(electron.reason);
+  const child = spawn(electron.binary, [repoRoot, ...process.argv.slice(2)], { stdio: 'inherit' });
+  child.on('error', (err) => runHeadless(`Electron failed to start (${err.message})`));
+  forward(child);
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) main();

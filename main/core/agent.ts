@@ -1,0 +1,184 @@
+import { EventEmitter } from 'node:events';
+import type { ApiClient } from './api/client.js';
+import type { Config } from './config.js';
+import { toDmsError, type DmsError } from './errors.js';
+import { silentLogger, type Logger } from './log.js';
+import type { Queue } from './queue/queue.js';
+import type { Card, CardMonitor } from './sources/cards.js';
+import { FolderWatcher } from './sources/folder-watcher.js';
+import { SyncEngine, type EngineState, type FileEvent } from './sync/engine.js';
+import type { ProgressSnapshot } from './sync/progress.js';
+import { folderSource, scanSource, type Source } from './sync/scan.js';
+
+export interface SourceEvent {
+  type: 'source-added' | 'source-removed' | 'source-back' | 'scanned';
+  source: Source;
+  pending?: number;
+  alreadyDone?: number;
+  waiting?: number;
+  message?: string;
+}
+
+export interface AgentEvents {
+  source: [SourceEvent];
+  file: [FileEvent];
+  progress: [ProgressSnapshot];
+  state: [EngineState, DmsError | null];
+  idle: [];
+  warning: [string];
+}
+
+export interface AgentOptions {
+  queue: Queue;
+  api: ApiClient;
+  config: Config;
+  logger?: Logger;
+  /** Quiet period before a growing file is read (copy in progress). */
+  quietMs?: number;
+  engine?: SyncEngine;
+}
+
+/**
+ * The long-running agent behind `watch` and the tray app: sources (watched
+ * folders, later cards) feed the queue, the engine drains it. A source that
+ * goes away parks its files; when it comes back it is rescanned and resumes.
+ */
+export class Agent extends EventEmitter<AgentEvents> {
+  readonly engine: SyncEngine;
+  private readonly queue: Queue;
+  private readonly log: Logger;
+  private readonly watchers = new Map<string, FolderWatcher>();
+  private readonly controller = new AbortController();
+  private running: Promise<void> | null = null;
+  private config: Config;
+  private cardMonitor: CardMonitor | null = null;
+
+  constructor(private readonly opts: AgentOptions) {
+    super();
+    this.queue = opts.queue;
+    this.config = opts.config;
+    this.log = opts.logger ?? silentLogger;
+    this.engine = opts.engine ?? new SyncEngine({ queue: opts.queue, api: opts.api, config: opts.config, logger: this.log });
+    this.engine.on('file', (e) => this.emit('file', e));
+    this.engine.on('progress', (p) => this.emit('progress', p));
+    this.engine.on('state', (s, e) => {
+      this.emit('state', s, e);
+      if (s === 'idle') this.emit('idle');
+    });
+  }
+
+  start(): void {
+    this.running ??= this.engine.run({ mode: 'forever', signal: this.controller.signal });
+  }
+
+  async stop(): Promise<void> {
+    this.cardMonitor?.stop();
+    this.controller.abort();
+    await Promise.all([...this.watchers.values()].map((w) => w.stop()));
+    this.watchers.clear();
+    await this.running;
+    this.engine.close();
+  }
+
+  /** Watches a folder: reconciles it now (what changed while we were not running), then follows changes. */
+  async addFolder(root: string): Promise<void> {
+    const source = folderSource(root);
+    if (this.watchers.has(source.sourceId)) return;
+    const watcher = new FolderWatcher(
+      source,
+      {
+        files: (s) => void this.rescan(s),
+        gone: (s) => this.sourceGone(s),
+        back: (s) => {
+          this.emit('source', { type: 'source-back', source: s });
+          void this.rescan(s);
+        },
+      },
+      { quietMs: this.quietMs },
+    );
+    this.watchers.set(source.sourceId, watcher);
+    watcher.start();
+    this.emit('source', { type: 'source-added', source });
+    await this.rescan(source);
+  }
+
+  /**
+   * Follows card insertions: each DJI card becomes a source named by its
+   * identity, so the same card at another mount point continues where it was.
+   */
+  watchCards(monitor: CardMonitor): void {
+    monitor.on('inserted', (card) => void this.addCard(card));
+    monitor.on('removed', (card) => {
+      const w = this.watchers.get(`card:${card.id}`);
+      if (w && w.source.root === card.root) {
+        this.watchers.delete(w.source.sourceId);
+        void w.stop();
+        this.sourceGone(w.source);
+      }
+    });
+    monitor.start();
+    this.cardMonitor = monitor;
+  }
+
+  async addCard(card: Card): Promise<void> {
+    const source: Source = { sourceId: `card:${card.id}`, root: card.root, label: card.label };
+    const old = this.watchers.get(source.sourceId);
+    if (old) await old.stop();
+    const watcher = new FolderWatcher(
+      source,
+      {
+        files: (s) => void this.rescan(s),
+        gone: (s) => {
+          // The monitor reports the removal too; whoever is first parks the files.
+          if (this.watchers.get(s.sourceId) === watcher) {
+            this.watchers.delete(s.sourceId);
+            void watcher.stop();
+            this.sourceGone(s);
+          }
+        },
+        back: (s) => void this.rescan(s),
+      },
+      { quietMs: this.quietMs },
+    );
+    this.watchers.set(source.sourceId, watcher);
+    watcher.start();
+    this.emit('source', { type: 'source-added', source });
+    await this.rescan(source);
+  }
+
+  /** A source went away: its unfinished files wait for it, nothing is lost or marked deleted. */
+  sourceGone(source: Source): number {
+    const waiting = this.engine.sourceRemoved(source.sourceId, `${source.label ?? source.root} was removed; its files will continue when it is back.`);
+    const message = `${source.label ?? source.root} was removed; ${waiting} file${waiting === 1 ? '' : 's'} will continue when it is inserted again.`;
+    this.emit('source', { type: 'source-removed', source, waiting, message });
+    return waiting;
+  }
+
+  /** Rescan every known folder now ("Sync now"). */
+  async syncNow(): Promise<void> {
+    await Promise.all([...this.watchers.values()].map((w) => this.rescan(w.source)));
+    this.engine.wake();
+  }
+
+  updateConfig(config: Config): void {
+    this.config = config;
+    this.engine.updateConfig(config);
+  }
+
+  private get quietMs(): number {
+    return this.opts.quietMs ?? 2000;
+  }
+
+  private async rescan(source: Source): Promise<void> {
+    try {
+      const r = await scanSource(this.queue, source, this.config, this.controller.signal, { quietMs: this.quietMs });
+      this.engine.track(r.pending, source.label ?? source.root);
+      this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone });
+      this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');
+    } catch (err) {
+      const e = toDmsError(err);
+      if (e.kind === 'source-missing') this.sourceGone(source);
+      else if (e.kind !== 'cancelled') this.emit('warning', `Could not read ${source.root}: ${e.message}`);
+    }
+  }
+}

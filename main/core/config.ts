@@ -1,0 +1,112 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { DmsError } from './errors.js';
+
+const httpUrl = z
+  .string()
+  .trim()
+  .refine((v) => {
+    try {
+      const u = new URL(v);
+      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+    } catch {
+      return false;
+    }
+  }, 'must be a web address starting with http:// or https://, like https://media.example.com');
+
+const deviceKey = z.string().regex(/^0-\d+-\d+$/, 'must be an aircraft key like 0-89-0 (M350)');
+
+/**
+ * The settings file shared by the CLI and the desktop app. Every field has a
+ * default so an empty or missing file means "use the built-in local service".
+ */
+export const ConfigSchema = z.object({
+  server: z
+    .object({
+      url: httpUrl,
+      workspaceId: z.string().trim().min(1, 'is required').max(128),
+    })
+    .optional(),
+  /** Use the reference service in-process even if a server is configured. */
+  useLocalService: z.boolean().default(false),
+  /** PEM file with extra CA certificates for self-hosted servers. */
+  caFile: z.string().optional(),
+  autoSyncCards: z.boolean().default(true),
+  ejectAfterSync: z.boolean().default(false),
+  mountRoots: z.array(z.string()).default([]),
+  watchedFolders: z.array(z.string()).default([]),
+  include: z
+    .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/, 'file types are extensions like JPG or MP4'))
+    .default(['JPG', 'JPEG', 'DNG', 'TIF', 'TIFF', 'MP4', 'MOV']),
+  exclude: z.array(z.string()).default([]),
+  concurrency: z
+    .object({
+      files: z.number().int().min(1, 'at least 1').max(16, 'at most 16').default(3),
+      parts: z.number().int().min(1, 'at least 1').max(16, 'at most 16').default(4),
+    })
+    .default({ files: 3, parts: 4 }),
+  partSizeMiB: z.number().int().min(5, 'at least 5 MiB (the S3 minimum)').max(512).default(8),
+  /** 0 = unlimited. */
+  bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
+  aircraftDefault: deviceKey.optional(),
+  startAtLogin: z.boolean().default(true),
+  /** Per-folder wayline corrections: flight folder name -> wayline id. */
+  waylineOverrides: z.record(z.string(), z.string()).default({}),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+
+export function defaultConfig(): Config {
+  return ConfigSchema.parse({});
+}
+
+/** Turns zod issues into one plain sentence per problem, naming the setting. */
+export function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((i) => {
+      const where = i.path.length ? i.path.join('.') : 'settings';
+      return `${where} ${i.message}`;
+    })
+    .join('; ');
+}
+
+export function parseConfig(value: unknown, source = 'settings'): Config {
+  const result = ConfigSchema.safeParse(value);
+  if (!result.success) {
+    throw new DmsError('invalid-input', `The ${source} are not valid: ${describeIssues(result.error)}.`, {
+      retryable: false,
+    });
+  }
+  return result.data;
+}
+
+export function loadConfig(file: string): Config {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as { code?: string }).code === 'ENOENT') return defaultConfig();
+    throw new DmsError('invalid-input', `The settings file ${file} cannot be read: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new DmsError(
+      'invalid-input',
+      `The settings file ${file} is not valid JSON. Fix it or delete it to start from the defaults.`,
+      { retryable: false },
+    );
+  }
+  return parseConfig(json, `settings in ${file}`);
+}
+
+/** Writes atomically (temp file + rename) so a crash never leaves half a file. */
+export function saveConfig(file: string, config: Config): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(config, null, 2) + '\n', { mode: 0o600 });
+  fs.renameSync(tmp, file);
+}

@@ -1,0 +1,118 @@
+import Database from 'better-sqlite3';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DmsError } from '../errors.js';
+
+/**
+ * Schema history. Each entry runs once, in order, inside a transaction;
+ * PRAGMA user_version records how many ran. Never edit an entry that has
+ * shipped: append a new one.
+ */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    -- The source (card identity or watched folder) and the path inside it:
+    -- a card mounted at another mount point is still the same file.
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    abs_path TEXT NOT NULL,
+    state TEXT NOT NULL,
+    -- the state to go back to after waiting-for-source or failed (on retry)
+    resume_state TEXT,
+    fingerprint TEXT,
+    tiny_fingerprint TEXT,
+    info_json TEXT,
+    object_key TEXT,
+    upload_id TEXT,
+    part_size INTEGER,
+    outcome TEXT,
+    -- 1 once a callback was sent whose answer we did not get: before sending
+    -- it again we ask fast-upload whether the server already has the file.
+    callback_unknown INTEGER NOT NULL DEFAULT 0,
+    bytes_sent INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL DEFAULT 0,
+    error_kind TEXT,
+    error_message TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    done_at INTEGER,
+    UNIQUE (source_id, rel_path, size, mtime_ms)
+  );
+  CREATE INDEX files_state ON files (state, next_attempt_at);
+  CREATE INDEX files_abs_path ON files (abs_path);
+  CREATE TABLE parts (
+    file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+    part_number INTEGER NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (file_id, part_number)
+  );
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+  `,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export type Db = Database.Database;
+
+/**
+ * Opens (creating if needed) the queue database: WAL so that readers (status,
+ * the UI) never block the engine, and a busy timeout so that a second process
+ * waits briefly instead of failing at once.
+ */
+export function openDatabase(file: string): Db {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  let db: Db;
+  try {
+    db = new Database(file, { timeout: 5000 });
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+  } catch (err) {
+    throw describeOpenError(file, err);
+  }
+  try {
+    migrate(db);
+  } catch (err) {
+    db.close();
+    throw err instanceof DmsError ? err : describeOpenError(file, err);
+  }
+  return db;
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new DmsError(
+      'invalid-input',
+      `The queue database was written by a newer version of Drone Media Sync (schema ${current}, this version knows ${MIGRATIONS.length}). Update the app; the queue was left untouched.`,
+      { retryable: false },
+    );
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    const sql = MIGRATIONS[v] as string;
+    db.transaction(() => {
+      db.exec(sql);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
+
+function describeOpenError(file: string, err: unknown): DmsError {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+    return new DmsError('invalid-input', `The queue database ${file} is locked by another program. Close the other Drone Media Sync and try again.`, { cause: err });
+  }
+  if (code === 'SQLITE_FULL' || code === 'ENOSPC') {
+    return new DmsError('invalid-input', `The disk holding ${file} is full. Free some space; the queue is kept.`, { cause: err });
+  }
+  if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
+    return new DmsError('invalid-input', `The queue database ${file} is damaged.`, { cause: err, retryable: false });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new DmsError('invalid-input', `The queue database ${file} cannot be opened: ${message}`, { cause: err });
+}

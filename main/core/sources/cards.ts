@@ -1,0 +1,172 @@
+import crypto from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface Card {
+  /** Stable identity: volume UUID where the OS gives it, else label + DCIM fingerprint. */
+  id: string;
+  label: string;
+  root: string;
+}
+
+const FLIGHT_DIR = /^DJI_\d{12}_\d{3}(_.+)?$/;
+const MEDIA_DIR = /^\d{3}MEDIA$/i;
+const REMOVABLE_FS = new Set(['vfat', 'exfat', 'msdos', 'fat', 'fat32', 'ntfs', 'ntfs3', 'fuseblk']);
+
+/** The places removable volumes appear on this OS (mount roots). */
+export function defaultMountRoots(platform = process.platform, user = os.userInfo().username): string[] {
+  if (platform === 'darwin') return ['/Volumes'];
+  if (platform === 'win32') return []; // drive letters, see listVolumes
+  return [`/media/${user}`, `/run/media/${user}`, '/media'];
+}
+
+/** A DJI card: DCIM holding DJI flight folders, ###MEDIA folders or PANORAMA. */
+export function isDjiCard(root: string): boolean {
+  let names: string[];
+  try {
+    names = fs.readdirSync(path.join(root, 'DCIM'));
+  } catch {
+    return false;
+  }
+  return names.some((n) => FLIGHT_DIR.test(n) || MEDIA_DIR.test(n) || n.toUpperCase() === 'PANORAMA');
+}
+
+/** Mount point -> device, from /proc/self/mountinfo (Linux), for removable filesystems. */
+export function removableMounts(mountinfo = '/proc/self/mountinfo'): Map<string, string> {
+  const out = new Map<string, string>();
+  let text: string;
+  try {
+    text = fs.readFileSync(mountinfo, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const mountPoint = left.split(' ')[4];
+    const [fstype, device] = right.split(' ');
+    if (mountPoint && fstype && device && REMOVABLE_FS.has(fstype)) {
+      out.set(mountPoint.replace(/\\040/g, ' '), device);
+    }
+  }
+  return out;
+}
+
+/** Volume UUID of a block device via /dev/disk/by-uuid (Linux), if any. */
+function uuidOfDevice(device: string): string | undefined {
+  const dir = '/dev/disk/by-uuid';
+  try {
+    const target = fs.realpathSync(device);
+    for (const uuid of fs.readdirSync(dir)) {
+      if (fs.realpathSync(path.join(dir, uuid)) === target) return uuid;
+    }
+  } catch {
+    // no udev here: fall back to the DCIM fingerprint
+  }
+  return undefined;
+}
+
+/**
+ * Label + a fingerprint of the card's oldest DCIM folder (its name and first
+ * file): stable while new flights are added, different for another card.
+ */
+export function dcimFingerprint(root: string): string {
+  const dcim = path.join(root, 'DCIM');
+  const h = crypto.createHash('sha256');
+  try {
+    const dirs = fs.readdirSync(dcim).sort();
+    const first = dirs[0];
+    h.update(first ?? '');
+    if (first) {
+      const files = fs.readdirSync(path.join(dcim, first)).sort();
+      const f = files[0];
+      if (f) h.update(`/${f}/${fs.statSync(path.join(dcim, first, f)).size}`);
+    }
+  } catch {
+    // an unreadable DCIM still gets an id (from the label)
+  }
+  return h.digest('hex').slice(0, 16);
+}
+
+export function cardIdentity(root: string, device?: string): Card {
+  const label = path.basename(root) || root;
+  const uuid = device ? uuidOfDevice(device) : undefined;
+  return { id: uuid ? `uuid:${uuid}` : `dcim:${label}:${dcimFingerprint(root)}`, label, root };
+}
+
+export interface CardMonitorEvents {
+  inserted: [Card];
+  removed: [Card];
+}
+
+/**
+ * Notices cards as they are mounted: lists the mount roots (and, on Linux,
+ * the removable mounts in mountinfo) once a second. That reads a handful of
+ * directory entries, never the disks themselves.
+ */
+export class CardMonitor extends EventEmitter<CardMonitorEvents> {
+  private readonly known = new Map<string, Card>(); // by root
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly opts: { mountRoots?: string[]; intervalMs?: number; useMountinfo?: boolean } = {}) {
+    super();
+  }
+
+  start(): void {
+    this.poll();
+    this.timer = setInterval(() => this.poll(), this.opts.intervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  cards(): Card[] {
+    return [...this.known.values()];
+  }
+
+  /** Candidate volume roots right now, with their device when known. */
+  listVolumes(): Map<string, string | undefined> {
+    const out = new Map<string, string | undefined>();
+    const roots = this.opts.mountRoots ?? defaultMountRoots();
+    for (const r of roots) {
+      let entries: fs.Dirent[];
+      try {
+        entries = fs.readdirSync(r, { withFileTypes: true });
+      } catch {
+        continue;
+      }
+      for (const e of entries) if (e.isDirectory() && !e.name.startsWith('.')) out.set(path.join(r, e.name), undefined);
+    }
+    if (process.platform === 'win32' && !this.opts.mountRoots) {
+      for (let c = 68; c <= 90; c++) {
+        const drive = `${String.fromCharCode(c)}:\\`;
+        if (fs.existsSync(drive)) out.set(drive, undefined);
+      }
+    }
+    if (this.opts.useMountinfo ?? (!this.opts.mountRoots && process.platform === 'linux')) {
+      for (const [mp, dev] of removableMounts()) out.set(mp, dev);
+    }
+    return out;
+  }
+
+  poll(): void {
+    const volumes = this.listVolumes();
+    for (const [root, card] of this.known) {
+      if (!volumes.has(root) || !fs.existsSync(path.join(root, 'DCIM'))) {
+        this.known.delete(root);
+        this.emit('removed', card);
+      }
+    }
+    for (const [root, device] of volumes) {
+      if (this.known.has(root) || !isDjiCard(root)) continue;
+      const card = cardIdentity(root, device);
+      this.known.set(root, card);
+      this.emit('inserted', card);
+    }
+  }
+}

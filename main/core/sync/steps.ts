@@ -1,0 +1,171 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { ApiClient } from '../api/client.js';
+import { DmsError } from '../errors.js';
+import { md5File, tinyFingerprint } from '../media/fingerprint.js';
+import { flightFolderOf } from '../media/flight.js';
+import { readMediaInfo } from '../media/metadata.js';
+import type { Queue, QueueRow } from '../queue/queue.js';
+import { buildObjectKey } from '../storage/keys.js';
+import type { Uploader } from '../storage/types.js';
+import type { StsCache } from './sts-cache.js';
+import { callbackBody, fastUploadBody, type FileInfo } from './file-info.js';
+
+/** Everything a step needs; owned by the engine. */
+export interface StepContext {
+  queue: Queue;
+  api: ApiClient;
+  sts: StsCache;
+  uploaderFor: (provider: string) => Uploader;
+  aircraftDefault?: string;
+  signal: AbortSignal;
+  onBytes: (bytes: number, sent: boolean) => void;
+}
+
+/** Thrown when the file on disk is no longer the version this row describes. */
+export class FileChangedError extends DmsError {
+  constructor(rel: string) {
+    super('source-missing', `${rel} changed on disk; it will be read again.`);
+  }
+}
+
+/** Checks the file is still the version the row was made for. */
+async function assertUnchanged(row: QueueRow): Promise<void> {
+  let st;
+  try {
+    st = await fs.stat(row.absPath);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    throw new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
+      cause: err,
+      retryable: code !== 'ENOENT',
+    });
+  }
+  if (st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs) throw new FileChangedError(row.relPath);
+}
+
+/** discovered -> hashed: content MD5 (one streamed read) and metadata. */
+export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
+  await assertUnchanged(row);
+  const [md5, media] = await Promise.all([
+    md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false) }),
+    readMediaInfo(row.absPath, { relPath: row.relPath, ...(ctx.aircraftDefault ? { aircraftDefault: ctx.aircraftDefault } : {}) }),
+  ]);
+  // The file must not have changed while we read it, or the fingerprint
+  // would describe content that no longer exists.
+  await assertUnchanged(row);
+  const flight = flightFolderOf(row.relPath);
+  const metadata = { ...media.metadata };
+  if (!metadata.created_time) metadata.created_time = isoWithOffset(new Date(row.mtimeMs));
+  const info: FileInfo = {
+    name: path.posix.basename(row.relPath),
+    path: flight.path,
+    ...(flight.missionName ? { missionName: flight.missionName } : {}),
+    fileGroupId: flight.fileGroupId,
+    metadata,
+    subFileType: media.subFileType,
+    isOriginal: media.isOriginal,
+    ...(media.droneModelKey ? { droneModelKey: media.droneModelKey } : {}),
+    ...(media.payloadModelKey ? { payloadModelKey: media.payloadModelKey } : {}),
+    ...(media.sn ? { sn: media.sn } : {}),
+    ...(media.cameraModel ? { cameraModel: media.cameraModel } : {}),
+    ...(media.unsupportedReason ? { unsupportedReason: media.unsupportedReason } : {}),
+    ...(media.warnings.length ? { warnings: media.warnings } : {}),
+  };
+  const tiny = tinyFingerprint(md5, media.captureTime ?? new Date(row.mtimeMs));
+  ctx.queue.setHashed(row.id, md5, tiny, info);
+}
+
+/** hashed -> done (server already has it) or fast-upload-checked. */
+export async function fastUploadStep(ctx: StepContext, row: QueueRow): Promise<'known' | 'unknown'> {
+  const info = row.info as FileInfo;
+  const outcome = await ctx.api.fastUpload(fastUploadBody(info, row.fingerprint!, row.tinyFingerprint!), {
+    signal: ctx.signal,
+  });
+  if (outcome.known) {
+    ctx.queue.setDone(row.id, 'fast-uploaded');
+    return 'known';
+  }
+  ctx.queue.setFastUploadChecked(row.id);
+  return 'unknown';
+}
+
+/** fast-upload-checked / uploading -> uploaded, resuming stored parts. */
+export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void> {
+  await assertUnchanged(row);
+  const target = await ctx.sts.get({ signal: ctx.signal });
+  const uploader = ctx.uploaderFor(target.provider);
+  const info = row.info as FileInfo;
+  const key =
+    row.objectKey ??
+    buildObjectKey({
+      prefix: target.objectKeyPrefix,
+      fingerprint: row.fingerprint!,
+      relPath: row.relPath,
+      ...(info.path ? { flightFolder: info.path } : {}),
+    });
+  // After a crash between "object complete" and our record of it, the object
+  // is already there under its content-addressed key: nothing to send again.
+  if (row.state === 'uploading' && (await uploader.exists(key, ctx.signal))) {
+    ctx.queue.setUploaded(row.id, key);
+    return;
+  }
+  if (row.objectKey !== key) ctx.queue.setUploading(row.id, key);
+  const resume = row.uploadId && row.partSize ? { uploadId: row.uploadId, partSize: row.partSize, parts: ctx.queue.parts(row.id) } : null;
+  const result = await uploader.upload({
+    filePath: row.absPath,
+    size: row.size,
+    key,
+    md5Hex: row.fingerprint!,
+    resume,
+    onMultipartStarted: (s) => ctx.queue.setMultipartStarted(row.id, key, s.uploadId, s.partSize),
+    onPartDone: (p) => ctx.queue.addPart(row.id, p),
+    onMultipartReset: () => ctx.queue.resetMultipart(row.id),
+    onProgress: (n) => ctx.onBytes(n, true),
+    signal: ctx.signal,
+  });
+  ctx.queue.addBytesSent(row.id, result.bytesSent);
+  // Changed during the upload: the object holds a mix or the old content.
+  // Never record it; the new version gets a row (and key) of its own.
+  await assertUnchanged(row);
+  ctx.queue.setUploaded(row.id, key);
+}
+
+/** uploaded -> done: the callback, exactly once even when an answer is lost. */
+export async function callbackStep(ctx: StepContext, row: QueueRow): Promise<'posted' | 'already-recorded'> {
+  const info = row.info as FileInfo;
+  if (row.callbackUnknown) {
+    // An earlier callback may have been stored with its answer lost. Servers
+    // in the wild record every callback and break on duplicates: ask first.
+    const check = await ctx.api.fastUpload(fastUploadBody(info, row.fingerprint!, row.tinyFingerprint!), {
+      signal: ctx.signal,
+    });
+    if (check.known) {
+      ctx.queue.setDone(row.id, 'uploaded');
+      return 'already-recorded';
+    }
+  }
+  ctx.queue.setCallbackUnknown(row.id);
+  try {
+    await ctx.api.uploadCallback(callbackBody(info, row.fingerprint!, row.tinyFingerprint!, row.objectKey!), {
+      signal: ctx.signal,
+    });
+  } catch (err) {
+    // A refusal is a definite answer: nothing was stored, no check needed next time.
+    if (err instanceof DmsError && err.kind === 'rejected') ctx.queue.clearCallbackUnknown(row.id);
+    throw err;
+  }
+  ctx.queue.setDone(row.id, 'uploaded');
+  return 'posted';
+}
+
+/** `YYYY-MM-DDTHH:mm:ss±hh:mm` in the machine's zone (fallback capture time). */
+export function isoWithOffset(d: Date): string {
+  const off = -d.getTimezoneOffset();
+  const pad = (n: number) => String(Math.trunc(Math.abs(n))).padStart(2, '0');
+  const sign = off >= 0 ? '+' : '-';
+  return (
+    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}` +
+    `${sign}${pad(off / 60)}:${pad(off % 60)}`
+  );
+}
