@@ -56,6 +56,9 @@ function forward(child: ReturnType<typeof spawn>): void {
 
 function main(): void {
   if (!hasDisplay()) return runHeadless('no display is available (DISPLAY/WAYLAND_DISPLAY unset)');
+  if (!fs.existsSync(path.join(repoRoot, 'dist', 'main', 'electron', 'main.js'))) {
+    return runHeadless('this build has no desktop shell (dist/main/electron/main.js is missing)');
+  }
   const electron = ensureElectron();
   if ('reason' in electron) return runHeadless(electron.reason);
   const child = spawn(electron.binary, [repoRoot, ...process.argv.slice(2)], { stdio: 'inherit' });

@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { ApiClient } from '../../main/core/api/client.js';
+import type { StsResult } from '../../main/core/api/types.js';
+import { parseConfig, type Config, type ConfigInput } from '../../main/core/config.js';
+import { Queue } from '../../main/core/queue/queue.js';
+import { SyncEngine, type FileEvent } from '../../main/core/sync/engine.js';
+import { folderSource } from '../../main/core/sync/scan.js';
+
+export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'dji');
+
+/** Real DJI JPGs from the fixtures (M2EA excluded unless asked: no cloud device key). */
+export const DJI_FILES = ['ZH20T/DJI_20220902151742_0028_T.JPG', 'ZH20T/DJI_H20T.jpg', 'M30T/M30T_IR.JPG', 'M3T/M3T_IR.JPG'];
+
+export function tempDir(prefix = 'dms-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A card laid out as Pilot 2 writes it: DCIM/<flight folder>/<files>. */
+export function makeCard(root: string, folder = 'DJI_202209021517_001_Waypoint1', files = DJI_FILES): string {
+  const dir = path.join(root, 'DCIM', folder);
+  fs.mkdirSync(dir, { recursive: true });
+  for (const f of files) fs.copyFileSync(path.join(FIXTURES, f), path.join(dir, path.basename(f)));
+  return root;
+}
+
+/** Counts every request the client makes, by "METHOD last-path-segment". */
+export function countingFetch(counts: Map<string, number>): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const key = `${init?.method ?? 'GET'} ${url.pathname.split('/').pop()}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    return fetch(input, init);
+  };
+}
+
+export interface RunResult {
+  events: FileEvent[];
+  bytesSent: number;
+  engine: SyncEngine;
+}
+
+/** Scans the folders and runs the engine until idle, with a fresh queue handle. */
+export async function syncOnce(opts: {
+  queueFile: string;
+  api: ApiClient;
+  roots: string[];
+  config?: ConfigInput;
+}): Promise<RunResult> {
+  const queue = new Queue(opts.queueFile);
+  const config: Config = parseConfig(opts.config ?? {});
+  const engine = new SyncEngine({ queue, api: opts.api, config });
+  const events: FileEvent[] = [];
+  engine.on('file', (e) => events.push(e));
+  try {
+    for (const r of opts.roots) await engine.scan(folderSource(r));
+    await engine.run({ mode: 'until-idle' });
+    return { events, bytesSent: engine.progress.bytesSent, engine };
+  } finally {
+    engine.close();
+    queue.close();
+  }
+}
+
+export async function getObject(sts: StsResult, key: string): Promise<Buffer> {
+  const s3 = new S3Client({
+    endpoint: sts.endpoint,
+    region: sts.region,
+    forcePathStyle: true,
+    credentials: {
+      accessKeyId: sts.credentials.access_key_id,
+      secretAccessKey: sts.credentials.access_key_secret,
+      sessionToken: sts.credentials.security_token,
+    },
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+  });
+  try {
+    const out = await s3.send(new GetObjectCommand({ Bucket: sts.bucket, Key: key }));
+    return Buffer.from(await out.Body!.transformToByteArray());
+  } finally {
+    s3.destroy();
+  }
+}
