@@ -75,7 +75,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly bandwidth: BandwidthLimiter;
   private readonly uploaders = new Map<string, Uploader>();
   private readonly makeUploader: NonNullable<EngineOptions['createUploader']>;
-  private readonly inFlight = new Map<number, Promise<void>>();
+  private readonly inFlight = new Map<number, { promise: Promise<void>; controller: AbortController; sourceId: string }>();
   private readonly tracked = new Set<number>();
   private wakeUp: (() => void) | null = null;
   private stateValue: EngineState = 'idle';
@@ -131,6 +131,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    */
   track(rows: readonly QueueRow[], sourceLabel?: string): void {
     const fresh = rows.filter((r) => !this.tracked.has(r.id));
+    // Rows seen before (a card that came back) still need the loop to look again.
+    this.wake();
     if (fresh.length === 0) return;
     if (this.inFlight.size === 0 && this.progress.filesDone + this.progress.filesFailed >= this.progress.filesTotal) {
       this.progress.reset();
@@ -144,6 +146,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Parks every unfinished file of a source that went away (card pulled). */
   sourceRemoved(sourceId: string, message: string): number {
+    // Stop reading from it at once: parts already acknowledged stay recorded
+    // and are reused when the card is back.
+    for (const f of this.inFlight.values()) {
+      if (f.sourceId === sourceId) f.controller.abort(new DmsError('cancelled', message));
+    }
     const n = this.queue.parkSource(sourceId, message);
     this.wake();
     return n;
@@ -194,7 +201,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      await Promise.allSettled([...this.inFlight.values()]);
+      await Promise.allSettled([...this.inFlight.values()].map((f) => f.promise));
       this.emitProgress(true);
       if (this.stateValue === 'syncing') this.setState('idle');
     }
@@ -217,11 +224,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       .slice(0, room);
     for (const row of rows) {
       if (this.stateValue !== 'syncing' && this.stateValue !== 'offline') this.setState('syncing');
-      const p = this.process(row, signal).finally(() => {
+      const controller = new AbortController();
+      const rowSignal = AbortSignal.any([controller.signal, ...(signal ? [signal] : [])]);
+      const promise = this.process(row, rowSignal).finally(() => {
         this.inFlight.delete(row.id);
         this.wake();
       });
-      this.inFlight.set(row.id, p);
+      this.inFlight.set(row.id, { promise, controller, sourceId: row.sourceId });
     }
   }
 

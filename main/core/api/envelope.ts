@@ -1,0 +1,208 @@
+import { DmsError } from '../errors.js';
+
+/**
+ * Reading the `{code, message, data}` envelope tolerantly, and turning every
+ * answer that is not a success into a classified DmsError.
+ *
+ * Real servers (service-facts.md) send `code` as a number or a numeric
+ * string, leave `data` out or send `""`, answer 401 with an empty body, and
+ * sit behind proxies that return HTML pages. All of that is decided here, once,
+ * so the endpoint methods only deal with a successful envelope's `data`.
+ */
+
+/** What every error names: the request, never the token or the full URL. */
+export interface RequestContext {
+  method: string;
+  /** URL path only (no query, no credentials of the base URL). */
+  path: string;
+  /** Values that must never appear in a message (the token). */
+  secrets: readonly string[];
+  /**
+   * The answer may carry credentials (STS, login): a JSON body is then not
+   * quoted in error messages, since the first 120 characters could hold a key.
+   */
+  sensitiveBody?: boolean;
+}
+
+export interface Envelope {
+  /** Normalised: numeric strings become numbers; other strings are kept. */
+  code: number | string;
+  message: string;
+  /** `undefined` when the key is missing (the sample server leaves it out). */
+  data: unknown;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+const EXCERPT_MAX = 120;
+
+/** A short one-line quote of a body for an error message, secrets removed. */
+export function bodyExcerpt(text: string, ctx: Pick<RequestContext, 'secrets' | 'sensitiveBody'>): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return '(empty body)';
+  if (ctx.sensitiveBody === true && /^[{[]/.test(trimmed)) return '(body not shown: it may hold credentials)';
+  let t = trimmed;
+  // Redact before cutting, so a secret split by the cut cannot leak its first half.
+  for (const s of ctx.secrets) if (s !== '') t = t.split(s).join('<redacted>');
+  t = t.replace(/\s+/g, ' ');
+  return `"${t.length > EXCERPT_MAX ? `${t.slice(0, EXCERPT_MAX)}...` : t}"`;
+}
+
+/** Removes secrets from text that came from the server (its message). */
+export function redact(text: string, secrets: readonly string[]): string {
+  let t = text;
+  for (const s of secrets) if (s !== '') t = t.split(s).join('<redacted>');
+  return t;
+}
+
+/** `0` and `"0"` are both success (service-facts.md). */
+export function normalizeCode(raw: unknown): number | string | undefined {
+  if (typeof raw === 'number' && Number.isFinite(raw)) return raw;
+  if (typeof raw === 'string') {
+    const t = raw.trim();
+    if (/^-?\d+$/.test(t)) return Number(t);
+    return t === '' ? undefined : t;
+  }
+  return undefined;
+}
+
+/** Retry-After is either delta-seconds or an HTTP date (RFC 9110 10.2.3). */
+export function parseRetryAfter(value: string | null, now: number = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const t = value.trim();
+  if (/^\d+$/.test(t)) return Number(t) * 1000;
+  const at = Date.parse(t);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** The envelope of a body, or undefined when the body is not one (HTML, truncated, wrong shape). */
+export function tryParseEnvelope(text: string): Envelope | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+  const obj = parsed as Record<string, unknown>;
+  const code = normalizeCode(obj['code']);
+  if (code === undefined) return undefined;
+  const message = typeof obj['message'] === 'string' ? obj['message'] : '';
+  return { code, message, data: obj['data'] };
+}
+
+function where(ctx: RequestContext): string {
+  return `${ctx.method} ${ctx.path}`;
+}
+
+function serverFields(env: Envelope | undefined, ctx: RequestContext) {
+  return env === undefined ? {} : { serverCode: env.code, serverMessage: redact(env.message, ctx.secrets) };
+}
+
+/** What to show of an answer: the server's own message when it sent an envelope, else a quote. */
+function said(env: Envelope | undefined, text: string, ctx: RequestContext): string {
+  if (env !== undefined && env.message !== '')
+    return `${redact(env.message, ctx.secrets)} (code ${env.code})`;
+  return bodyExcerpt(text, ctx);
+}
+
+/**
+ * Classifies the HTTP level of an answer. Returns the envelope of a 2xx
+ * answer (whatever its code); throws a DmsError for everything else.
+ */
+export function readEnvelope(res: RawResponse, ctx: RequestContext): Envelope {
+  const { status, text } = res;
+  const env = tryParseEnvelope(text);
+  const base = { method: ctx.method, path: ctx.path, status, ...serverFields(env, ctx) };
+
+  if (status === 401 || status === 403) {
+    // The sample server answers 401 with an empty body: the status alone decides.
+    throw new DmsError(
+      'auth',
+      `The server refused the sign-in token (HTTP ${status}) for ${where(ctx)}.`,
+      base,
+    );
+  }
+  const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
+  if (status === 429 || (status === 503 && retryAfterMs !== undefined)) {
+    const hint = retryAfterMs === undefined ? '' : ` (retry after ${Math.ceil(retryAfterMs / 1000)} s)`;
+    throw new DmsError(
+      'throttled',
+      `The server asked to slow down (HTTP ${status}) for ${where(ctx)}${hint}.`,
+      {
+        ...base,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      },
+    );
+  }
+  if (status === 408) {
+    throw new DmsError(
+      'timeout',
+      `The server gave up waiting for the request (HTTP 408) for ${where(ctx)}.`,
+      base,
+    );
+  }
+  if (status >= 500) {
+    throw new DmsError(
+      'server',
+      `Server error HTTP ${status} for ${where(ctx)}: ${said(env, text, ctx)}`,
+      base,
+    );
+  }
+  if (status >= 300 && status < 400) {
+    // Redirects are not followed: fetch would forward x-auth-token to any host
+    // and turn a POST into a GET. The user fixes the address instead.
+    const location = redact(res.headers.get('location') ?? '(no location)', ctx.secrets);
+    throw new DmsError(
+      'rejected',
+      `The server redirected ${where(ctx)} (HTTP ${status}) to ${location}; set the server address to the new location.`,
+      base,
+    );
+  }
+  if (status >= 400) {
+    const hint = status === 404 && env === undefined ? ' Is the server address right?' : '';
+    throw new DmsError(
+      'rejected',
+      `The server refused ${where(ctx)} (HTTP ${status}): ${said(env, text, ctx)}.${hint}`,
+      base,
+    );
+  }
+  if (status < 200) {
+    throw new DmsError('malformed-response', `Unexpected HTTP ${status} for ${where(ctx)}.`, base);
+  }
+  if (env === undefined) {
+    throw new DmsError(
+      'malformed-response',
+      `The answer to ${where(ctx)} (HTTP ${status}) is not a valid JSON envelope: ${bodyExcerpt(text, ctx)}`,
+      base,
+    );
+  }
+  return env;
+}
+
+/** Envelope codes that mean "your token is not accepted" even at HTTP 200. */
+const AUTH_CODES: ReadonlySet<number | string> = new Set([401, 403]);
+
+export function isSuccess(env: Envelope): boolean {
+  return env.code === 0;
+}
+
+/** Throws for a non-zero code: `auth` for 401/403, otherwise `rejected`. */
+export function requireSuccess(env: Envelope, ctx: RequestContext, status = 200): void {
+  if (isSuccess(env)) return;
+  const base = { method: ctx.method, path: ctx.path, status, ...serverFields(env, ctx) };
+  const msg = env.message === '' ? '(no message)' : redact(env.message, ctx.secrets);
+  if (AUTH_CODES.has(env.code)) {
+    throw new DmsError(
+      'auth',
+      `The server refused the sign-in token for ${where(ctx)}: ${msg} (code ${env.code}).`,
+      base,
+    );
+  }
+  throw new DmsError('rejected', `The server refused ${where(ctx)}: ${msg} (code ${env.code}).`, base);
+}

@@ -1,0 +1,168 @@
+import { DmsError, isAbortError } from '../errors.js';
+import { redact } from './envelope.js';
+import type { RawResponse, RequestContext } from './envelope.js';
+
+/**
+ * One HTTP exchange with a deadline that covers the whole answer (headers AND
+ * body: a server that stalls mid-body must not hang an upload slot), a cap
+ * on the body size, and classification of every transport failure.
+ */
+
+export interface TransportRequest {
+  method: 'GET' | 'POST';
+  url: URL;
+  headers: Record<string, string>;
+  body?: string;
+  /** The caller's signal: when it fires the error is `cancelled`. */
+  signal?: AbortSignal;
+  timeoutMs: number;
+  maxBodyBytes: number;
+  fetch: typeof fetch;
+}
+
+export async function send(req: TransportRequest, ctx: RequestContext): Promise<RawResponse> {
+  const caller = req.signal;
+  if (caller?.aborted === true) {
+    throw new DmsError('cancelled', `The request ${ctx.method} ${ctx.path} was cancelled.`, {
+      method: ctx.method,
+      path: ctx.path,
+    });
+  }
+  if (!(req.timeoutMs > 0) || !Number.isFinite(req.timeoutMs)) {
+    throw new DmsError('invalid-input', 'timeoutMs must be a positive number.', {
+      method: ctx.method,
+      path: ctx.path,
+    });
+  }
+  const timer = AbortSignal.timeout(req.timeoutMs);
+  const signal = caller === undefined ? timer : AbortSignal.any([caller, timer]);
+  try {
+    const res = await req.fetch(req.url, {
+      method: req.method,
+      headers: req.headers,
+      ...(req.body === undefined ? {} : { body: req.body }),
+      signal,
+      redirect: 'manual',
+    });
+    const text = await readCapped(res, req.maxBodyBytes, ctx);
+    return { status: res.status, headers: res.headers, text };
+  } catch (err) {
+    throw classifyFailure(err, ctx, { caller, timer, timeoutMs: req.timeoutMs });
+  }
+}
+
+async function readCapped(res: Response, max: number, ctx: RequestContext): Promise<string> {
+  const tooBig = () =>
+    new DmsError(
+      'malformed-response',
+      `The answer to ${ctx.method} ${ctx.path} is larger than ${max} bytes.`,
+      {
+        method: ctx.method,
+        path: ctx.path,
+        status: res.status,
+      },
+    );
+  const declared = Number(res.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > max) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooBig();
+  }
+  if (res.body === null) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => undefined);
+      throw tooBig();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const TLS_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'CERT_REVOKED',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'HOSTNAME_MISMATCH',
+]);
+
+const NETWORK_TEXT: Record<string, string> = {
+  ECONNREFUSED: 'the server refused the connection (is it running, is the port right?)',
+  ECONNRESET: 'the connection was reset before the answer was complete',
+  UND_ERR_SOCKET: 'the connection was closed before the answer was complete',
+  ENOTFOUND: 'the server name could not be resolved (check the address and the network)',
+  EAI_AGAIN: 'the server name could not be resolved right now (DNS unavailable)',
+  ETIMEDOUT: 'the connection attempt timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'the connection attempt timed out',
+  EHOSTUNREACH: 'the server host is unreachable',
+  ENETUNREACH: 'the network is unreachable',
+  EPIPE: 'the connection was closed while sending',
+};
+
+/** The first error code found along the cause chain (undici wraps the socket error). */
+function findCode(err: unknown): { code: string; message: string } | undefined {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 6 && typeof cur === 'object' && cur !== null; depth++) {
+    const { code, message } = cur as { code?: unknown; message?: unknown };
+    if (typeof code === 'string') return { code, message: typeof message === 'string' ? message : '' };
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+interface AbortState {
+  caller: AbortSignal | undefined;
+  timer: AbortSignal;
+  timeoutMs: number;
+}
+
+/** Turns whatever fetch or the body read threw into a DmsError. Exported for tests of the TLS mapping. */
+export function classifyFailure(err: unknown, ctx: RequestContext, state: AbortState): DmsError {
+  if (err instanceof DmsError) return err;
+  const opts = { cause: err, method: ctx.method, path: ctx.path };
+  const w = `${ctx.method} ${ctx.path}`;
+  // The caller is checked first: a pause during a slow answer is a pause, not a timeout.
+  if (state.caller?.aborted === true)
+    return new DmsError('cancelled', `The request ${w} was cancelled.`, opts);
+  if (state.timer.aborted) {
+    return new DmsError(
+      'timeout',
+      `No complete answer from the server within ${state.timeoutMs} ms for ${w}.`,
+      opts,
+    );
+  }
+  if (isAbortError(err)) return new DmsError('cancelled', `The request ${w} was cancelled.`, opts);
+  const found = findCode(err);
+  if (found !== undefined && (TLS_CODES.has(found.code) || found.code.startsWith('ERR_SSL_'))) {
+    // Never retried insecurely: the user must fix the certificate or trust its CA.
+    return new DmsError(
+      'network',
+      `The server's TLS certificate was rejected (${found.code}: ${found.message}) for ${w}. ` +
+        'Fix the certificate or install its CA certificate on this computer; the connection is never made without checking it.',
+      opts,
+    );
+  }
+  const known = found === undefined ? undefined : NETWORK_TEXT[found.code];
+  if (known !== undefined && found !== undefined) {
+    return new DmsError('network', `Could not reach the server for ${w}: ${known} (${found.code}).`, opts);
+  }
+  const detail = found?.message ?? (err instanceof Error ? err.message : String(err));
+  return new DmsError(
+    'network',
+    `Could not reach the server for ${w}: ${redact(detail, ctx.secrets)}.`,
+    opts,
+  );
+}

@@ -1,0 +1,178 @@
+import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import type * as fsp from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { DiscoveredFile, DiscoverOptions, DiscoverWarning } from './discover.js';
+import { discoverMedia } from './discover.js';
+
+// Running as root (CI containers) no permission stops a read, so an unreadable
+// folder is simulated: opendir of any folder named LOCKED fails like EACCES.
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const real = await importOriginal<typeof fsp>();
+  return {
+    ...real,
+    opendir: (path: string, ...rest: []) => {
+      if (basename(path) === 'LOCKED') {
+        return Promise.reject(
+          Object.assign(new Error(`EACCES: permission denied, opendir '${path}'`), { code: 'EACCES' }),
+        );
+      }
+      return real.opendir(path, ...rest);
+    },
+  };
+});
+
+const FLIGHT = 'DCIM/DJI_202208311455_008_Waypoint1';
+/** The files that must be found, in the order they must come (sorted by name, depth first). */
+const EXPECTED = [
+  'DCIM/100MEDIA/DJI_0001.JPG',
+  'DCIM/100MEDIA/DJI_0002.DNG',
+  'DCIM/100MEDIA/DJI_0003.MOV',
+  'DCIM/100MEDIA/DJI_0004.tiff',
+  `${FLIGHT}/DJI_20220831151616_0004_W.JPG`,
+  `${FLIGHT}/DJI_20220831151617_0005_T.JPG`,
+  `${FLIGHT}/DJI_20220831151700_0006_W.MP4`,
+  `${FLIGHT}/DJI_20220831151800_0007_W.jpg`,
+  'DCIM/PANORAMA/100_0001/DJI_0001.JPG',
+  'DCIM/link-to-outside.JPG',
+];
+/** Present on the card but never media. */
+const NOISE = [
+  `${FLIGHT}/DJI_20220831151700_0006_W.SRT`,
+  `${FLIGHT}/DJI_20220831151700_0006_W.LRF`,
+  `${FLIGHT}/._DJI_20220831151616_0004_W.JPG`, // macOS resource fork
+  'DCIM/100MEDIA/DJI_0001.THM',
+  'DCIM/100MEDIA/DJI_0001.SCR',
+  'DCIM/Misc/a.JPG', // MISC is matched case-insensitively
+  'MISC/THUMBNAIL/DJI_0001.JPG',
+  '.Spotlight-V100/x.JPG',
+  'DCIM/LOCKED/DJI_9999.JPG',
+  'notes.txt',
+];
+
+let tmp: string;
+let card: string;
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'dms-disc-'));
+  card = join(tmp, 'card');
+  // Created in reverse order, so a sorted result is our doing, not the file system's.
+  for (const rel of [...EXPECTED, ...NOISE].reverse()) {
+    if (rel === 'DCIM/link-to-outside.JPG') continue;
+    await mkdir(dirname(join(card, rel)), { recursive: true });
+    await writeFile(join(card, rel), `content of ${rel}`);
+  }
+  await writeFile(join(card, `${FLIGHT}/DJI_20220831151801_0008_W.JPG`), ''); // zero bytes: cut short
+  await writeFile(join(tmp, 'outside.JPG'), 'a real file outside the card');
+  await symlink(join(tmp, 'outside.JPG'), join(card, 'DCIM/link-to-outside.JPG'));
+  await symlink(card, join(card, 'DCIM/zz-loop')); // a loop back to the root
+  await symlink(join(tmp, 'gone'), join(card, 'DCIM/zz-broken')); // dangling link
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+async function collect(roots: string[], opts: DiscoverOptions = {}): Promise<DiscoveredFile[]> {
+  const out: DiscoveredFile[] = [];
+  for await (const f of discoverMedia(roots, opts)) out.push(f);
+  return out;
+}
+
+describe('discoverMedia', () => {
+  it('finds exactly the media files of a DJI-like card, sorted, and reports what it skipped', async () => {
+    const warnings: DiscoverWarning[] = [];
+    const files = await collect([card], { onWarning: (w) => warnings.push(w) });
+    expect(files.map((f) => f.relPath)).toEqual(EXPECTED);
+
+    const first = files[0]!;
+    expect(first.path).toBe(join(card, 'DCIM/100MEDIA/DJI_0001.JPG'));
+    expect(first.root).toBe(card);
+    expect(first.size).toBe(Buffer.byteLength('content of DCIM/100MEDIA/DJI_0001.JPG'));
+    expect(first.mtimeMs).toBeGreaterThan(0);
+
+    const warned = warnings.map((w) => basename(w.path)).sort();
+    expect(warned).toEqual(['LOCKED', 'zz-broken', 'zz-loop']);
+    expect(warnings.find((w) => basename(w.path) === 'LOCKED')?.message).toMatch(/EACCES/);
+  });
+
+  it('gives the same order on every run', async () => {
+    const a = (await collect([card])).map((f) => f.relPath);
+    const b = (await collect([card])).map((f) => f.relPath);
+    expect(b).toEqual(a);
+  });
+
+  it('include narrows the extensions but never lets side-car files in', async () => {
+    const videos = await collect([card], { include: ['.mp4', 'MOV'] });
+    expect(videos.map((f) => f.relPath)).toEqual([
+      'DCIM/100MEDIA/DJI_0003.MOV',
+      `${FLIGHT}/DJI_20220831151700_0006_W.MP4`,
+    ]);
+    expect(await collect([card], { include: ['srt', 'LRF', '*.thm', 'scr'] })).toEqual([]);
+  });
+
+  it('exclude by folder name, by path glob and by name glob', async () => {
+    const rel = async (exclude: string[]): Promise<string[]> =>
+      (await collect([card], { exclude })).map((f) => f.relPath);
+    expect(await rel(['panorama'])).toEqual(EXPECTED.filter((p) => !p.includes('PANORAMA')));
+    expect(await rel(['DCIM/100MEDIA'])).toEqual(EXPECTED.filter((p) => !p.includes('100MEDIA')));
+    expect(await rel(['**/*_T.JPG'])).toEqual(EXPECTED.filter((p) => !p.endsWith('_T.JPG')));
+    expect(await rel(['*.jpg'])).toEqual(EXPECTED.filter((p) => !/\.jpg$/i.test(p)));
+  });
+
+  it('walks several roots in the order given', async () => {
+    const flight = join(card, FLIGHT);
+    const files = await collect([flight, join(card, 'DCIM/100MEDIA')]);
+    expect(files.map((f) => `${basename(f.root)}:${f.relPath}`)).toEqual([
+      'DJI_202208311455_008_Waypoint1:DJI_20220831151616_0004_W.JPG',
+      'DJI_202208311455_008_Waypoint1:DJI_20220831151617_0005_T.JPG',
+      'DJI_202208311455_008_Waypoint1:DJI_20220831151700_0006_W.MP4',
+      'DJI_202208311455_008_Waypoint1:DJI_20220831151800_0007_W.jpg',
+      '100MEDIA:DJI_0001.JPG',
+      '100MEDIA:DJI_0002.DNG',
+      '100MEDIA:DJI_0003.MOV',
+      '100MEDIA:DJI_0004.tiff',
+    ]);
+  });
+
+  it('a missing root is source-missing before anything is yielded', async () => {
+    const seen: string[] = [];
+    const run = async (): Promise<void> => {
+      for await (const f of discoverMedia([card, join(tmp, 'no-card')])) seen.push(f.relPath);
+    };
+    await expect(run()).rejects.toMatchObject({ name: 'DmsError', kind: 'source-missing' });
+    expect(seen).toEqual([]);
+  });
+
+  it('a root that is a file is invalid-input', async () => {
+    await expect(collect([join(tmp, 'outside.JPG')])).rejects.toMatchObject({ kind: 'invalid-input' });
+  });
+
+  it('stops with cancelled when aborted', async () => {
+    const ac = new AbortController();
+    const seen: string[] = [];
+    const run = async (): Promise<void> => {
+      for await (const f of discoverMedia([card], { signal: ac.signal })) {
+        seen.push(f.relPath);
+        if (seen.length === 2) ac.abort();
+      }
+    };
+    await expect(run()).rejects.toMatchObject({ kind: 'cancelled' });
+    expect(seen).toEqual(EXPECTED.slice(0, 2));
+  });
+
+  it.skipIf(process.getuid?.() === 0)('a really unreadable folder is a warning, not a crash', async () => {
+    const root = join(tmp, 'perm');
+    await mkdir(join(root, 'closed'), { recursive: true });
+    await writeFile(join(root, 'closed/a.JPG'), 'x');
+    await writeFile(join(root, 'b.JPG'), 'x');
+    await chmod(join(root, 'closed'), 0o000);
+    try {
+      const warnings: DiscoverWarning[] = [];
+      const files = await collect([root], { onWarning: (w) => warnings.push(w) });
+      expect(files.map((f) => f.relPath)).toEqual(['b.JPG']);
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await chmod(join(root, 'closed'), 0o755);
+    }
+  });
+});

@@ -1,0 +1,197 @@
+import { stat } from 'node:fs/promises';
+import { basename, extname } from 'node:path';
+import exifr from 'exifr';
+import type { MediaMetadata } from '../api/types.js';
+import { toDmsError } from '../errors.js';
+import type { CaptureTime } from './capture-time.js';
+import {
+  captureTimeFromFileName,
+  formatCreatedTime,
+  machineOffsetMinutes,
+  parseExifDateTime,
+  parseOffsetMinutes,
+  sameWallClock,
+  trailingOffsetMinutes,
+} from './capture-time.js';
+import { resolveDeviceKeys } from './devices.js';
+import { VIDEO_EXTENSIONS, normaliseExtension } from './discover.js';
+import { isDerived, isPanorama, readPosition, text } from './metadata-rules.js';
+import type { Block } from './metadata-rules.js';
+
+export interface MediaInfo {
+  metadata: MediaMetadata;
+  /** 0 = normal picture, 1 = panorama. */
+  subFileType: 0 | 1;
+  droneModelKey?: string;
+  payloadModelKey?: string;
+  /** The aircraft's serial number (XMP DroneSerialNumber) only; see readMediaInfo. */
+  sn?: string;
+  /** The camera's own serial (XMP CameraSerialNumber, else EXIF SerialNumber), for logs and support. */
+  cameraSerial?: string;
+  isOriginal: boolean;
+  /** EXIF Model (camera), e.g. "M3T", "ZH20T". */
+  cameraModel?: string;
+  /** Wall-clock digits of DateTimeOriginal (or the file name as a fallback). */
+  captureTime?: CaptureTime;
+  /** Why servers like DJI's sample server will refuse this file, when they will. */
+  unsupportedReason?: string;
+  warnings: string[];
+}
+
+export interface ReadMediaOptions {
+  /** The user's default aircraft key (e.g. '0-89-0') for payload cameras. */
+  aircraftDefault?: string;
+  /** Offset for files that carry none; default: this machine's zone at the capture time. */
+  timeZoneOffsetMinutes?: number;
+  /** Path relative to the card root, for folder-based hints (PANORAMA). */
+  relPath?: string;
+}
+
+/**
+ * exifr reads the file in chunks (a small first read, then only the segments
+ * it needs), so a 12 MB JPG costs a few tens of KB. Only the blocks we use are
+ * parsed. reviveValues:false keeps dates as the camera's strings: revived, they
+ * become JS Dates in this machine's zone and the wall-clock digits are lost.
+ */
+/** exifr's d.ts does not export its Options type; take it from parse(). */
+type ExifrOptions = Exclude<Parameters<typeof exifr.parse>[1], boolean | unknown[] | undefined>;
+
+const EXIFR_OPTIONS: ExifrOptions = {
+  tiff: true,
+  ifd0: { pick: ['Make', 'Model', 'Software'] },
+  exif: { pick: ['DateTimeOriginal', 'CreateDate', 'OffsetTimeOriginal', 'SerialNumber'] },
+  gps: {
+    pick: [
+      'GPSLatitude',
+      'GPSLatitudeRef',
+      'GPSLongitude',
+      'GPSLongitudeRef',
+      'GPSAltitude',
+      'GPSAltitudeRef',
+    ],
+  },
+  xmp: true,
+  ifd1: false,
+  interop: false,
+  makerNote: false,
+  userComment: false,
+  icc: false,
+  iptc: false,
+  jfif: false,
+  ihdr: false,
+  mergeOutput: false,
+  reviveValues: false,
+  translateValues: false,
+  translateKeys: true,
+};
+
+function splitExifr(raw: unknown): Record<string, Block> {
+  return raw && typeof raw === 'object' ? (raw as Record<string, Block>) : {};
+}
+
+/**
+ * Camera time zone: EXIF OffsetTimeOriginal when present; else the offset of
+ * XMP xmp:CreateDate when its digits are the same wall clock (M3T and M30T
+ * firmware write "2023-07-07T09:39:34+02:00" there but no EXIF offset); else
+ * the option; else this machine's zone at that date.
+ */
+function offsetFor(t: CaptureTime, exif: Block, xmp: Block, opts: ReadMediaOptions): number {
+  const exifOffset = parseOffsetMinutes(exif.OffsetTimeOriginal);
+  if (exifOffset !== undefined) return exifOffset;
+  const xmpTime = parseExifDateTime(xmp.CreateDate);
+  const xmpOffset = trailingOffsetMinutes(xmp.CreateDate);
+  if (xmpTime && xmpOffset !== undefined && sameWallClock(xmpTime, t)) return xmpOffset;
+  return opts.timeZoneOffsetMinutes ?? machineOffsetMinutes(t);
+}
+
+/**
+ * Everything we send about one file, read from its header only.
+ *
+ * sn rule: `sn` is the aircraft's serial (XMP drone-dji:DroneSerialNumber),
+ * the one DJI's cloud API means by `sn`. When the file has none it stays
+ * undefined: EXIF SerialNumber is the *camera's* serial on payload cameras
+ * (H20T: "1W9DH9R001H494") and truncated on some M30T firmware, so it would
+ * be a wrong aircraft serial. It is kept in `cameraSerial` instead.
+ *
+ * Never throws except DmsError `source-missing` (file or card gone, file
+ * unreadable): a damaged or unknown file gives empty metadata and a warning.
+ */
+export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {}): Promise<MediaInfo> {
+  const name = basename(filePath);
+  const warnings: string[] = [];
+  try {
+    await stat(filePath);
+  } catch (err) {
+    throw toDmsError(err, 'source-missing');
+  }
+
+  let blocks: Record<string, Block> = {};
+  const ext = normaliseExtension(extname(name));
+  if (VIDEO_EXTENSIONS.includes(ext)) {
+    warnings.push('Video: camera metadata (position, camera model) is not read from MP4/MOV files.');
+  } else {
+    try {
+      blocks = splitExifr(await exifr.parse(filePath, EXIFR_OPTIONS));
+    } catch (err) {
+      const e = toDmsError(err, 'invalid-input');
+      if (e.kind === 'source-missing') throw e;
+      warnings.push(`Cannot read the file's metadata: ${(err as Error).message ?? String(err)}`);
+    }
+  }
+  const ifd0 = blocks.ifd0 ?? {};
+  const exif = blocks.exif ?? {};
+  const gps = blocks.gps ?? {};
+  const dji = blocks['drone-dji'] ?? {};
+  const xmp = blocks.xmp ?? {};
+  const xmpTiff = blocks.tiff ?? {}; // XMP's tiff: namespace (Make, Model), distinct from EXIF ifd0
+
+  const metadata: MediaMetadata = {};
+  const pos = readPosition(dji, gps, warnings);
+  if (pos.lat !== undefined && pos.lng !== undefined)
+    metadata.shoot_position = { lat: pos.lat, lng: pos.lng };
+  if (pos.absoluteAltitude !== undefined) metadata.absolute_altitude = pos.absoluteAltitude;
+  if (pos.relativeAltitude !== undefined) metadata.relative_altitude = pos.relativeAltitude;
+  if (pos.gimbalYaw !== undefined) metadata.gimbal_yaw_degree = pos.gimbalYaw;
+
+  let captureTime = parseExifDateTime(exif.DateTimeOriginal) ?? parseExifDateTime(exif.CreateDate);
+  let offset: number | undefined;
+  if (captureTime) {
+    offset = offsetFor(captureTime, exif, xmp, opts);
+  } else {
+    captureTime = captureTimeFromFileName(name);
+    if (captureTime) {
+      warnings.push('Capture time taken from the file name (no DateTimeOriginal in the file).');
+      offset = opts.timeZoneOffsetMinutes ?? machineOffsetMinutes(captureTime);
+    } else {
+      warnings.push('No capture time: the file has no DateTimeOriginal and its name carries no date.');
+    }
+  }
+  if (captureTime && offset !== undefined) metadata.created_time = formatCreatedTime(captureTime, offset);
+
+  const cameraModel = text(ifd0.Model) ?? text(xmpTiff.Model);
+  const make = text(ifd0.Make) ?? text(xmpTiff.Make);
+  const droneModel = text(dji.DroneModel);
+  const info: MediaInfo = {
+    metadata,
+    subFileType: isPanorama(name, opts.relPath, blocks) ? 1 : 0,
+    isOriginal: !isDerived(name, ifd0, blocks),
+    warnings,
+  };
+  if (captureTime) info.captureTime = captureTime;
+  if (cameraModel) info.cameraModel = cameraModel;
+
+  const sn = text(dji.DroneSerialNumber);
+  if (sn) info.sn = sn;
+  const cameraSerial = text(dji.CameraSerialNumber) ?? text(exif.SerialNumber);
+  if (cameraSerial) info.cameraSerial = cameraSerial;
+
+  const keys = resolveDeviceKeys(
+    { model: cameraModel, droneModel, make },
+    opts.aircraftDefault === undefined ? {} : { aircraftDefault: opts.aircraftDefault },
+  );
+  if (keys.drone_model_key) info.droneModelKey = keys.drone_model_key;
+  if (keys.payload_model_key) info.payloadModelKey = keys.payload_model_key;
+  if (keys.unsupportedReason) info.unsupportedReason = keys.unsupportedReason;
+  if (keys.note) warnings.push(keys.note);
+  return info;
+}
