@@ -1,6 +1,10 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DmsError, plainMessage, toDmsError } from '../core/errors.js';
 import { loginCommand } from './commands/login.js';
+import type { SyncFlags } from './commands/sync.js';
+import type { WatchFlags } from './commands/watch.js';
+import type { WaylineFlags } from './commands/waylines.js';
+import type { ServeFlags } from './commands/serve.js';
 import { serveCommand } from './commands/serve.js';
 import { retryCommand, statusCommand } from './commands/status.js';
 import { EXIT, syncCommand } from './commands/sync.js';
@@ -34,7 +38,7 @@ export function buildProgram(): Command {
     .description('upload everything under the folders, then exit (0 = all done)')
     .option('--json', 'one JSON line per file outcome and a final summary line')
     .option('--aircraft <key>', 'aircraft key for payload cameras that fit several drones, e.g. 0-89-0 (M350)')
-    .action(async (dirs: string[], opts) => {
+    .action(async (dirs: string[], opts: SyncFlags) => {
       process.exitCode = await syncCommand(dirs, opts);
     });
 
@@ -43,7 +47,7 @@ export function buildProgram(): Command {
     .option('--cards', 'also watch for memory cards being inserted')
     .option('--mount-root <dir>', 'where cards get mounted (repeatable; default: the OS places)', collect(String))
     .option('--json', 'print events as JSON lines')
-    .action(async (dirs: string[], opts) => {
+    .action(async (dirs: string[], opts: WatchFlags) => {
       process.exitCode = await watchCommand(dirs, opts);
     });
 
@@ -52,7 +56,7 @@ export function buildProgram(): Command {
     .description('what is queued, done and failed')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--json', 'machine-readable output')
-    .action((opts) => {
+    .action((opts: { state?: string; json?: boolean }) => {
       process.exitCode = statusCommand(opts);
     });
 
@@ -62,7 +66,7 @@ export function buildProgram(): Command {
     .option('--all', 'retry every failed file')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description('put failed files back in line')
-    .action((paths: string[], opts) => {
+    .action((paths: string[], opts: { state?: string; all?: boolean }) => {
       process.exitCode = retryCommand(paths, opts);
     });
 
@@ -78,7 +82,7 @@ export function buildProgram(): Command {
     .option('--page <n>', 'page number', int('page'), 1)
     .option('--page-size <n>', 'items per page', int('page size'), 10)
     .option('--json', 'raw JSON')
-    .action(async (opts) => {
+    .action(async (opts: WaylineFlags & { notFavorited?: boolean }) => {
       const favorited = opts.favorited ? true : opts.notFavorited ? false : undefined;
       process.exitCode = await waylinesCommand({ ...opts, favorited });
     });
@@ -89,7 +93,7 @@ export function buildProgram(): Command {
     .requiredOption('--server <url>', 'server base URL')
     .requiredOption('--username <name>', 'user name')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
-    .action(async (opts) => {
+    .action(async (opts: { server: string; username: string; state?: string }) => {
       process.exitCode = await loginCommand(opts);
     });
 
@@ -101,7 +105,7 @@ export function buildProgram(): Command {
     .option('--data <dir>', 'data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')
-    .action(async (opts) => serveCommand(opts));
+    .action(async (opts: ServeFlags) => serveCommand(opts));
 
   program
     .command('import-waylines')
@@ -109,7 +113,7 @@ export function buildProgram(): Command {
     .option('--data <dir>', 'service data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description('add waylines to the reference service')
-    .action((file: string, opts) => {
+    .action((file: string, opts: { data?: string; state?: string }) => {
       process.exitCode = importWaylinesCommand(file, opts);
     });
 

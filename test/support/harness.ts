@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { ApiClient } from '../../main/core/api/client.js';
+import type { ApiClient } from '../../main/core/api/client.js';
 import type { StsResult } from '../../main/core/api/types.js';
 import { parseConfig, type Config, type ConfigInput } from '../../main/core/config.js';
 import { Queue } from '../../main/core/queue/queue.js';

@@ -94,7 +94,7 @@ describe('sync against the reference service', () => {
     // Forwards the callback to the server, then drops its answer (as a dying link would), twice.
     const losingFetch: typeof fetch = async (input, init) => {
       const res = await fetch(input, init);
-      if (String(input).endsWith('/upload-callback') && lost < 2) {
+      if ((input instanceof Request ? input.url : input.toString()).endsWith('/upload-callback') && lost < 2) {
         lost++;
         await res.arrayBuffer();
         throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });

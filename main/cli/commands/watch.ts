@@ -30,8 +30,10 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     else if (e.type === 'scanned' && (e.pending ?? 0) > 0) say({ type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone }, `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`);
   });
   agent.on('file', (e) => {
-    if (e.outcome === 'uploaded') (batch.uploaded++, (batch.bytes += e.size));
-    else if (e.outcome === 'fast-uploaded') batch.fastUploaded++;
+    if (e.outcome === 'uploaded') {
+      batch.uploaded++;
+      batch.bytes += e.size;
+    } else if (e.outcome === 'fast-uploaded') batch.fastUploaded++;
     else if (e.outcome === 'failed') {
       batch.failed++;
       say({ type: 'file-failed', path: e.absPath, error: e.error }, `FAILED ${e.absPath}: ${e.error?.plain ?? ''}`);

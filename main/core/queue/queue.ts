@@ -201,7 +201,7 @@ export class Queue {
         if (!row) {
           this.stmts.dropStale.run(f.sourceId, f.relPath, f.size, f.mtimeMs);
           const info = this.stmts.insert.run({ ...f, now });
-          row = this.stmts.get.get(Number(info.lastInsertRowid)) as RawRow;
+          row = this.mustGet(Number(info.lastInsertRowid));
         } else if (row.abs_path !== f.absPath) {
           this.stmts.setAbsPath.run(f.absPath, row.id, f.absPath);
           row.abs_path = f.absPath;
@@ -211,13 +211,19 @@ export class Queue {
         else {
           if (row.state === 'waiting-for-source') {
             this.patch(row.id, { state: row.resume_state ?? 'discovered', resume_state: null, next_attempt_at: 0, error_kind: null, error_message: null });
-            row = this.stmts.get.get(row.id) as RawRow;
+            row = this.mustGet(row.id);
           }
           pending.push(fromRaw(row));
         }
       }
     })();
     return { pending, alreadyDone, failed };
+  }
+
+  private mustGet(id: number): RawRow {
+    const r = this.stmts.get.get(id);
+    if (!r) throw new Error(`queue row ${id} vanished inside its own transaction`);
+    return r;
   }
 
   get(id: number): QueueRow | undefined {

@@ -1,0 +1,173 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from './db.js';
+import { ApiError, CODES } from './envelope.js';
+
+/** Lifetime of tokens from login, refresh and admin.createToken (like the sample server's 24 h JWT). */
+export const TOKEN_TTL_SECONDS = 24 * 3600;
+
+export type TokenKind = 'dev' | 'login' | 'admin';
+
+export interface TokenOwner {
+  workspaceId: string;
+  userId: number | null;
+  kind: TokenKind;
+}
+
+export function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+/** A token has 256 random bits: a fast hash is enough, no salt needed. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 32 };
+
+function scryptAsync(password: string, salt: Buffer): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(password, salt, SCRYPT.keylen, { N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
+  });
+}
+
+/** `scrypt$N$r$p$<salt b64>$<key b64>`: parameters travel with the hash so they can be raised later. */
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await scryptAsync(password, salt);
+  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64'), key.toString('base64')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, key] = stored.split('$');
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
+  const expected = Buffer.from(key, 'base64');
+  const actual = await new Promise<Buffer>((resolve, reject) => {
+    scrypt(password, Buffer.from(salt, 'base64'), expected.length, { N: +n, r: +r, p: +p }, (err, k) =>
+      err ? reject(err) : resolve(k),
+    );
+  });
+  return timingSafeEqual(actual, expected);
+}
+
+interface TokenRow {
+  workspace_id: string;
+  user_id: number | null;
+  kind: TokenKind;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+export type TokenCheck = { ok: true; owner: TokenOwner } | { ok: false; code: number; message: string };
+
+export class TokenStore {
+  private readonly insert;
+  private readonly find;
+  private readonly revokeStmt;
+
+  constructor(db: Db) {
+    this.insert = db.prepare<[string, string, number | null, TokenKind, number, number | null]>(
+      'INSERT INTO tokens (hash, workspace_id, user_id, kind, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.find = db.prepare<[string], TokenRow>(
+      'SELECT workspace_id, user_id, kind, expires_at, revoked_at FROM tokens WHERE hash = ?',
+    );
+    this.revokeStmt = db.prepare<[number, string]>(
+      'UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL',
+    );
+  }
+
+  /** Returns the plain token; only its hash is kept. `ttlSeconds` null = never expires. */
+  issue(owner: TokenOwner, ttlSeconds: number | null): string {
+    const token = newSecret();
+    const now = Date.now();
+    const expires = ttlSeconds === null ? null : now + ttlSeconds * 1000;
+    this.insert.run(hashToken(token), owner.workspaceId, owner.userId, owner.kind, now, expires);
+    return token;
+  }
+
+  check(token: string): TokenCheck {
+    const row = this.find.get(hashToken(token));
+    if (!row) {
+      return {
+        ok: false,
+        code: CODES.TOKEN_INVALID,
+        message: 'The access token is not valid. Sign in again.',
+      };
+    }
+    if (row.revoked_at !== null) {
+      return {
+        ok: false,
+        code: CODES.TOKEN_REVOKED,
+        message: 'The access token was revoked. Sign in again.',
+      };
+    }
+    if (row.expires_at !== null && row.expires_at <= Date.now()) {
+      return {
+        ok: false,
+        code: CODES.TOKEN_EXPIRED,
+        message: 'The access token has expired. Sign in again or refresh the token.',
+      };
+    }
+    return { ok: true, owner: { workspaceId: row.workspace_id, userId: row.user_id, kind: row.kind } };
+  }
+
+  revoke(token: string): boolean {
+    return this.revokeStmt.run(Date.now(), hashToken(token)).changes > 0;
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the auth hook on the contract's endpoints. */
+    tokenOwner?: TokenOwner;
+  }
+}
+
+/** Reads and checks `x-auth-token`; HTTP 401 envelope when it is not usable. */
+export function authenticate(tokens: TokenStore, req: FastifyRequest): TokenOwner {
+  const header = req.headers['x-auth-token'];
+  const token = Array.isArray(header) ? header[0] : header;
+  if (token === undefined || token.trim() === '') {
+    throw new ApiError(
+      401,
+      CODES.TOKEN_MISSING,
+      'The x-auth-token header is missing. Sign in and send the access token.',
+    );
+  }
+  const result = tokens.check(token.trim());
+  if (!result.ok) throw new ApiError(401, result.code, result.message);
+  return result.owner;
+}
+
+/**
+ * preHandler of the four contract endpoints: a valid token whose workspace is
+ * the path's workspace_id. The sample server skips the second check; we refuse
+ * (HTTP 403), because a token must never reach another crew's media.
+ */
+export function workspaceGuard(tokens: TokenStore) {
+  return (
+    req: FastifyRequest<{ Params: { workspace_id?: string } }>,
+    _reply: FastifyReply,
+    done: (err?: Error) => void,
+  ): void => {
+    try {
+      const owner = authenticate(tokens, req);
+      const wanted = req.params.workspace_id ?? '';
+      if (wanted !== owner.workspaceId) {
+        throw new ApiError(
+          403,
+          CODES.WRONG_WORKSPACE,
+          `This access token belongs to workspace ${owner.workspaceId}, not to workspace ${wanted}. ` +
+            'Use the workspace_id returned at sign-in.',
+        );
+      }
+      req.tokenOwner = owner;
+      done();
+    } catch (err) {
+      done(err as Error);
+    }
+  };
+}

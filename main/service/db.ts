@@ -1,0 +1,59 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations.js';
+
+export type Db = Database.Database;
+
+export const DB_FILE = 'service.db';
+
+/** The data dir was written by a newer version of the service: opening it could destroy data. */
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly file: string,
+    readonly found: number,
+    readonly known: number,
+  ) {
+    super(
+      `The database ${file} has schema version ${found}, but this version of the service only knows ` +
+        `versions up to ${known}. It was written by a newer Drone Media Sync: upgrade, or use another data dir.`,
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+/**
+ * Opens (creating if needed) the service database in `dataDir` and brings its
+ * schema up to date. WAL lets importWaylines() write while a service runs on
+ * the same file; busy_timeout makes the two wait for each other instead of
+ * failing with SQLITE_BUSY.
+ */
+export function openDatabase(dataDir: string): Db {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, DB_FILE);
+  const db = new Database(file);
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('busy_timeout = 5000');
+    migrate(db, file);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+function migrate(db: Db, file: string): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  if (current > SCHEMA_VERSION) throw new SchemaTooNewError(file, current, SCHEMA_VERSION);
+  for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
+    const migration = MIGRATIONS[version - 1];
+    if (!migration) break;
+    // One transaction per step: a crash leaves the DB at a known version.
+    db.transaction(() => {
+      db.exec(migration.sql);
+      db.pragma(`user_version = ${version}`);
+    })();
+  }
+}

@@ -1,0 +1,180 @@
+import { pino, type Logger } from 'pino';
+import { TOKEN_TTL_SECONDS, TokenStore } from './auth.js';
+import { createUser, createWorkspace, ensureDefaultWorkspace, ensureDefaults } from './bootstrap.js';
+import { createExternalBucket, type ExternalBucketConfig } from './bucket/external.js';
+import { startEmbeddedBucket } from './bucket/embedded.js';
+import type { BucketBackend } from './bucket/types.js';
+import type { ServiceContext } from './context.js';
+import { openDatabase, type Db } from './db.js';
+import { MediaStore, type MediaRecord } from './media-store.js';
+import { buildServer, DEFAULT_BODY_LIMIT } from './server.js';
+import { insertWaylines } from './waylines.js';
+
+export { validateExternalBucketConfig, type ExternalBucketConfig } from './bucket/external.js';
+export { SchemaTooNewError } from './db.js';
+export { CODES } from './envelope.js';
+export type { MediaRecord } from './media-store.js';
+export { DEFAULT_BODY_LIMIT } from './server.js';
+export { TOKEN_TTL_SECONDS } from './auth.js';
+
+export const DEFAULT_STS_EXPIRE_SECONDS = 3600;
+
+export interface ServiceOptions {
+  /** Interface to listen on; default 127.0.0.1 (this machine only). */
+  host?: string;
+  /** Default 0: a free port, read it from baseUrl. */
+  port?: number;
+  dataDir: string;
+  /** Default: pino at info level on stderr. false: silent. */
+  logger?: Logger | false;
+  /** Lifetime of STS credentials, default 3600 s. */
+  stsExpireSeconds?: number;
+  /** Default 256 KiB. */
+  bodyLimitBytes?: number;
+  /** A real bucket instead of the embedded s3rver. */
+  externalBucket?: ExternalBucketConfig;
+}
+
+/** Direct control for tests and the CLI, bypassing HTTP. */
+export interface ServiceAdmin {
+  /** A new access token (default: default workspace, 24 h). ttlSeconds <= 0 gives an already expired token. */
+  createToken(opts?: { workspaceId?: string; ttlSeconds?: number }): string;
+  /** Returns false when the token was unknown or already revoked. */
+  revokeToken(token: string): boolean;
+  createUser(username: string, password: string, workspaceId?: string): Promise<void>;
+  /** A new, empty workspace; returns its id (also its object key prefix). */
+  createWorkspace(name: string): string;
+  mediaRecords(workspaceId?: string): MediaRecord[];
+  setStsExpireSeconds(seconds: number): void;
+}
+
+export interface RunningService {
+  baseUrl: string;
+  /** The default workspace. */
+  workspaceId: string;
+  /** The development token of the default workspace: no expiry, stable across restarts. */
+  token: string;
+  bucket: { name: string; endpoint: string; dataDir: string; objectKeyPrefix: string };
+  close(): Promise<void>;
+  admin: ServiceAdmin;
+}
+
+function checkSeconds(n: number): number {
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`stsExpireSeconds must be a positive integer (got ${n}).`);
+  return n;
+}
+
+function defaultLogger(): Logger {
+  return pino({ name: 'dms-service', level: 'info' }, pino.destination(2));
+}
+
+export async function startService(opts: ServiceOptions): Promise<RunningService> {
+  const host = opts.host ?? '127.0.0.1';
+  const log = opts.logger === false ? null : (opts.logger ?? defaultLogger());
+  const settings = { stsExpireSeconds: checkSeconds(opts.stsExpireSeconds ?? DEFAULT_STS_EXPIRE_SECONDS) };
+  const bodyLimit = opts.bodyLimitBytes ?? DEFAULT_BODY_LIMIT;
+  if (!Number.isInteger(bodyLimit) || bodyLimit < 1024)
+    throw new Error('bodyLimitBytes must be an integer of at least 1024.');
+
+  const db = openDatabase(opts.dataDir);
+  let bucket: BucketBackend | null = null;
+  try {
+    const tokens = new TokenStore(db);
+    const defaults = await ensureDefaults(db, opts.dataDir, tokens);
+    if (defaults.createdPasswordFile) {
+      // The path only: the password itself never goes to a log.
+      log?.info(`Created user "pilot"; its password is in ${defaults.createdPasswordFile}`);
+    }
+    bucket = opts.externalBucket
+      ? createExternalBucket(opts.externalBucket)
+      : await startEmbeddedBucket({ dataDir: opts.dataDir, host, db });
+    const ctx: ServiceContext = { db, tokens, bucket, settings, log };
+    const app = buildServer(ctx, { logger: log, bodyLimit });
+    await app.listen({ host, port: opts.port ?? 0 });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : (opts.port ?? 0);
+    const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+    const baseUrl = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
+    const prefixRow = db
+      .prepare<[string], { object_key_prefix: string }>(
+        'SELECT object_key_prefix FROM workspaces WHERE id = ?',
+      )
+      .get(defaults.workspaceId);
+
+    const running = bucket;
+    let closing: Promise<void> | null = null;
+    return {
+      baseUrl,
+      workspaceId: defaults.workspaceId,
+      token: defaults.devToken,
+      bucket: {
+        name: running.name,
+        endpoint: running.endpoint,
+        dataDir: running.dataDir,
+        objectKeyPrefix: running.prefixFor(prefixRow?.object_key_prefix ?? defaults.workspaceId),
+      },
+      admin: createAdmin(db, tokens, defaults.workspaceId, settings),
+      close() {
+        // Order matters: no new requests, then no bucket, then the DB they both use.
+        closing ??= (async () => {
+          await app.close();
+          await running.close();
+          db.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await bucket?.close().catch(() => undefined);
+    db.close();
+    throw err;
+  }
+}
+
+function createAdmin(
+  db: Db,
+  tokens: TokenStore,
+  defaultWorkspace: string,
+  settings: { stsExpireSeconds: number },
+): ServiceAdmin {
+  const media = new MediaStore(db);
+  const workspaceExists = (id: string): boolean =>
+    db.prepare('SELECT 1 FROM workspaces WHERE id = ?').get(id) !== undefined;
+  const requireWorkspace = (id: string): string => {
+    if (!workspaceExists(id)) throw new Error(`Workspace ${id} does not exist.`);
+    return id;
+  };
+  return {
+    createToken(opts = {}) {
+      const workspaceId = requireWorkspace(opts.workspaceId ?? defaultWorkspace);
+      return tokens.issue({ workspaceId, userId: null, kind: 'admin' }, opts.ttlSeconds ?? TOKEN_TTL_SECONDS);
+    },
+    revokeToken: (token) => tokens.revoke(token),
+    async createUser(username, password, workspaceId) {
+      await createUser(db, username, password, requireWorkspace(workspaceId ?? defaultWorkspace));
+    },
+    createWorkspace: (name) => createWorkspace(db, name),
+    mediaRecords: (workspaceId) => media.list(workspaceId),
+    setStsExpireSeconds(seconds) {
+      settings.stsExpireSeconds = checkSeconds(seconds);
+    },
+  };
+}
+
+/**
+ * Validated bulk import of waylines into a data dir (the service may be
+ * running on it: SQLite WAL lets both write). Items are the contract's
+ * wayline items (2.2) plus optional create_time and workspace_id (default:
+ * the default workspace); an item with an existing id replaces it. All or
+ * nothing: the first invalid item throws `Wayline <index>: <field> ...`.
+ */
+export function importWaylines(dataDir: string, items: unknown[]): number {
+  if (!Array.isArray(items)) throw new Error('importWaylines expects an array of waylines.');
+  const db = openDatabase(dataDir);
+  try {
+    return insertWaylines(db, ensureDefaultWorkspace(db), items);
+  } finally {
+    db.close();
+  }
+}

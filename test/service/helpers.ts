@@ -1,0 +1,109 @@
+import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startService, type RunningService, type ServiceOptions } from '../../main/service/index.js';
+
+/** JSON answers as tests read them: loose on purpose, the assertions check the shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Loose = any;
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), 'dms-service-'));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** A started service on a fresh data dir; call `stop()` in afterAll/afterEach. */
+export async function startTemp(
+  opts: Partial<ServiceOptions> = {},
+): Promise<RunningService & { dataDir: string; stop(): Promise<void> }> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const s = await startService({ logger: false, ...opts, dataDir });
+  return Object.assign(s, {
+    dataDir,
+    async stop() {
+      await s.close();
+      removeDir(dataDir);
+    },
+  });
+}
+
+export interface Answer {
+  status: number;
+  body: Loose;
+}
+
+/** One request with JSON in and out. `token: null` sends no x-auth-token. */
+export async function call(
+  s: { baseUrl: string; token: string },
+  method: string,
+  path: string,
+  opts: { body?: unknown; raw?: string; token?: string | null; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...opts.headers };
+  const token = opts.token === undefined ? s.token : opts.token;
+  if (token !== null) headers['x-auth-token'] = token;
+  let body: string | undefined;
+  if (opts.raw !== undefined) body = opts.raw;
+  else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+  if (body !== undefined) headers['content-type'] ??= 'application/json';
+  const res = await fetch(`${s.baseUrl}${path}`, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new Error(`not JSON (HTTP ${res.status}): ${text.slice(0, 200)}`);
+  }
+  return { status: res.status, body: parsed };
+}
+
+export const paths = (ws: string) => ({
+  waylines: `/wayline/api/v1/workspaces/${ws}/waylines`,
+  sts: `/storage/api/v1/workspaces/${ws}/sts`,
+  callback: `/media/api/v1/workspaces/${ws}/upload-callback`,
+  fastUpload: `/media/api/v1/workspaces/${ws}/fast-upload`,
+});
+
+/** An S3 client built from an STS answer, the way a client of the contract would. */
+export function s3From(sts: Loose): S3Client {
+  return new S3Client({
+    endpoint: sts.endpoint,
+    region: sts.region,
+    forcePathStyle: true,
+    // With the SDK defaults, s3rver stores aws-chunked bodies with their framing.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    credentials: {
+      accessKeyId: sts.credentials.access_key_id,
+      secretAccessKey: sts.credentials.access_key_secret,
+      sessionToken: sts.credentials.security_token,
+    },
+  });
+}
+
+export async function getSts(s: RunningService, ws = s.workspaceId, token = s.token): Promise<Loose> {
+  const r = await call({ baseUrl: s.baseUrl, token }, 'POST', paths(ws).sts);
+  if (r.body.code !== 0) throw new Error(`sts failed: ${JSON.stringify(r.body)}`);
+  return r.body.data;
+}
+
+/** Puts an object into the embedded bucket with fresh STS credentials; returns its key. */
+export async function putObject(
+  s: RunningService,
+  name: string,
+  content = `content of ${name}`,
+): Promise<string> {
+  const sts = await getSts(s);
+  const key = `${sts.object_key_prefix}/${name}`;
+  const client = s3From(sts);
+  try {
+    await client.send(new PutObjectCommand({ Bucket: sts.bucket, Key: key, Body: content }));
+  } finally {
+    client.destroy();
+  }
+  return key;
+}

@@ -1,0 +1,98 @@
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CODES, TOKEN_TTL_SECONDS } from '../../main/service/index.js';
+import { call, paths, startTemp } from './helpers.js';
+
+let s: Awaited<ReturnType<typeof startTemp>>;
+let pilotPassword: string;
+beforeAll(async () => {
+  s = await startTemp();
+  pilotPassword = readFileSync(join(s.dataDir, 'pilot-password'), 'utf8').trim();
+});
+afterAll(async () => {
+  await s.stop();
+});
+
+const login = (body: unknown) => call(s, 'POST', '/manage/api/v1/login', { body, token: null });
+
+describe('login', () => {
+  it('keeps the generated pilot password in a file only its owner can read', () => {
+    expect(pilotPassword).toMatch(/^[\w-]{16}$/);
+    expect(statSync(join(s.dataDir, 'pilot-password')).mode & 0o777).toBe(0o600);
+  });
+
+  it('gives a working token for pilot', async () => {
+    const r = await login({ username: 'pilot', password: pilotPassword, flag: 2 });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      code: 0,
+      message: 'success',
+      data: {
+        access_token: expect.any(String),
+        workspace_id: s.workspaceId,
+        username: 'pilot',
+        expires_in: TOKEN_TTL_SECONDS,
+      },
+    });
+    const w = await call(s, 'GET', paths(s.workspaceId).waylines, { token: r.body.data.access_token });
+    expect(w.body.code).toBe(0);
+  });
+
+  it('answers a wrong password or an unknown user with HTTP 200 and code 401', async () => {
+    for (const body of [
+      { username: 'pilot', password: 'wrong-password', flag: 2 },
+      { username: 'nobody', password: pilotPassword, flag: 2 },
+    ]) {
+      const r = await login(body);
+      expect(r.status).toBe(200);
+      expect(r.body).toEqual({ code: CODES.LOGIN_FAILED, message: 'Wrong username or password.' });
+    }
+  });
+
+  it('names the missing field', async () => {
+    const r = await login({ username: 'pilot' });
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ code: CODES.INVALID_REQUEST, message: 'password is required (string).' });
+  });
+
+  it('works for users created by the admin, in their workspace', async () => {
+    const ws = s.admin.createWorkspace('Survey team');
+    await s.admin.createUser('surveyor', 'a-long-password', ws);
+    await expect(s.admin.createUser('surveyor', 'another-password', ws)).rejects.toThrow();
+    await expect(s.admin.createUser('short', 'short', ws)).rejects.toThrow(/at least 8/);
+    const r = await login({ username: 'surveyor', password: 'a-long-password', flag: 2 });
+    expect(r.body.data.workspace_id).toBe(ws);
+  });
+});
+
+describe('token refresh', () => {
+  it('gives a new token for a valid one; both work', async () => {
+    const first = (await login({ username: 'pilot', password: pilotPassword, flag: 2 })).body.data
+      .access_token;
+    const r = await call(s, 'POST', '/manage/api/v1/token/refresh', { token: first });
+    expect(r.body).toMatchObject({
+      code: 0,
+      data: { workspace_id: s.workspaceId, username: 'pilot', expires_in: TOKEN_TTL_SECONDS },
+    });
+    const second = r.body.data.access_token;
+    expect(second).not.toBe(first);
+    for (const token of [first, second]) {
+      expect((await call(s, 'POST', paths(s.workspaceId).sts, { token })).body.code).toBe(0);
+    }
+  });
+
+  it('refuses an expired, revoked, or missing token with HTTP 401', async () => {
+    const revoked = s.admin.createToken();
+    s.admin.revokeToken(revoked);
+    for (const [token, code] of [
+      [s.admin.createToken({ ttlSeconds: -5 }), CODES.TOKEN_EXPIRED],
+      [revoked, CODES.TOKEN_REVOKED],
+      [null, CODES.TOKEN_MISSING],
+    ] as const) {
+      const r = await call(s, 'POST', '/manage/api/v1/token/refresh', { token });
+      expect(r.status).toBe(401);
+      expect(r.body.code).toBe(code);
+    }
+  });
+});
