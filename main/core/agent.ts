@@ -3,7 +3,10 @@ import type { ApiClient } from './api/client.js';
 import type { Config } from './config.js';
 import { toDmsError, type DmsError } from './errors.js';
 import { silentLogger, type Logger } from './log.js';
-import type { Queue } from './queue/queue.js';
+import { History } from './history.js';
+import { flightFolderOf } from './media/flight.js';
+import type { Queue, QueueRow } from './queue/queue.js';
+import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import type { Card, CardMonitor } from './sources/cards.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import { SyncEngine, type EngineState, type FileEvent } from './sync/engine.js';
@@ -26,6 +29,8 @@ export interface AgentEvents {
   state: [EngineState, DmsError | null];
   idle: [];
   warning: [string];
+  /** A flight folder was matched to a wayline (shown in notifications and `watch`). */
+  wayline: [{ source: Source; folder: string; match: WaylineMatch | null }];
 }
 
 export interface AgentOptions {
@@ -45,6 +50,9 @@ export interface AgentOptions {
  */
 export class Agent extends EventEmitter<AgentEvents> {
   readonly engine: SyncEngine;
+  readonly history: History;
+  readonly waylines: WaylineCatalog;
+  private readonly labels = new Map<string, string>();
   private readonly queue: Queue;
   private readonly log: Logger;
   private readonly watchers = new Map<string, FolderWatcher>();
@@ -59,7 +67,20 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
     this.engine = opts.engine ?? new SyncEngine({ queue: opts.queue, api: opts.api, config: opts.config, logger: this.log });
-    this.engine.on('file', (e) => this.emit('file', e));
+    this.history = new History(opts.queue.db);
+    this.waylines = new WaylineCatalog(opts.api);
+    this.engine.on('file', (e) => {
+      if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'failed') {
+        this.history.record({
+          sourceId: e.sourceId,
+          label: this.labels.get(e.sourceId) ?? e.sourceId,
+          folder: flightFolderOf(e.relPath).path,
+          size: e.size,
+          outcome: e.outcome,
+        });
+      }
+      this.emit('file', e);
+    });
     this.engine.on('progress', (p) => this.emit('progress', p));
     this.engine.on('state', (s, e) => {
       this.emit('state', s, e);
@@ -98,6 +119,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     );
     this.watchers.set(source.sourceId, watcher);
     watcher.start();
+    this.history.begin(source.sourceId);
     this.emit('source', { type: 'source-added', source });
     await this.rescan(source);
   }
@@ -142,6 +164,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     );
     this.watchers.set(source.sourceId, watcher);
     watcher.start();
+    this.history.begin(source.sourceId);
     this.emit('source', { type: 'source-added', source });
     await this.rescan(source);
   }
@@ -169,10 +192,40 @@ export class Agent extends EventEmitter<AgentEvents> {
     return this.opts.quietMs ?? 2000;
   }
 
+  /** Corrects (or clears, with null) the wayline of a flight folder; the user's word wins from then on. */
+  async setFolderWayline(folder: string, waylineId: string | null): Promise<number> {
+    if (waylineId === null) return this.history.setWayline(folder, null, { user: true });
+    const w = (await this.waylines.all()).find((x) => x.id === waylineId);
+    return this.history.setWayline(folder, { waylineId, waylineName: w?.name ?? waylineId, how: 'user' }, { user: true });
+  }
+
+  /** Matches the new flight folders of a scan to the workspace's waylines by mission name. */
+  private async matchFolders(source: Source, rows: readonly QueueRow[]): Promise<void> {
+    const missions = new Map<string, string>();
+    for (const r of rows) {
+      const f = flightFolderOf(r.relPath);
+      if (f.missionName && !this.history.hasDecision(f.path)) missions.set(f.path, f.missionName);
+    }
+    if (missions.size === 0) return;
+    try {
+      const list = await this.waylines.all(this.controller.signal);
+      for (const [folder, mission] of missions) {
+        const match = matchWayline(mission, list);
+        if (match) this.history.setWayline(folder, match);
+        this.emit('wayline', { source, folder, match });
+      }
+    } catch (err) {
+      const e = toDmsError(err);
+      if (e.kind !== 'cancelled') this.emit('warning', `Waylines could not be listed to name the flights: ${e.message}`);
+    }
+  }
+
   private async rescan(source: Source): Promise<void> {
     try {
+      this.labels.set(source.sourceId, source.label ?? source.root);
       const r = await scanSource(this.queue, source, this.config, this.controller.signal, { quietMs: this.quietMs });
       this.engine.track(r.pending, source.label ?? source.root);
+      if (r.pending.length) await this.matchFolders(source, r.pending);
       this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone });
       this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');
     } catch (err) {

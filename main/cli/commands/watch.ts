@@ -50,6 +50,12 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
   });
   agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
+  agent.on('wayline', ({ source, folder, match }) =>
+    say(
+      { type: 'wayline', id: source.sourceId, folder, wayline: match },
+      match ? `${folder}: wayline "${match.waylineName}" (${match.how} name match)` : `${folder}: no wayline of this name in the workspace`,
+    ),
+  );
 
   agent.start();
   const folders = [...dirs.map((d) => path.resolve(d)), ...ctx.config.watchedFolders];

@@ -53,6 +53,31 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   `,
+  `
+  -- What each card (or folder) brought, per flight folder and sync session.
+  CREATE TABLE history (
+    id INTEGER PRIMARY KEY,
+    session INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    folder TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    files INTEGER NOT NULL DEFAULT 0,
+    bytes INTEGER NOT NULL DEFAULT 0,
+    fast_uploaded INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (session, folder)
+  );
+  CREATE INDEX history_source ON history (source_id, started_at);
+  -- The wayline a flight folder belongs to: matched by name, or set by the user.
+  CREATE TABLE folder_waylines (
+    folder TEXT PRIMARY KEY,
+    wayline_id TEXT,
+    wayline_name TEXT,
+    how TEXT NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,0 +1,211 @@
+/**
+ * The one IPC contract between the desktop shell (main/electron) and the
+ * window (renderer/). Every channel is listed here with its request and
+ * response types; the preload exposes one function per channel, and main
+ * validates every request with the zod schema below before using it.
+ *
+ * Nothing in here may carry a secret: the renderer never sees the access
+ * token or bucket credentials (only whether one is stored).
+ */
+import { z } from 'zod';
+
+// ---------- values shown by the window ----------
+
+export type EngineStateName = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required';
+
+export interface ProgressView {
+  filesTotal: number;
+  filesDone: number;
+  filesFailed: number;
+  bytesTotal: number;
+  bytesDone: number;
+  bytesSent: number;
+  /** bytes per second */
+  rate: number;
+  etaSeconds: number | null;
+  currentSource: string | null;
+}
+
+export interface AppStateView {
+  engine: EngineStateName;
+  paused: boolean;
+  /** A plain sentence when something needs the user (sign in, failed files), else null. */
+  attention: string | null;
+  failedCount: number;
+  progress: ProgressView;
+  /** "the built-in local service" or the server URL. */
+  serverLabel: string;
+  signedIn: boolean;
+  /** Cards currently inserted. */
+  cards: Array<{ id: string; label: string; root: string }>;
+}
+
+export type QueueItemState =
+  | 'discovered'
+  | 'hashed'
+  | 'fast-upload-checked'
+  | 'uploading'
+  | 'uploaded'
+  | 'done'
+  | 'failed'
+  | 'waiting-for-source';
+
+export interface QueueItemView {
+  id: number;
+  name: string;
+  relPath: string;
+  source: string;
+  size: number;
+  state: QueueItemState;
+  outcome: 'uploaded' | 'fast-uploaded' | null;
+  /** 0..1 for files being uploaded, else null. */
+  progress: number | null;
+  error: { kind: string; plain: string } | null;
+}
+
+export interface WaylineMatchView {
+  waylineId: string;
+  waylineName: string;
+  /** how the match was made: exact name, normalised name, or set by the user */
+  how: 'exact' | 'normalised' | 'user';
+}
+
+export interface HistoryEntryView {
+  id: number;
+  sourceId: string;
+  label: string;
+  /** flight folder (DJI_<YYYYMMDDHHMM>_<NNN>_<name>) or '' for the whole card */
+  folder: string;
+  startedAt: number;
+  finishedAt: number | null;
+  files: number;
+  bytes: number;
+  fastUploaded: number;
+  failed: number;
+  wayline: WaylineMatchView | null;
+}
+
+export interface WaylineView {
+  id: string;
+  name: string;
+  droneModelKey: string | null;
+  payloadModelKeys: string[];
+  templateTypes: number[];
+  favorited: boolean;
+  actionType: number | null;
+  updateTime: number | null;
+  userName: string | null;
+  start: { lat: number; lng: number } | null;
+}
+
+export interface WaylinePageView {
+  list: WaylineView[];
+  page: number;
+  pageSize: number;
+  total: number;
+}
+
+/** Settings as the window edits them (config.json minus secrets, plus sign-in status). */
+export const SettingsSchema = z.object({
+  serverUrl: z.string().trim().max(2048),
+  workspaceId: z.string().trim().max(128),
+  useLocalService: z.boolean(),
+  autoSyncCards: z.boolean(),
+  ejectAfterSync: z.boolean(),
+  watchedFolders: z.array(z.string().min(1).max(4096)).max(50),
+  include: z.array(z.string().regex(/^[A-Za-z0-9]{1,10}$/)).min(1).max(30),
+  filesConcurrency: z.number().int().min(1).max(16),
+  partsConcurrency: z.number().int().min(1).max(16),
+  bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000),
+  aircraftDefault: z.string().regex(/^(0-\d+-\d+)?$/),
+  startAtLogin: z.boolean(),
+});
+export type SettingsView = z.infer<typeof SettingsSchema>;
+
+/** Per-field reasons a form shows next to the field. */
+export type FieldErrors = Partial<Record<keyof SettingsView | 'form', string>>;
+
+/** Every answer carries success or a plain-words failure: failures are data, never exceptions across IPC. */
+export type Result<T> = { ok: true; value: T } | { ok: false; error: { kind: string; message: string; fields?: FieldErrors } };
+
+// ---------- request schemas (validated in main) ----------
+
+const Empty = z.undefined().or(z.null()).or(z.object({}).strict());
+
+export const WaylineQuerySchema = z
+  .object({
+    favorited: z.boolean().optional(),
+    templateTypes: z.array(z.number().int().min(0).max(99)).max(10).optional(),
+    actionType: z.number().int().min(0).max(99).optional(),
+    droneModelKeys: z.array(z.string().regex(/^\d+-\d+-\d+$/)).max(30).optional(),
+    payloadModelKeys: z.array(z.string().regex(/^\d+-\d+-\d+$/)).max(30).optional(),
+    orderBy: z.string().regex(/^(name|update_time|create_time|favorited|user_name|drone_model_key|action_type) (asc|desc)$/),
+    page: z.number().int().min(1).max(100_000),
+    pageSize: z.number().int().min(1).max(100),
+  })
+  .strict();
+export type WaylineQueryView = z.infer<typeof WaylineQuerySchema>;
+
+export const Channels = {
+  'app:get-state': { request: Empty, response: null as unknown as AppStateView },
+  'queue:list': {
+    request: z.object({ filter: z.enum(['all', 'active', 'failed', 'done']), limit: z.number().int().min(1).max(1000) }).strict(),
+    response: null as unknown as QueueItemView[],
+  },
+  'queue:retry': {
+    request: z.union([z.object({ id: z.number().int().positive() }).strict(), z.object({ all: z.literal(true) }).strict()]),
+    response: null as unknown as { count: number },
+  },
+  'sync:pause': { request: Empty, response: null as unknown as AppStateView },
+  'sync:resume': { request: Empty, response: null as unknown as AppStateView },
+  'sync:now': { request: Empty, response: null as unknown as AppStateView },
+  'history:list': {
+    request: z.object({ limit: z.number().int().min(1).max(500) }).strict(),
+    response: null as unknown as HistoryEntryView[],
+  },
+  'history:set-wayline': {
+    request: z.object({ folder: z.string().min(1).max(512), waylineId: z.string().min(1).max(128).nullable() }).strict(),
+    response: null as unknown as { updated: number },
+  },
+  'waylines:list': { request: WaylineQuerySchema, response: null as unknown as WaylinePageView },
+  'settings:get': { request: Empty, response: null as unknown as SettingsView & { signedIn: boolean } },
+  'settings:save': { request: SettingsSchema, response: null as unknown as SettingsView & { signedIn: boolean } },
+  'auth:login': {
+    request: z.object({ serverUrl: z.string().max(2048), username: z.string().min(1).max(256), password: z.string().min(1).max(1024) }).strict(),
+    response: null as unknown as { workspaceId: string },
+  },
+  'auth:set-token': {
+    request: z.object({ serverUrl: z.string().max(2048), workspaceId: z.string().min(1).max(128), token: z.string().min(1).max(8192) }).strict(),
+    response: null as unknown as { workspaceId: string },
+  },
+  'auth:sign-out': { request: Empty, response: null as unknown as { signedIn: false } },
+  'auth:test-connection': {
+    request: z.object({ serverUrl: z.string().max(2048), workspaceId: z.string().max(128) }).strict(),
+    response: null as unknown as { message: string },
+  },
+  'dialog:pick-folder': { request: Empty, response: null as unknown as string | null },
+  'shell:open-log-folder': { request: Empty, response: null as unknown as null },
+  'shell:open-help': { request: z.object({ topic: z.enum(['docs', 'support']) }).strict(), response: null as unknown as null },
+} as const;
+
+export type Channel = keyof typeof Channels;
+export type RequestOf<C extends Channel> = z.input<(typeof Channels)[C]['request']>;
+export type ResponseOf<C extends Channel> = (typeof Channels)[C]['response'];
+
+/** Pushed from main to the window. */
+export interface PushEvents {
+  'push:state': AppStateView;
+  'push:progress': ProgressView;
+  'push:queue-changed': null;
+}
+export type PushChannel = keyof PushEvents;
+
+/** What the preload puts on `window.dms`: one function per channel, plus subscriptions. */
+export type DmsBridge = {
+  [C in Channel]: (request: RequestOf<C>) => Promise<Result<ResponseOf<C>>>;
+} & {
+  on<P extends PushChannel>(channel: P, listener: (payload: PushEvents[P]) => void): () => void;
+};
+
+export const CHANNEL_NAMES = Object.keys(Channels) as Channel[];
+export const PUSH_CHANNELS: PushChannel[] = ['push:state', 'push:progress', 'push:queue-changed'];

@@ -1,0 +1,93 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Agent } from '../../main/core/agent.js';
+import { ApiClient } from '../../main/core/api/client.js';
+import { parseConfig } from '../../main/core/config.js';
+import { Queue } from '../../main/core/queue/queue.js';
+import { startService, type RunningService } from '../../main/service/index.js';
+import { FIXTURES, tempDir } from '../support/harness.js';
+
+// Watched folders with the real watcher, the real service and bucket, and a
+// real queue file shared by two agent "runs" (stop, change files, start).
+let dir: string;
+let svc: RunningService;
+beforeAll(async () => {
+  dir = tempDir('dms-folders-');
+  svc = await startService({ dataDir: path.join(dir, 'svc'), logger: false });
+});
+afterAll(async () => {
+  await svc.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function copyOld(src: string, dest: string): void {
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  fs.copyFileSync(src, dest);
+  const t = Date.now() / 1000 - 120;
+  fs.utimesSync(dest, t, t);
+}
+
+it('finds what changed while stopped, re-hashes nothing, matches waylines and keeps history', async () => {
+  // the default workspace: it holds the seeded demo waylines
+  const ws = svc.workspaceId;
+  const token = svc.token;
+  const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: ws, token });
+  const root = path.join(dir, 'watched');
+  const flight = path.join(root, 'DCIM', 'DJI_202209021517_001_Solar_Farm_North');
+  copyOld(path.join(FIXTURES, 'M30T', 'M30T_IR.JPG'), path.join(flight, 'DJI_20220902151742_0001_T.JPG'));
+  const queueFile = path.join(dir, 'state', 'queue.db');
+
+  // first run
+  let queue = new Queue(queueFile);
+  let agent = new Agent({ queue, api, config: parseConfig({}), quietMs: 300 });
+  const matches: string[] = [];
+  agent.on('wayline', (e) => matches.push(`${e.folder}=${e.match?.waylineName ?? 'none'}`));
+  agent.start();
+  await agent.addFolder(root);
+  await until('first file', () => queue.counts().done.files === 1);
+  expect(matches).toEqual(['DJI_202209021517_001_Solar_Farm_North=Solar farm north']);
+  await agent.stop();
+  queue.close();
+
+  // while stopped: one file added
+  copyOld(path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), path.join(flight, 'DJI_20220902151800_0002_T.JPG'));
+
+  // second run: reconciles by scan; the old file is recognised by path+size+mtime
+  queue = new Queue(queueFile);
+  agent = new Agent({ queue, api, config: parseConfig({}), quietMs: 300 });
+  const outcomes: string[] = [];
+  agent.on('file', (e) => outcomes.push(`${path.basename(e.relPath)}:${e.outcome}`));
+  agent.start();
+  await agent.addFolder(root);
+  await until('second file', () => queue.counts().done.files === 2);
+  expect(outcomes).toEqual(['DJI_20220902151800_0002_T.JPG:uploaded']);
+  expect(svc.admin.mediaRecords(ws)).toHaveLength(2);
+
+  // history: per flight folder with its wayline; the user can correct the match
+  const history = agent.history.list(10);
+  expect(history[0]).toMatchObject({ folder: 'DJI_202209021517_001_Solar_Farm_North', files: 1, wayline: { waylineName: 'Solar farm north', how: 'normalised' } });
+  const other = (await agent.waylines.all()).find((w) => w.name === 'Waypoint2')!;
+  await agent.setFolderWayline('DJI_202209021517_001_Solar_Farm_North', other.id!);
+  expect(agent.history.list(1)[0]!.wayline).toMatchObject({ waylineName: 'Waypoint2', how: 'user' });
+
+  // the watched folder disappears (share unmounted) and comes back: parked, not deleted
+  const away = path.join(dir, 'away');
+  fs.renameSync(root, away);
+  await sleep(1500);
+  expect(queue.counts().done.files).toBe(2);
+  fs.renameSync(away, root);
+  copyOld(path.join(FIXTURES, 'ZH20T', 'DJI_H20T.jpg'), path.join(flight, 'DJI_20220902151900_0003_T.JPG'));
+  await until('third file after the folder came back', () => queue.counts().done.files === 3);
+  await agent.stop();
+  queue.close();
+}, 60_000);
