@@ -25,6 +25,8 @@ export interface CliContext {
   serverLabel: string;
   /** Set when the embedded reference service was started for this run. */
   embedded: RunningService | null;
+  /** Re-reads the stored sign-in (after `login` in another terminal); true when the token changed. */
+  reloadToken(): boolean;
   close(): Promise<void>;
 }
 
@@ -73,7 +75,16 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
   if (!serverUrl) {
     const svc = await startService({ dataDir: paths.service, port: 0, logger: false });
     const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token });
-    return { paths, config, api, logger, serverLabel: 'the built-in local service', embedded: svc, close: () => svc.close() };
+    return {
+      paths,
+      config,
+      api,
+      logger,
+      serverLabel: 'the built-in local service',
+      embedded: svc,
+      reloadToken: () => false,
+      close: () => svc.close(),
+    };
   }
   const sameServer = stored && stored.server === serverUrl;
   const token = flags.token ?? env.DMS_TOKEN ?? (sameServer ? stored.token : undefined);
@@ -86,5 +97,15 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
     throw new DmsError('invalid-input', 'No workspace is set. Pass --workspace <id> or set DMS_WORKSPACE.', { retryable: false });
   }
   const api = new ApiClient({ baseUrl: serverUrl, workspaceId: workspace, token });
-  return { paths, config, api, logger, serverLabel: serverUrl, embedded: null, close: async () => {} };
+  let current = token;
+  const fromFile = !flags.token && !env.DMS_TOKEN;
+  const reloadToken = (): boolean => {
+    if (!fromFile) return false;
+    const s = readStoredToken(paths.token);
+    if (!s || s.server !== serverUrl || s.token === current) return false;
+    current = s.token;
+    api.setToken(s.token);
+    return true;
+  };
+  return { paths, config, api, logger, serverLabel: serverUrl, embedded: null, reloadToken, close: async () => {} };
 }

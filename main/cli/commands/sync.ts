@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DmsError, plainMessage } from '../../core/errors.js';
-import { Queue } from '../../core/queue/queue.js';
+import { acquireAgentLock, type AgentLock } from '../../core/queue/lock.js';
+import { openQueue } from '../../core/queue/open.js';
 import { SyncEngine, type FileEvent } from '../../core/sync/engine.js';
 import { folderSource } from '../../core/sync/scan.js';
 import { openContext, type ServerFlags } from '../context.js';
@@ -27,7 +28,15 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     }
   }
   const ctx = await openContext(flags);
-  const queue = new Queue(ctx.paths.queue);
+  let lock: AgentLock;
+  try {
+    lock = acquireAgentLock(ctx.paths.root);
+  } catch (err) {
+    await ctx.close();
+    throw err;
+  }
+  const { queue, notice } = openQueue(ctx.paths.queue);
+  if (notice) process.stderr.write(`${notice}\n`);
   const config = flags.aircraft ? { ...ctx.config, aircraftDefault: flags.aircraft } : ctx.config;
   const engine = new SyncEngine({ queue, api: ctx.api, config, logger: ctx.logger });
   const bar = new ProgressBar();
@@ -92,6 +101,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   }
   engine.close();
   queue.close();
+  lock.release();
   await ctx.close();
   if (authError) return EXIT.auth;
   return leftovers.length === 0 ? EXIT.ok : EXIT.notAllDone;

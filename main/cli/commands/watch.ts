@@ -1,7 +1,8 @@
 import path from 'node:path';
 import { Agent } from '../../core/agent.js';
 import { plainMessage } from '../../core/errors.js';
-import { Queue } from '../../core/queue/queue.js';
+import { acquireAgentLock, type AgentLock } from '../../core/queue/lock.js';
+import { openQueue } from '../../core/queue/open.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openContext, type ServerFlags } from '../context.js';
 import { formatBytes, printJson } from '../output.js';
@@ -18,7 +19,14 @@ export interface WatchFlags extends ServerFlags {
  */
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
   const ctx = await openContext(flags);
-  const queue = new Queue(ctx.paths.queue);
+  let lock: AgentLock;
+  try {
+    lock = acquireAgentLock(ctx.paths.root);
+  } catch (err) {
+    await ctx.close();
+    throw err;
+  }
+  const { queue, notice } = openQueue(ctx.paths.queue);
   const agent = new Agent({ queue, api: ctx.api, config: ctx.config, logger: ctx.logger });
   const say = (json: Record<string, unknown>, text: string) => (flags.json ? printJson(json) : process.stdout.write(text + '\n'));
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
@@ -39,8 +47,20 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
       say({ type: 'file-failed', path: e.absPath, error: e.error }, `FAILED ${e.absPath}: ${e.error?.plain ?? ''}`);
     }
   });
+  // After "sign in again", a `login` in another terminal writes a new token:
+  // pick it up and continue, without a restart.
+  let tokenWatch: NodeJS.Timeout | null = null;
   agent.on('state', (state, err) => {
-    if (state === 'auth-required' && err) say({ type: 'auth-required', message: plainMessage(err) }, plainMessage(err));
+    if (state === 'auth-required' && err) {
+      say({ type: 'auth-required', message: plainMessage(err) }, `${plainMessage(err)} Run: drone-media-sync login --server ${ctx.serverLabel} --username <name>`);
+      tokenWatch ??= setInterval(() => {
+        if (!ctx.reloadToken()) return;
+        if (tokenWatch) clearInterval(tokenWatch);
+        tokenWatch = null;
+        say({ type: 'signed-in' }, 'Signed in again; continuing.');
+        agent.engine.resume();
+      }, 2000);
+    }
     if (state === 'idle' && batch.uploaded + batch.fastUploaded + batch.failed > 0) {
       say(
         { type: 'summary', uploaded: batch.uploaded, fast_uploaded: batch.fastUploaded, failed: batch.failed, bytes_sent: batch.bytes },
@@ -57,6 +77,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     ),
   );
 
+  if (notice) say({ type: 'warning', message: notice }, notice);
   agent.start();
   const folders = [...dirs.map((d) => path.resolve(d)), ...ctx.config.watchedFolders];
   for (const d of folders) await agent.addFolder(d);
@@ -70,8 +91,10 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  if (tokenWatch) clearInterval(tokenWatch);
   await agent.stop();
   queue.close();
+  lock.release();
   await ctx.close();
   return 0;
 }

@@ -289,8 +289,24 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         return this.finished(row, 'uploaded');
       }
     } catch (err) {
-      this.failed(row, toDmsError(err));
+      try {
+        this.failed(row, toDmsError(err));
+      } catch (bookkeeping) {
+        this.haltOnQueueError(toDmsError(bookkeeping));
+      }
     }
+  }
+
+  /**
+   * The queue itself cannot be written (disk full, database failing): going
+   * on would do work we cannot record. Stop, say why, and wait for the user.
+   */
+  private haltOnQueueError(err: DmsError): void {
+    this.lastError = err;
+    this.pausedFlag = true;
+    this.haltController.abort(err);
+    this.log.error({ kind: err.kind }, err.message);
+    this.setState('paused', err);
   }
 
   private reload(id: number): QueueRow {
