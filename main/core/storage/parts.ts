@@ -44,7 +44,12 @@ export function md5Base64(buf: Buffer): string {
  * for each read, on purpose: an open descriptor keeps a deleted file
  * readable, and a file that was deleted or replaced must not be uploaded.
  */
-export async function readRange(filePath: string, offset: number, length: number, expectedSize: number): Promise<Buffer> {
+export async function readRange(
+  filePath: string,
+  offset: number,
+  length: number,
+  expectedSize: number,
+): Promise<Buffer> {
   let handle;
   try {
     handle = await open(filePath, 'r');

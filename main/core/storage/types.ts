@@ -76,6 +76,13 @@ export interface UploaderOptions {
   partSize?: number;
   /** Parts of one file in flight at once. */
   partConcurrency?: number;
+  /**
+   * Bandwidth limit hook: awaited before each chunk (≤ 256 KiB) of a body is
+   * handed to the socket. Rejecting (e.g. on abort) fails that request.
+   */
+  throttle?: (bytes: number, signal?: AbortSignal) => Promise<void>;
+  /** Keep-alive sockets per uploader; should cover partConcurrency × files in flight. */
+  maxSockets?: number;
 }
 
 export interface Uploader {

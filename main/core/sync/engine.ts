@@ -335,20 +335,29 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       this.log.warn({ kind: err.kind, path: err.path }, 'sign-in needed; sync stopped');
       return;
     }
-    if (err instanceof FileChangedError) {
-      // Record the new version now: observe() drops the stale unfinished row,
-      // so the old fingerprint can never be recorded.
+    if (err.kind === 'source-missing') {
+      // Look at the disk to tell the three cases apart: the file changed
+      // (read the new version; the stale row is dropped, never recorded),
+      // it is gone (wait for the card), or it is there unchanged (a read
+      // hiccup: retry later).
+      let st: fs.Stats | null = null;
       try {
-        const st = fs.statSync(row.absPath);
+        st = fs.statSync(row.absPath);
+      } catch {
+        st = null;
+      }
+      if (st && (err instanceof FileChangedError || st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs)) {
         this.queue.observe([{ sourceId: row.sourceId, relPath: row.relPath, absPath: row.absPath, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) }]);
         this.progress.addWork(0, st.size - row.size);
         this.log.info({ file: row.relPath }, 'file changed on disk; it will be read again');
+        this.wake();
         return;
-      } catch {
-        // gone meanwhile: handled as missing below
       }
-    }
-    if (err.kind === 'source-missing') {
+      if (st) {
+        this.queue.scheduleRetry(row.id, err);
+        event('retry-later');
+        return;
+      }
       this.queue.setWaitingForSource(row.id, err.message);
       event('waiting-for-source');
       return;

@@ -1,0 +1,134 @@
+/**
+ * Object keys.
+ *
+ * Layout: `<prefix>/[<flight folder>/]<fingerprint>/<file name>`
+ *   e.g. `ws-1/media/DJI_202401011200_001/0cc175b9c0f1b6a831c399e269772661/DJI_0001.JPG`
+ *
+ * - The content MD5 fingerprint is a folder of its own, so two different
+ *   files never share a key (same name on two cards, a re-used DJI_0001.JPG
+ *   counter), the same file always gets the same key (stable across restarts,
+ *   so a crash can be reconciled with `exists`), and the object keeps its
+ *   original name when someone downloads it from the bucket console.
+ * - Only the file's own name is used, never the card's directory path: the
+ *   fingerprint already makes the key unique, and card paths are noise.
+ * - Every segment we add is made safe (sanitizeSegment); the prefix comes from
+ *   the server and must be kept as-is (keys must start with it), so a prefix
+ *   that is itself unsafe is refused rather than silently rewritten.
+ */
+import { DmsError } from '../errors.js';
+
+/** S3 and OSS both cap keys at 1024 bytes of UTF-8. */
+export const MAX_KEY_BYTES = 1024;
+export const MAX_SEGMENT_BYTES = 200;
+/** Longest tail kept as an "extension" when a segment is shortened. */
+const MAX_EXT_BYTES = 16;
+
+export interface ObjectKeyInput {
+  /** `object_key_prefix` from the STS answer; may be empty or end with `/`. */
+  prefix: string;
+  /** Content MD5 of the file, hex (only the first 32 hex characters are used). */
+  fingerprint: string;
+  /** Path of the file on the card (its last segment is used) ... */
+  relPath?: string;
+  /** ... or directly the file name. */
+  name?: string;
+  /** Optional grouping folder (flight / mission id or folder name). */
+  flightFolder?: string;
+}
+
+const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+// C0/C1 controls, DEL, bidi overrides/isolates (they make names lie in a UI),
+// BOM / zero-width no-break space, and characters S3 documents as "avoid" in keys.
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\\/{}^%`[\]"<>~#|]/g;
+// Unpaired surrogates cannot be encoded as UTF-8 (they would become U+FFFD in transit).
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+// What must never reach a key even from the server: controls and backslashes.
+// eslint-disable-next-line no-control-regex
+const DANGEROUS_IN_PREFIX = /[\u0000-\u001f\u007f-\u009f\\]/;
+
+/** Cuts `s` to at most `maxBytes` UTF-8 bytes on a code point boundary. */
+function cutToBytes(s: string, maxBytes: number): string {
+  let out = '';
+  let used = 0;
+  for (const ch of s) {
+    const n = utf8Bytes(ch);
+    if (used + n > maxBytes) break;
+    out += ch;
+    used += n;
+  }
+  return out;
+}
+
+/**
+ * Makes one key segment safe: NFC, no separators, no control or
+ * look-alike-direction characters, never `.`/`..`/empty, at most `maxBytes`
+ * UTF-8 bytes (the extension is kept when the name is shortened).
+ */
+export function sanitizeSegment(raw: string, maxBytes: number = MAX_SEGMENT_BYTES): string {
+  let s = raw.replace(LONE_SURROGATE, '_').normalize('NFC').replace(UNSAFE, '_');
+  // Leading/trailing blanks are invisible in every UI and trimmed by some tools.
+  s = s.trim();
+  // Segments made only of dots are path navigation on every file system.
+  if (s === '' || /^\.+$/.test(s)) s = '_';
+  if (utf8Bytes(s) <= maxBytes) return s;
+  const dot = s.lastIndexOf('.');
+  const ext = dot > 0 && utf8Bytes(s.slice(dot)) <= MAX_EXT_BYTES ? s.slice(dot) : '';
+  const stem = cutToBytes(s.slice(0, s.length - ext.length), Math.max(1, maxBytes - utf8Bytes(ext)));
+  return (stem + ext).trim() || '_';
+}
+
+/** Splits the server's prefix into segments; refuses one that is unsafe. */
+function prefixSegments(prefix: string): string[] {
+  const segments = prefix.split('/').filter((seg) => seg !== '');
+  for (const seg of segments) {
+    if (
+      seg === '.' ||
+      seg === '..' ||
+      DANGEROUS_IN_PREFIX.test(seg) ||
+      seg.replace(LONE_SURROGATE, '') !== seg
+    ) {
+      throw new DmsError('invalid-input', `The server's object key prefix is not usable: "${prefix}".`, {
+        retryable: false,
+      });
+    }
+  }
+  return segments;
+}
+
+function fileNameOf(input: ObjectKeyInput): string {
+  const raw = input.name ?? input.relPath ?? '';
+  // Card paths may come from Windows: both separators end a directory.
+  const parts = raw.split(/[\\/]/).filter((p) => p !== '');
+  return parts[parts.length - 1] ?? '';
+}
+
+/** Builds the object key for one file; see the layout at the top of this file. */
+export function buildObjectKey(input: ObjectKeyInput): string {
+  const fp = /^[0-9a-f]{32}/i.exec(input.fingerprint.trim())?.[0]?.toLowerCase();
+  if (fp === undefined) {
+    throw new DmsError(
+      'invalid-input',
+      'An object key needs the MD5 fingerprint of the file (32 hex characters).',
+      {
+        retryable: false,
+      },
+    );
+  }
+  const head = [...prefixSegments(input.prefix)];
+  if (input.flightFolder !== undefined && input.flightFolder.trim() !== '') {
+    head.push(sanitizeSegment(input.flightFolder.replace(/[\\/]/g, '_'), 100));
+  }
+  head.push(fp);
+  const headBytes = utf8Bytes(head.join('/')) + 1;
+  // A long prefix leaves less room for the name; below 40 bytes names stop being useful.
+  const budget = Math.min(MAX_SEGMENT_BYTES, MAX_KEY_BYTES - headBytes);
+  if (budget < 40) {
+    throw new DmsError('invalid-input', 'The object key prefix is too long to build object keys under it.', {
+      retryable: false,
+    });
+  }
+  return [...head, sanitizeSegment(fileNameOf(input), budget)].join('/');
+}

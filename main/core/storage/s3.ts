@@ -1,0 +1,242 @@
+/**
+ * Amazon S3 and MinIO, with @aws-sdk/client-s3. Our own multipart (not
+ * lib-storage) so that an upload survives a restart: see transfer.ts.
+ *
+ * Client settings, and why:
+ * - checksums WHEN_REQUIRED: the SDK's default CRC trailers use aws-chunked
+ *   bodies that some S3-compatible stores (s3rver, older MinIO) store as is,
+ *   i.e. corrupted; integrity comes from Content-MD5 instead.
+ * - maxAttempts 1: the engine's queue owns retries (with backoff and
+ *   persistence); the SDK could not replay our streamed bodies anyway.
+ * - one keep-alive agent per uploader, shared by successive clients, so a
+ *   credential refresh does not cut the parts in flight.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import {
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  HeadObjectCommand,
+  ListPartsCommand,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCommand,
+} from '@aws-sdk/client-s3';
+import { DmsError } from '../errors.js';
+import { isCredentialFailure, networkCode, toBucketError } from './bucket-errors.js';
+import type { BucketFailure } from './bucket-errors.js';
+import { pacedBody } from './parts.js';
+import { ClientSession } from './session.js';
+import { resolveConfig, transfer } from './transfer.js';
+import type { StorageBackend } from './transfer.js';
+import type {
+  BucketCredentials,
+  BucketTarget,
+  FinishedPart,
+  Uploader,
+  UploaderOptions,
+  UploadRequest,
+} from './types.js';
+
+/** Reads code and status from whatever the SDK threw. */
+export function s3Failure(err: unknown): BucketFailure {
+  const e = (err ?? {}) as {
+    name?: unknown;
+    message?: unknown;
+    $metadata?: { httpStatusCode?: number };
+    $fault?: unknown;
+  };
+  const message = typeof e.message === 'string' ? e.message : String(err);
+  const net = networkCode(err);
+  if (net !== undefined) return { code: net, message };
+  const status = e.$metadata?.httpStatusCode;
+  // Only service exceptions carry the bucket's code in `name`; a TypeError's name is not a code.
+  const isService = e.$fault !== undefined || status !== undefined;
+  const code = isService && typeof e.name === 'string' ? e.name : undefined;
+  return { ...(code !== undefined ? { code } : {}), ...(status !== undefined ? { status } : {}), message };
+}
+
+const SILENT = {
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
+
+export function createS3Uploader(opts: UploaderOptions): Uploader {
+  const cfg = resolveConfig(opts);
+  const maxSockets = opts.maxSockets ?? Math.max(16, cfg.partConcurrency * 4);
+  const httpAgent = new http.Agent({ keepAlive: true, maxSockets });
+  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets });
+
+  const build = (t: BucketTarget): S3Client =>
+    new S3Client({
+      region: t.region !== '' ? t.region : 'us-east-1',
+      ...(t.endpoint !== '' ? { endpoint: t.endpoint } : {}),
+      // MinIO serves buckets as paths, not as sub-domains.
+      forcePathStyle: t.provider === 'minio',
+      credentials: {
+        accessKeyId: t.credentials.accessKeyId,
+        secretAccessKey: t.credentials.secretAccessKey,
+        ...(t.credentials.sessionToken !== '' ? { sessionToken: t.credentials.sessionToken } : {}),
+      },
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      maxAttempts: 1,
+      // Failures are classified and reported by us; the SDK must not print to the console.
+      logger: SILENT,
+      // requestTimeout is an idle timeout on the socket, not a total: slow links are fine.
+      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: 120_000 },
+    });
+  const session = new ClientSession<S3Client>(opts.target, build, (err) =>
+    isCredentialFailure(s3Failure(err)),
+  );
+
+  /** One request through the session; anything thrown leaves as DmsError. */
+  async function call<T>(
+    op: string,
+    key: string,
+    signal: AbortSignal | undefined,
+    fn: (client: S3Client, t: BucketTarget) => Promise<T>,
+  ): Promise<T> {
+    let credentials: BucketCredentials | undefined;
+    try {
+      return await session.run(signal, (client, t) => {
+        credentials = t.credentials;
+        return fn(client, t);
+      });
+    } catch (err) {
+      throw toBucketError(err, s3Failure(err), {
+        op,
+        key,
+        ...(signal ? { signal } : {}),
+        ...(credentials ? { credentials } : {}),
+      });
+    }
+  }
+
+  const abortOpt = (signal: AbortSignal | undefined): { abortSignal?: AbortSignal } =>
+    signal ? { abortSignal: signal } : {};
+  const required = (value: string | undefined, op: string): string => {
+    if (value === undefined || value === '') {
+      throw new DmsError('malformed-response', `The bucket's answer to ${op} lacks its identifier.`, {
+        method: op,
+      });
+    }
+    return value;
+  };
+
+  const backend: StorageBackend = {
+    async putObject(req, body, md5, onChunk) {
+      const out = await call('PutObject', req.key, req.signal, (c, t) =>
+        c.send(
+          new PutObjectCommand({
+            Bucket: t.bucket,
+            Key: req.key,
+            // A new paced stream per attempt: a credential retry sends the body again.
+            Body: pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
+            ContentLength: body.length,
+            ContentMD5: md5,
+            ...(req.contentType !== undefined ? { ContentType: req.contentType } : {}),
+          }),
+          abortOpt(req.signal),
+        ),
+      );
+      return out.ETag;
+    },
+
+    async createMultipart(req) {
+      const out = await call('CreateMultipartUpload', req.key, req.signal, (c, t) =>
+        c.send(
+          new CreateMultipartUploadCommand({
+            Bucket: t.bucket,
+            Key: req.key,
+            ...(req.contentType !== undefined ? { ContentType: req.contentType } : {}),
+          }),
+          abortOpt(req.signal),
+        ),
+      );
+      return required(out.UploadId, 'CreateMultipartUpload');
+    },
+
+    async uploadPart(req, uploadId, partNumber, body, md5, signal) {
+      const out = await call('UploadPart', req.key, signal, (c, t) =>
+        c.send(
+          new UploadPartCommand({
+            Bucket: t.bucket,
+            Key: req.key,
+            UploadId: uploadId,
+            PartNumber: partNumber,
+            Body: pacedBody(body, { throttle: opts.throttle, signal }),
+            ContentLength: body.length,
+            ContentMD5: md5,
+          }),
+          abortOpt(signal),
+        ),
+      );
+      return required(out.ETag, 'UploadPart');
+    },
+
+    async listParts(req, uploadId) {
+      const parts: FinishedPart[] = [];
+      let marker: string | undefined;
+      for (;;) {
+        const out = await call('ListParts', req.key, req.signal, (c, t) =>
+          c.send(
+            new ListPartsCommand({
+              Bucket: t.bucket,
+              Key: req.key,
+              UploadId: uploadId,
+              ...(marker !== undefined ? { PartNumberMarker: marker } : {}),
+            }),
+            abortOpt(req.signal),
+          ),
+        );
+        for (const p of out.Parts ?? []) {
+          if (p.PartNumber !== undefined && p.ETag !== undefined && p.Size !== undefined) {
+            parts.push({ partNumber: p.PartNumber, etag: p.ETag, size: p.Size });
+          }
+        }
+        if (out.IsTruncated !== true || out.NextPartNumberMarker === undefined) return parts;
+        marker = out.NextPartNumberMarker;
+      }
+    },
+
+    async completeMultipart(req, uploadId, parts) {
+      const out = await call('CompleteMultipartUpload', req.key, req.signal, (c, t) =>
+        c.send(
+          new CompleteMultipartUploadCommand({
+            Bucket: t.bucket,
+            Key: req.key,
+            UploadId: uploadId,
+            MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
+          }),
+          abortOpt(req.signal),
+        ),
+      );
+      return out.ETag;
+    },
+  };
+
+  return {
+    upload: (req: UploadRequest) => transfer(backend, req, cfg),
+
+    async exists(key, signal) {
+      try {
+        await call('HeadObject', key, signal, (c, t) =>
+          c.send(new HeadObjectCommand({ Bucket: t.bucket, Key: key }), abortOpt(signal)),
+        );
+        return true;
+      } catch (err) {
+        if (err instanceof DmsError && err.status === 404) return false;
+        throw err;
+      }
+    },
+
+    close() {
+      session.forget();
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
