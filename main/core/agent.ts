@@ -5,7 +5,7 @@ import { toDmsError, type DmsError } from './errors.js';
 import { silentLogger, type Logger } from './log.js';
 import { History } from './history.js';
 import { flightFolderOf } from './media/flight.js';
-import type { Queue, QueueRow } from './queue/queue.js';
+import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import type { Card, CardMonitor } from './sources/cards.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
@@ -41,6 +41,7 @@ export interface AgentOptions {
   /** Quiet period before a growing file is read (copy in progress). */
   quietMs?: number;
   engine?: SyncEngine;
+  backoff?: BackoffPolicy;
 }
 
 /**
@@ -66,7 +67,13 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.queue = opts.queue;
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
-    this.engine = opts.engine ?? new SyncEngine({ queue: opts.queue, api: opts.api, config: opts.config, logger: this.log });
+    this.engine = opts.engine ?? new SyncEngine({
+        queue: opts.queue,
+        api: opts.api,
+        config: opts.config,
+        logger: this.log,
+        ...(opts.backoff ? { backoff: opts.backoff } : {}),
+      });
     this.history = new History(opts.queue.db);
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {

@@ -4,7 +4,7 @@ import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import { DmsError, plainMessage, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { Queue, QueueRow } from '../queue/queue.js';
+import { DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow } from '../queue/queue.js';
 import { createUploader } from '../storage/index.js';
 import type { Uploader, UploaderOptions } from '../storage/types.js';
 import type { StorageProvider } from '../api/types.js';
@@ -45,6 +45,8 @@ export interface EngineOptions {
   /** Limits of the server-call and hashing stages. */
   apiConcurrency?: number;
   hashConcurrency?: number;
+  /** Retry spacing for transient failures (tests shorten it). */
+  backoff?: BackoffPolicy;
 }
 
 export interface RunOptions {
@@ -83,6 +85,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private pausedFlag = false;
   private haltController = new AbortController();
   private lastProgressEmit = 0;
+  private readonly backoff: BackoffPolicy;
 
   constructor(opts: EngineOptions) {
     super();
@@ -91,6 +94,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
     this.makeUploader = opts.createUploader ?? createUploader;
+    this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.sts = new StsCache((signal) => this.api.getSts(signal ? { signal } : {}));
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
@@ -354,7 +358,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         return;
       }
       if (st) {
-        this.queue.scheduleRetry(row.id, err);
+        this.queue.scheduleRetry(row.id, err, this.backoff);
         event('retry-later');
         return;
       }
@@ -363,7 +367,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       return;
     }
     if (err.retryable) {
-      const delay = this.queue.scheduleRetry(row.id, err);
+      const delay = this.queue.scheduleRetry(row.id, err, this.backoff);
       if (err.kind === 'network' || err.kind === 'timeout') this.setState('offline', err);
       this.log.info({ file: row.relPath, kind: err.kind, retryInMs: delay }, err.message);
       event('retry-later');
