@@ -8,13 +8,14 @@ import { flightFolderOf } from './media/flight.js';
 import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import type { Card, CardMonitor } from './sources/cards.js';
+import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import { SyncEngine, type EngineState, type FileEvent } from './sync/engine.js';
 import type { ProgressSnapshot } from './sync/progress.js';
 import { folderSource, scanSource, type Source } from './sync/scan.js';
 
 export interface SourceEvent {
-  type: 'source-added' | 'source-removed' | 'source-back' | 'scanned';
+  type: 'source-added' | 'source-removed' | 'source-back' | 'scanned' | 'ejected' | 'eject-failed';
   source: Source;
   pending?: number;
   alreadyDone?: number;
@@ -61,6 +62,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   private running: Promise<void> | null = null;
   private config: Config;
   private cardMonitor: CardMonitor | null = null;
+  private readonly cards = new Map<string, Card>();
+  private readonly ejected = new Set<string>();
 
   constructor(private readonly opts: AgentOptions) {
     super();
@@ -91,7 +94,10 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.engine.on('progress', (p) => this.emit('progress', p));
     this.engine.on('state', (s, e) => {
       this.emit('state', s, e);
-      if (s === 'idle') this.emit('idle');
+      if (s === 'idle') {
+        this.emit('idle');
+        void this.ejectFinishedCards();
+      }
     });
   }
 
@@ -140,6 +146,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     monitor.on('removed', (card) => {
       const w = this.watchers.get(`card:${card.id}`);
       if (w && w.source.root === card.root) {
+        this.cards.delete(w.source.sourceId);
         this.watchers.delete(w.source.sourceId);
         void w.stop();
         this.sourceGone(w.source);
@@ -149,14 +156,36 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.cardMonitor = monitor;
   }
 
+  /** A card setting: the card's own value, else the global one. */
+  private cardSetting(cardId: string, key: 'autoSync' | 'ejectAfterSync'): boolean {
+    const own = this.config.cards[cardId]?.[key];
+    return own ?? (key === 'autoSync' ? this.config.autoSyncCards : this.config.ejectAfterSync);
+  }
+
+  /** After a sync: eject the cards that asked for it and have nothing left to do. */
+  private async ejectFinishedCards(): Promise<void> {
+    for (const [sourceId, card] of this.cards) {
+      if (this.ejected.has(sourceId) || !this.cardSetting(card.id, 'ejectAfterSync')) continue;
+      const left = this.queue.list({ sourceId, states: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'], limit: 1 });
+      if (left.length > 0) continue;
+      this.ejected.add(sourceId);
+      const r = await ejectVolume(card.root, card.device);
+      this.emit('source', { type: r.ok ? 'ejected' : 'eject-failed', source: { sourceId, root: card.root, label: card.label }, message: r.message });
+    }
+  }
+
   async addCard(card: Card): Promise<void> {
     const source: Source = { sourceId: `card:${card.id}`, root: card.root, label: card.label };
+    this.cards.set(source.sourceId, card);
+    this.ejected.delete(source.sourceId);
     const old = this.watchers.get(source.sourceId);
     if (old) await old.stop();
     const watcher = new FolderWatcher(
       source,
       {
-        files: (s) => void this.rescan(s),
+        files: (s) => {
+          if (this.cardSetting(card.id, 'autoSync')) void this.rescan(s);
+        },
         gone: (s) => {
           // The monitor reports the removal too; whoever is first parks the files.
           if (this.watchers.get(s.sourceId) === watcher) {
@@ -165,7 +194,9 @@ export class Agent extends EventEmitter<AgentEvents> {
             this.sourceGone(s);
           }
         },
-        back: (s) => void this.rescan(s),
+        back: (s) => {
+          if (this.cardSetting(card.id, 'autoSync')) void this.rescan(s);
+        },
       },
       { quietMs: this.quietMs },
     );
@@ -173,7 +204,8 @@ export class Agent extends EventEmitter<AgentEvents> {
     watcher.start();
     this.history.begin(source.sourceId);
     this.emit('source', { type: 'source-added', source });
-    await this.rescan(source);
+    // Auto-sync off (for all cards or this one): announced, synced on "Sync now".
+    if (this.cardSetting(card.id, 'autoSync')) await this.rescan(source);
   }
 
   /** A source went away: its unfinished files wait for it, nothing is lost or marked deleted. */

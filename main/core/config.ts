@@ -51,8 +51,10 @@ export const ConfigSchema = z.object({
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
   aircraftDefault: deviceKey.optional(),
   startAtLogin: z.boolean().default(true),
-  /** Per-folder wayline corrections: flight folder name -> wayline id. */
-  waylineOverrides: z.record(z.string(), z.string()).default({}),
+  /** Per-card settings by card id (see `watch --json` / the app's card history); override the global ones. */
+  cards: z
+    .record(z.string(), z.object({ autoSync: z.boolean().optional(), ejectAfterSync: z.boolean().optional() }).strict())
+    .default({}),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

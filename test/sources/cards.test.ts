@@ -119,3 +119,30 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
     queue.close();
   }
 }, 60_000);
+
+it('auto-sync off: the card is announced but synced only on "Sync now"; eject after sync never deletes', async () => {
+  const ws = svc.admin.createWorkspace('manual-card');
+  const token = svc.admin.createToken({ workspaceId: ws });
+  const mount = path.join(dir, 'mnt-c');
+  const folder = path.join(mount, 'MANUAL', 'DCIM', '100MEDIA');
+  fs.mkdirSync(folder, { recursive: true });
+  fs.copyFileSync(path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), path.join(folder, 'DJI_0001.JPG'));
+  const old = Date.now() / 1000 - 60;
+  fs.utimesSync(path.join(folder, 'DJI_0001.JPG'), old, old);
+  const { agent, queue, events } = startAgent(ws, token, mount, 'state-c', { autoSyncCards: false, ejectAfterSync: true });
+  try {
+    await until('the card', () => events.some((e) => e.type === 'source-added'));
+    await sleep(800);
+    expect(queue.list()).toHaveLength(0); // nothing read without the user's go
+    await agent.syncNow();
+    await until('the upload', () => queue.counts().done.files === 1);
+    // Not a real mount point here, so the OS refuses to eject: reported, not retried, nothing deleted.
+    await until('the eject attempt', () => events.some((e) => e.type === 'ejected' || e.type === 'eject-failed'));
+    const ej = events.find((e) => e.type === 'ejected' || e.type === 'eject-failed')!;
+    expect(ej.message).toMatch(/MANUAL/);
+    expect(fs.existsSync(path.join(folder, 'DJI_0001.JPG'))).toBe(true);
+  } finally {
+    await agent.stop();
+    queue.close();
+  }
+}, 30_000);

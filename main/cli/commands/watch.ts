@@ -35,6 +35,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     const name = e.source.label ?? e.source.root;
     if (e.type === 'source-added') say({ type: 'source-added', id: e.source.sourceId, root: e.source.root, label: name }, `Found ${name} (${e.source.root})`);
     else if (e.type === 'source-removed') say({ type: 'source-removed', id: e.source.sourceId, waiting: e.waiting, message: e.message }, e.message ?? `${name} removed`);
+    else if (e.type === 'ejected' || e.type === 'eject-failed') say({ type: e.type, id: e.source.sourceId, message: e.message }, e.message ?? '');
     else if (e.type === 'scanned' && (e.pending ?? 0) > 0) say({ type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone }, `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`);
   });
   agent.on('file', (e) => {

@@ -9,6 +9,8 @@ export interface Card {
   id: string;
   label: string;
   root: string;
+  /** Block device, where the OS tells (Linux mountinfo). */
+  device?: string;
 }
 
 const FLIGHT_DIR = /^DJI_\d{12}_\d{3}(_.+)?$/;
@@ -93,7 +95,7 @@ export function dcimFingerprint(root: string): string {
 export function cardIdentity(root: string, device?: string): Card {
   const label = path.basename(root) || root;
   const uuid = device ? uuidOfDevice(device) : undefined;
-  return { id: uuid ? `uuid:${uuid}` : `dcim:${label}:${dcimFingerprint(root)}`, label, root };
+  return { id: uuid ? `uuid:${uuid}` : `dcim:${label}:${dcimFingerprint(root)}`, label, root, ...(device ? { device } : {}) };
 }
 
 export interface CardMonitorEvents {
