@@ -1,16 +1,13 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DmsError, plainMessage, toDmsError } from '../core/errors.js';
-import { loginCommand } from './commands/login.js';
+import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
 import type { WaylineFlags } from './commands/waylines.js';
-import type { ServeFlags } from './commands/serve.js';
-import { serveCommand } from './commands/serve.js';
-import { retryCommand, statusCommand } from './commands/status.js';
-import { EXIT, syncCommand } from './commands/sync.js';
-import { waylinesCommand } from './commands/waylines.js';
-import { watchCommand } from './commands/watch.js';
-import { importWaylinesCommand } from './commands/import-waylines.js';
+
+// Commands are loaded when run: `serve` need not load the AWS SDK, `status`
+// need not load the service, so every command starts quickly.
+const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
 
 const int = (name: string) => (v: string) => {
   const n = Number(v);
@@ -39,7 +36,7 @@ export function buildProgram(): Command {
     .option('--json', 'one JSON line per file outcome and a final summary line')
     .option('--aircraft <key>', 'aircraft key for payload cameras that fit several drones, e.g. 0-89-0 (M350)')
     .action(async (dirs: string[], opts: SyncFlags) => {
-      process.exitCode = await syncCommand(dirs, opts);
+      process.exitCode = await (await import('./commands/sync.js')).syncCommand(dirs, opts);
     });
 
   serverOptions(program.command('watch').argument('[dir...]', 'folders to watch'))
@@ -48,7 +45,7 @@ export function buildProgram(): Command {
     .option('--mount-root <dir>', 'where cards get mounted (repeatable; default: the OS places)', collect(String))
     .option('--json', 'print events as JSON lines')
     .action(async (dirs: string[], opts: WatchFlags) => {
-      process.exitCode = await watchCommand(dirs, opts);
+      process.exitCode = await (await import('./commands/watch.js')).watchCommand(dirs, opts);
     });
 
   program
@@ -56,8 +53,8 @@ export function buildProgram(): Command {
     .description('what is queued, done and failed')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--json', 'machine-readable output')
-    .action((opts: { state?: string; json?: boolean }) => {
-      process.exitCode = statusCommand(opts);
+    .action(async (opts: { state?: string; json?: boolean }) => {
+      process.exitCode = (await import('./commands/status.js')).statusCommand(opts);
     });
 
   program
@@ -66,8 +63,8 @@ export function buildProgram(): Command {
     .option('--all', 'retry every failed file')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description('put failed files back in line')
-    .action((paths: string[], opts: { state?: string; all?: boolean }) => {
-      process.exitCode = retryCommand(paths, opts);
+    .action(async (paths: string[], opts: { state?: string; all?: boolean }) => {
+      process.exitCode = (await import('./commands/status.js')).retryCommand(paths, opts);
     });
 
   serverOptions(program.command('waylines'))
@@ -84,7 +81,7 @@ export function buildProgram(): Command {
     .option('--json', 'raw JSON')
     .action(async (opts: WaylineFlags & { notFavorited?: boolean }) => {
       const favorited = opts.favorited ? true : opts.notFavorited ? false : undefined;
-      process.exitCode = await waylinesCommand({ ...opts, favorited });
+      process.exitCode = await (await import('./commands/waylines.js')).waylinesCommand({ ...opts, favorited });
     });
 
   program
@@ -94,7 +91,7 @@ export function buildProgram(): Command {
     .requiredOption('--username <name>', 'user name')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .action(async (opts: { server: string; username: string; state?: string }) => {
-      process.exitCode = await loginCommand(opts);
+      process.exitCode = await (await import('./commands/login.js')).loginCommand(opts);
     });
 
   program
@@ -105,7 +102,7 @@ export function buildProgram(): Command {
     .option('--data <dir>', 'data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')
-    .action(async (opts: ServeFlags) => serveCommand(opts));
+    .action(async (opts: ServeFlags) => (await import('./commands/serve.js')).serveCommand(opts));
 
   program
     .command('import-waylines')
@@ -113,8 +110,8 @@ export function buildProgram(): Command {
     .option('--data <dir>', 'service data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description('add waylines to the reference service')
-    .action((file: string, opts: { data?: string; state?: string }) => {
-      process.exitCode = importWaylinesCommand(file, opts);
+    .action(async (file: string, opts: { data?: string; state?: string }) => {
+      process.exitCode = (await import('./commands/import-waylines.js')).importWaylinesCommand(file, opts);
     });
 
   return program;

@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import { TOKEN_TTL_SECONDS, TokenStore } from './auth.js';
 import { createUser, createWorkspace, ensureDefaultWorkspace, ensureDefaults } from './bootstrap.js';
-import { createExternalBucket, type ExternalBucketConfig } from './bucket/external.js';
+import type { ExternalBucketConfig } from './bucket/external-config.js';
 import { startEmbeddedBucket } from './bucket/embedded.js';
 import type { BucketBackend } from './bucket/types.js';
 import type { ServiceContext } from './context.js';
@@ -10,7 +10,9 @@ import { MediaStore, type MediaRecord } from './media-store.js';
 import { buildServer, DEFAULT_BODY_LIMIT } from './server.js';
 import { insertWaylines } from './waylines.js';
 
-export { validateExternalBucketConfig, type ExternalBucketConfig } from './bucket/external.js';
+// The external bucket pulls in the AWS SDK: loaded only when configured, so
+// the built-in service starts fast.
+export { validateExternalBucketConfig, type ExternalBucketConfig } from './bucket/external-config.js';
 export { SchemaTooNewError } from './db.js';
 export { CODES } from './envelope.js';
 export type { MediaRecord } from './media-store.js';
@@ -87,7 +89,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       log?.info(`Created user "pilot"; its password is in ${defaults.createdPasswordFile}`);
     }
     bucket = opts.externalBucket
-      ? createExternalBucket(opts.externalBucket)
+      ? (await import('./bucket/external.js')).createExternalBucket(opts.externalBucket)
       : await startEmbeddedBucket({ dataDir: opts.dataDir, host, db });
     const ctx: ServiceContext = { db, tokens, bucket, settings, log };
     const app = buildServer(ctx, { logger: log, bodyLimit });

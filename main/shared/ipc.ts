@@ -184,8 +184,8 @@ export const Channels = {
     response: null as unknown as { message: string },
   },
   'dialog:pick-folder': { request: Empty, response: null as unknown as string | null },
-  'shell:open-log-folder': { request: Empty, response: null as unknown as null },
-  'shell:open-help': { request: z.object({ topic: z.enum(['docs', 'support']) }).strict(), response: null as unknown as null },
+  'shell:open-log-folder': { request: Empty, response: null },
+  'shell:open-help': { request: z.object({ topic: z.enum(['docs', 'support']) }).strict(), response: null },
 } as const;
 
 export type Channel = keyof typeof Channels;

@@ -13,6 +13,7 @@ export interface SyncFlags extends ServerFlags {
   aircraft?: string;
 }
 
+/** Exit codes (also in program.ts, which must not load this module to know them). */
 export const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
 
 /**

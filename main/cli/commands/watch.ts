@@ -88,10 +88,14 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   }
   say({ type: 'ready', server: ctx.serverLabel, folders, cards: Boolean(flags.cards || flags.mountRoot?.length) }, `Watching (${ctx.serverLabel}). Press Ctrl+C to stop.`);
 
+  // Every timer of the agent is unref'd (they must never keep a finished
+  // `sync` alive); this one is what keeps the long-running agent up when idle.
+  const keepAlive = setInterval(() => undefined, 1 << 30);
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
   });
+  clearInterval(keepAlive);
   if (tokenWatch) clearInterval(tokenWatch);
   await agent.stop();
   queue.close();

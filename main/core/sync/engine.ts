@@ -344,7 +344,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       // (read the new version; the stale row is dropped, never recorded),
       // it is gone (wait for the card), or it is there unchanged (a read
       // hiccup: retry later).
-      let st: fs.Stats | null = null;
+      let st: fs.Stats | null;
       try {
         st = fs.statSync(row.absPath);
       } catch {

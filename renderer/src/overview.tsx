@@ -1,0 +1,546 @@
+import type { AppStateView, HistoryEntryView, QueueItemView, WaylineView } from '../../main/shared/ipc.js';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { call, subscribe, throttle } from './bridge.js';
+import { formatBytes, formatDuration, formatEta, formatRate, formatWhen, plural } from './format.js';
+import { banners, fileStateWords, fileTone, progressSentence } from './words.js';
+
+type QueueFilter = 'all' | 'active' | 'failed' | 'done';
+
+const FILTERS: ReadonlyArray<{ value: QueueFilter; label: string }> = [
+  { value: 'all', label: 'All files' },
+  { value: 'active', label: 'Still to upload' },
+  { value: 'failed', label: 'Need you' },
+  { value: 'done', label: 'Done' },
+];
+
+const QUEUE_LIMIT = 500;
+const HISTORY_LIMIT = 50;
+
+interface Props {
+  state: AppStateView | null;
+  onState: (s: AppStateView) => void;
+  onGoToSettings: () => void;
+}
+
+export function Overview({ state, onState, onGoToSettings }: Props) {
+  const [busy, setBusy] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<string | null>(null);
+
+  const [filter, setFilter] = useState<QueueFilter>('all');
+  const filterRef = useRef(filter);
+  filterRef.current = filter;
+  const [queue, setQueue] = useState<QueueItemView[] | null>(null);
+  const [queueError, setQueueError] = useState<string | null>(null);
+  const queueSeq = useRef(0);
+
+  const loadQueue = useMemo(
+    () => async (): Promise<void> => {
+      const mine = ++queueSeq.current;
+      const r = await call('queue:list', { filter: filterRef.current, limit: QUEUE_LIMIT });
+      if (mine !== queueSeq.current) return;
+      if (r.ok) {
+        setQueue(r.value);
+        setQueueError(null);
+      } else setQueueError(r.error.message);
+    },
+    [],
+  );
+
+  useEffect(() => {
+    void loadQueue();
+  }, [filter, loadQueue]);
+
+  useEffect(() => {
+    const t = throttle(() => void loadQueue(), 1000);
+    const off = subscribe('push:queue-changed', () => t.run());
+    return () => {
+      off();
+      t.cancel();
+    };
+  }, [loadQueue]);
+
+  const act = async (name: string, run: () => Promise<string | null>): Promise<void> => {
+    setBusy(name);
+    setActionError(null);
+    try {
+      const err = await run();
+      if (err !== null) setActionError(err);
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const engineCall = (channel: 'sync:pause' | 'sync:resume' | 'sync:now', what: string) =>
+    act(channel, async () => {
+      const r = await call(channel, undefined);
+      if (!r.ok) return `Could not ${what}: ${r.error.message}`;
+      onState(r.value);
+      return null;
+    });
+
+  const retry = (request: { id: number } | { all: true }, what: string) =>
+    act('id' in request ? `retry-${request.id}` : 'retry-all', async () => {
+      const r = await call('queue:retry', request);
+      if (!r.ok) return `Could not retry ${what}: ${r.error.message}`;
+      await loadQueue();
+      return null;
+    });
+
+  const failedInList = queue?.filter((q) => q.state === 'failed').length ?? 0;
+  const failedTotal = Math.max(state?.failedCount ?? 0, failedInList);
+
+  return (
+    <div class="screen">
+      <h1 class="visually-hidden">Overview</h1>
+      {state ? (
+        <div class="banners">
+          {banners(state).map((b) => (
+            <div key={b.title} class={`banner tone-${b.tone}`} role="status" data-testid="banner">
+              <div class="banner-text">
+                <p class="banner-title">{b.title}</p>
+                {b.detail ? <p class="banner-detail">{b.detail}</p> : null}
+              </div>
+              {b.action === 'settings' ? (
+                <button type="button" class="btn btn-primary" onClick={onGoToSettings}>
+                  Open Settings to sign in
+                </button>
+              ) : b.action === 'retry-all' ? (
+                <button
+                  type="button"
+                  class="btn btn-primary"
+                  disabled={busy !== null}
+                  onClick={() => void retry({ all: true }, 'the failed files')}
+                >
+                  Retry all
+                </button>
+              ) : null}
+            </div>
+          ))}
+        </div>
+      ) : (
+        <p class="muted" role="status">
+          Loading…
+        </p>
+      )}
+
+      {state ? (
+        <ProgressPanel
+          state={state}
+          busy={busy}
+          onPause={() => void engineCall('sync:pause', 'pause')}
+          onResume={() => void engineCall('sync:resume', 'resume')}
+          onSyncNow={() => void engineCall('sync:now', 'start a sync')}
+        />
+      ) : null}
+
+      {actionError ? (
+        <p class="note tone-error" role="alert">
+          {actionError}
+        </p>
+      ) : null}
+
+      <section class="panel" aria-labelledby="queue-h">
+        <div class="panel-head">
+          <h2 id="queue-h">Files</h2>
+          <div class="panel-tools">
+            <label class="inline-field">
+              <span>Show</span>
+              <select value={filter} onChange={(e) => setFilter(e.currentTarget.value as QueueFilter)}>
+                {FILTERS.map((f) => (
+                  <option key={f.value} value={f.value}>
+                    {f.label}
+                  </option>
+                ))}
+              </select>
+            </label>
+            {failedTotal > 0 ? (
+              <button
+                type="button"
+                class="btn"
+                disabled={busy !== null}
+                onClick={() => void retry({ all: true }, 'the failed files')}
+              >
+                Retry all failed
+              </button>
+            ) : null}
+          </div>
+        </div>
+        {queueError ? (
+          <div class="note tone-error" role="alert">
+            <span>Could not load the file list: {queueError}</span>
+            <button type="button" class="btn" onClick={() => void loadQueue()}>
+              Try again
+            </button>
+          </div>
+        ) : null}
+        {queue === null ? (
+          queueError ? null : (
+            <p class="muted">Loading…</p>
+          )
+        ) : queue.length === 0 ? (
+          <p class="empty">{filter === 'failed' ? 'No file needs you.' : 'No files here.'}</p>
+        ) : (
+          <QueueTable items={queue} busy={busy} onRetry={(item) => void retry({ id: item.id }, item.name)} />
+        )}
+      </section>
+
+      <History />
+    </div>
+  );
+}
+
+function ProgressPanel(props: {
+  state: AppStateView;
+  busy: string | null;
+  onPause: () => void;
+  onResume: () => void;
+  onSyncNow: () => void;
+}) {
+  const { state, busy } = props;
+  const p = state.progress;
+  const paused = state.paused || state.engine === 'paused';
+  const source = p.currentSource ?? state.cards[0]?.label ?? null;
+  const pct = p.bytesTotal > 0 ? Math.min(100, Math.floor((p.bytesDone / p.bytesTotal) * 100)) : 0;
+  const eta = formatEta(p.etaSeconds);
+
+  return (
+    <section class="panel progress-panel" aria-labelledby="progress-h">
+      <div class="panel-head">
+        <h2 id="progress-h">
+          {source ? (
+            <>
+              <span class="muted-label">Card / folder:</span> {source}
+            </>
+          ) : (
+            'No card inserted'
+          )}
+        </h2>
+        <div class="panel-tools">
+          {paused ? (
+            <button type="button" class="btn btn-primary" disabled={busy !== null} onClick={props.onResume}>
+              Resume
+            </button>
+          ) : (
+            <button type="button" class="btn" disabled={busy !== null} onClick={props.onPause}>
+              Pause
+            </button>
+          )}
+          <button
+            type="button"
+            class="btn"
+            disabled={busy !== null || state.engine === 'syncing'}
+            onClick={props.onSyncNow}
+          >
+            Sync now
+          </button>
+        </div>
+      </div>
+
+      {state.cards.length > 1 ? (
+        <p class="muted">Cards inserted: {state.cards.map((c) => c.label).join(', ')}</p>
+      ) : null}
+
+      {p.filesTotal > 0 ? (
+        <>
+          <p class="progress-sentence" data-testid="progress-sentence">
+            {progressSentence(p, state.engine, paused)}
+          </p>
+          <progress
+            class="bar"
+            max={100}
+            value={pct}
+            aria-label={`Upload progress: ${pct}%`}
+            aria-valuetext={`${pct}%, ${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`}
+          />
+          <dl class="stats">
+            <div>
+              <dt>Uploaded</dt>
+              <dd data-testid="stat-bytes">
+                {formatBytes(p.bytesDone)} of {formatBytes(p.bytesTotal)} ({pct}%)
+              </dd>
+            </div>
+            <div>
+              <dt>Files</dt>
+              <dd data-testid="stat-files">
+                {p.filesDone.toLocaleString()} of {p.filesTotal.toLocaleString()} done
+                {p.filesFailed > 0 ? `, ${p.filesFailed.toLocaleString()} failed` : ''}
+              </dd>
+            </div>
+            <div>
+              <dt>Speed</dt>
+              <dd data-testid="stat-rate">{paused ? 'Paused' : formatRate(p.rate)}</dd>
+            </div>
+            <div>
+              <dt>Time left</dt>
+              <dd data-testid="stat-eta">{paused ? '–' : eta || '–'}</dd>
+            </div>
+          </dl>
+        </>
+      ) : (
+        <p class="progress-sentence" data-testid="progress-sentence">
+          {progressSentence(p, state.engine, paused)}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** The folder part of a path on the card ("DCIM/DJI_..._Bridge-North"), '' at the top. */
+function folderOf(relPath: string): string {
+  const i = Math.max(relPath.lastIndexOf('/'), relPath.lastIndexOf('\\'));
+  return i > 0 ? relPath.slice(0, i) : '(top of the card)';
+}
+
+function QueueTable(props: {
+  items: QueueItemView[];
+  busy: string | null;
+  onRetry: (item: QueueItemView) => void;
+}) {
+  return (
+    <div class="table-scroll" tabIndex={0} role="region" aria-label="File list">
+      <table class="table queue">
+        <thead>
+          <tr>
+            <th scope="col">File</th>
+            <th scope="col" class="num">
+              Size
+            </th>
+            <th scope="col">Status</th>
+            <th scope="col">Problem</th>
+            <th scope="col">
+              <span class="visually-hidden">Action</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.items.map((item) => (
+            <tr key={item.id} data-file={item.name}>
+              <td class="file-cell">
+                <span class="file-name">{item.name}</span>
+                <span class="file-path">
+                  {item.source} · {folderOf(item.relPath)}
+                </span>
+              </td>
+              <td class="num nowrap">{formatBytes(item.size)}</td>
+              <td class="nowrap">
+                <span class={`state tone-${fileTone(item)}`} data-testid="file-state">
+                  {fileStateWords(item)}
+                </span>
+                {item.state === 'uploading' && item.progress !== null ? (
+                  <progress
+                    class="bar bar-small"
+                    max={100}
+                    value={Math.floor(item.progress * 100)}
+                    aria-label={`${item.name} progress`}
+                  />
+                ) : null}
+              </td>
+              <td class="problem">{item.error ? item.error.plain : ''}</td>
+              <td class="action">
+                {item.state === 'failed' ? (
+                  <button
+                    type="button"
+                    class="btn btn-small"
+                    aria-label={`Retry ${item.name}`}
+                    disabled={props.busy !== null}
+                    onClick={() => props.onRetry(item)}
+                  >
+                    Retry
+                  </button>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function History() {
+  const [entries, setEntries] = useState<HistoryEntryView[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [waylines, setWaylines] = useState<WaylineView[]>([]);
+  const [saving, setSaving] = useState<string | null>(null);
+  const [notes, setNotes] = useState<Record<string, { tone: 'ok' | 'error'; text: string }>>({});
+
+  const load = useMemo(
+    () => async (): Promise<void> => {
+      const r = await call('history:list', { limit: HISTORY_LIMIT });
+      if (r.ok) {
+        setEntries(r.value);
+        setError(null);
+      } else setError(r.error.message);
+    },
+    [],
+  );
+
+  useEffect(() => {
+    void load();
+    void call('waylines:list', { orderBy: 'name asc', page: 1, pageSize: 100 }).then((r) => {
+      if (r.ok) setWaylines(r.value.list);
+    });
+    // A finished card shows up in the history: refresh when the queue moves, at most every 3 s.
+    const t = throttle(() => void load(), 3000);
+    const off = subscribe('push:queue-changed', () => t.run());
+    return () => {
+      off();
+      t.cancel();
+    };
+  }, [load]);
+
+  const setWayline = async (folder: string, waylineId: string | null): Promise<void> => {
+    setSaving(folder);
+    const r = await call('history:set-wayline', { folder, waylineId });
+    setSaving(null);
+    if (r.ok) {
+      const name =
+        waylineId === null ? 'no wayline' : (waylines.find((w) => w.id === waylineId)?.name ?? 'the wayline');
+      setNotes((n) => ({ ...n, [folder]: { tone: 'ok', text: `Saved: ${name}` } }));
+      await load();
+    } else {
+      setNotes((n) => ({ ...n, [folder]: { tone: 'error', text: `Not saved: ${r.error.message}` } }));
+    }
+  };
+
+  // Group by card, newest first, keeping the order the app gives.
+  const groups = new Map<string, { label: string; entries: HistoryEntryView[] }>();
+  for (const e of entries ?? []) {
+    const g = groups.get(e.sourceId) ?? { label: e.label, entries: [] };
+    g.entries.push(e);
+    groups.set(e.sourceId, g);
+  }
+
+  return (
+    <section class="panel" aria-labelledby="history-h">
+      <div class="panel-head">
+        <h2 id="history-h">Recent syncs</h2>
+      </div>
+      {error ? (
+        <div class="note tone-error" role="alert">
+          <span>Could not load the history: {error}</span>
+          <button type="button" class="btn" onClick={() => void load()}>
+            Try again
+          </button>
+        </div>
+      ) : null}
+      {entries === null ? (
+        error ? null : (
+          <p class="muted">Loading…</p>
+        )
+      ) : entries.length === 0 ? (
+        <p class="empty">No card has been synced yet.</p>
+      ) : (
+        [...groups.entries()].map(([sourceId, g]) => (
+          <div key={sourceId} class="history-group">
+            <h3>{g.label}</h3>
+            <table class="table history">
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Flight folder</th>
+                  <th scope="col" class="num">
+                    Files
+                  </th>
+                  <th scope="col" class="num">
+                    Size
+                  </th>
+                  <th scope="col" class="num">
+                    Took
+                  </th>
+                  <th scope="col" class="num">
+                    Already on server
+                  </th>
+                  <th scope="col" class="num">
+                    Failed
+                  </th>
+                  <th scope="col">Wayline</th>
+                </tr>
+              </thead>
+              <tbody>
+                {g.entries.map((e) => (
+                  <tr key={e.id} data-folder={e.folder}>
+                    <td class="nowrap">{formatWhen(e.startedAt)}</td>
+                    <td class="folder-cell">{e.folder || 'Whole card'}</td>
+                    <td class="num">{e.files.toLocaleString()}</td>
+                    <td class="num nowrap">{formatBytes(e.bytes)}</td>
+                    <td class="num nowrap">
+                      {e.finishedAt === null ? 'Not finished' : formatDuration(e.finishedAt - e.startedAt)}
+                    </td>
+                    <td class="num">{e.fastUploaded.toLocaleString()}</td>
+                    <td class={e.failed > 0 ? 'num failed-count' : 'num'}>{e.failed.toLocaleString()}</td>
+                    <td class="wayline-cell">
+                      {e.folder === '' ? (
+                        <span class="muted">{e.wayline?.waylineName ?? '–'}</span>
+                      ) : (
+                        <WaylineSelect
+                          entry={e}
+                          waylines={waylines}
+                          disabled={saving !== null}
+                          onChange={(id) => void setWayline(e.folder, id)}
+                        />
+                      )}
+                      {notes[e.folder] ? (
+                        <span class={`inline-note tone-${notes[e.folder]?.tone ?? 'ok'}`} role="status">
+                          {notes[e.folder]?.text}
+                        </span>
+                      ) : null}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ))
+      )}
+      {entries && entries.length > 0 ? (
+        <p class="muted small">
+          Showing the last {plural(Math.min(entries.length, HISTORY_LIMIT), 'sync')}. “Already on server”
+          files were not sent again.
+        </p>
+      ) : null}
+    </section>
+  );
+}
+
+const HOW: Record<'exact' | 'normalised' | 'user', string> = {
+  exact: 'matched by name',
+  normalised: 'matched by similar name',
+  user: 'set by you',
+};
+
+function WaylineSelect(props: {
+  entry: HistoryEntryView;
+  waylines: WaylineView[];
+  disabled: boolean;
+  onChange: (waylineId: string | null) => void;
+}) {
+  const { entry, waylines } = props;
+  const current = entry.wayline;
+  const options = waylines.map((w) => ({ id: w.id, name: w.name }));
+  if (current && !options.some((o) => o.id === current.waylineId)) {
+    options.unshift({ id: current.waylineId, name: current.waylineName });
+  }
+  const id = `wl-${entry.id}`;
+  return (
+    <span class="wayline-select">
+      <label class="visually-hidden" for={id}>
+        Wayline for {entry.folder}
+      </label>
+      <select
+        id={id}
+        value={current?.waylineId ?? ''}
+        disabled={props.disabled}
+        onChange={(ev) => props.onChange(ev.currentTarget.value === '' ? null : ev.currentTarget.value)}
+      >
+        <option value="">None</option>
+        {options.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.name}
+          </option>
+        ))}
+      </select>
+      {current ? <span class="how">{HOW[current.how]}</span> : null}
+    </span>
+  );
+}

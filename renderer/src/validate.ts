@@ -1,0 +1,127 @@
+/**
+ * Checks the Settings form before anything is sent, with the reason in plain
+ * words for each field. Mirrors SettingsSchema in main/shared/ipc.ts (which
+ * main applies again), plus the rules main adds (http/https URL, workspace).
+ */
+import type { FieldErrors, SettingsView } from '../../main/shared/ipc.js';
+import { FILE_TYPES } from './models.js';
+
+export interface SettingsForm {
+  serverUrl: string;
+  workspaceId: string;
+  useLocalService: boolean;
+  autoSyncCards: boolean;
+  ejectAfterSync: boolean;
+  watchedFolders: string[];
+  include: string[];
+  filesConcurrency: string;
+  partsConcurrency: string;
+  bandwidthLimitKiBps: string;
+  aircraftDefault: string;
+  startAtLogin: boolean;
+}
+
+export function toForm(s: SettingsView): SettingsForm {
+  return {
+    serverUrl: s.serverUrl,
+    workspaceId: s.workspaceId,
+    useLocalService: s.useLocalService,
+    autoSyncCards: s.autoSyncCards,
+    ejectAfterSync: s.ejectAfterSync,
+    watchedFolders: [...s.watchedFolders],
+    include: [...s.include],
+    filesConcurrency: String(s.filesConcurrency),
+    partsConcurrency: String(s.partsConcurrency),
+    bandwidthLimitKiBps: String(s.bandwidthLimitKiBps),
+    aircraftDefault: s.aircraftDefault,
+    startAtLogin: s.startAtLogin,
+  };
+}
+
+/** A reason when `url` is not an http(s) address, else null. */
+export function urlProblem(url: string): string | null {
+  const v = url.trim();
+  if (!/^https?:\/\//i.test(v)) return 'The address must start with http:// or https://';
+  if (v.length > 2048) return 'The address is too long (2048 characters at most).';
+  try {
+    const u = new URL(v);
+    if (u.hostname === '') return 'The address has no server name after http(s)://';
+  } catch {
+    return 'This is not a valid web address. Example: https://fh.example.com';
+  }
+  if (/\s/.test(v)) return 'The address must not contain spaces.';
+  return null;
+}
+
+function wholeNumber(
+  text: string,
+  min: number,
+  max: number,
+  what: string,
+): { value: number } | { error: string } {
+  const t = text.trim();
+  if (t === '') return { error: `Enter ${what}.` };
+  if (!/^\d+$/.test(t)) return { error: `Enter a whole number from ${min} to ${max.toLocaleString('en')}.` };
+  const n = Number(t);
+  if (n < min || n > max) return { error: `Must be from ${min} to ${max.toLocaleString('en')}.` };
+  return { value: n };
+}
+
+export function isKnownType(t: string): boolean {
+  return FILE_TYPES.includes(t.toUpperCase());
+}
+
+/** Either the settings to send, or the reasons to show next to the fields. */
+export function validateSettings(
+  f: SettingsForm,
+): { ok: true; value: SettingsView } | { ok: false; errors: FieldErrors } {
+  const errors: FieldErrors = {};
+  const serverUrl = f.serverUrl.trim();
+  const workspaceId = f.workspaceId.trim();
+
+  if (serverUrl !== '') {
+    const p = urlProblem(serverUrl);
+    if (p) errors.serverUrl = p;
+  } else if (!f.useLocalService) {
+    errors.serverUrl = 'Enter the server address, or turn on the built-in local service.';
+  }
+  if (!f.useLocalService && serverUrl !== '' && workspaceId === '') {
+    errors.workspaceId = 'Enter the workspace ID: a server needs one.';
+  } else if (workspaceId.length > 128) {
+    errors.workspaceId = 'The workspace ID is too long (128 characters at most).';
+  }
+
+  if (f.watchedFolders.length > 50) errors.watchedFolders = 'At most 50 folders can be watched.';
+  if (f.include.length === 0) errors.include = 'Choose at least one file type.';
+  else if (f.include.some((t) => !/^[A-Za-z0-9]{1,10}$/.test(t)))
+    errors.include = 'File types are letters and digits only.';
+
+  const files = wholeNumber(f.filesConcurrency, 1, 16, 'how many files to upload at once');
+  if ('error' in files) errors.filesConcurrency = files.error;
+  const parts = wholeNumber(f.partsConcurrency, 1, 16, 'how many parts per file');
+  if ('error' in parts) errors.partsConcurrency = parts.error;
+  const bw = wholeNumber(f.bandwidthLimitKiBps, 0, 10_000_000, 'a limit (0 means no limit)');
+  if ('error' in bw) errors.bandwidthLimitKiBps = bw.error;
+
+  if (!/^(0-\d+-\d+)?$/.test(f.aircraftDefault)) errors.aircraftDefault = 'Choose an aircraft from the list.';
+
+  if (Object.keys(errors).length > 0 || 'error' in files || 'error' in parts || 'error' in bw)
+    return { ok: false, errors };
+  return {
+    ok: true,
+    value: {
+      serverUrl,
+      workspaceId,
+      useLocalService: f.useLocalService,
+      autoSyncCards: f.autoSyncCards,
+      ejectAfterSync: f.ejectAfterSync,
+      watchedFolders: [...f.watchedFolders],
+      include: [...f.include],
+      filesConcurrency: files.value,
+      partsConcurrency: parts.value,
+      bandwidthLimitKiBps: bw.value,
+      aircraftDefault: f.aircraftDefault,
+      startAtLogin: f.startAtLogin,
+    },
+  };
+}
