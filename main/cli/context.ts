@@ -4,6 +4,7 @@ import { ApiClient } from '../core/api/client.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
+import { fetchWithCa, loadCaFile } from '../core/tls.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
 import { startService, type RunningService } from '../service/index.js';
 
@@ -96,7 +97,12 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
   if (!workspace) {
     throw new DmsError('invalid-input', 'No workspace is set. Pass --workspace <id> or set DMS_WORKSPACE.', { retryable: false });
   }
-  const api = new ApiClient({ baseUrl: serverUrl, workspaceId: workspace, token });
+  const api = new ApiClient({
+    baseUrl: serverUrl,
+    workspaceId: workspace,
+    token,
+    ...(config.caFile ? { fetch: fetchWithCa(loadCaFile(config.caFile)) } : {}),
+  });
   let current = token;
   const fromFile = !flags.token && !env.DMS_TOKEN;
   const reloadToken = (): boolean => {

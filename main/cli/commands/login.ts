@@ -3,6 +3,7 @@ import { ApiClient } from '../../core/api/client.js';
 import { loadConfig, saveConfig } from '../../core/config.js';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
+import { fetchWithCa, loadCaFile } from '../../core/tls.js';
 import { resolveStateDir, writeStoredToken } from '../context.js';
 
 /** Reads the password without echoing it on a terminal, or from piped stdin. */
@@ -30,10 +31,14 @@ export async function loginCommand(flags: { server: string; username: string; st
   const paths = statePaths(resolveStateDir(flags));
   const password = await readPassword(`Password for ${flags.username}: `);
   if (!password) throw new DmsError('invalid-input', 'No password given.', { retryable: false });
-  const api = new ApiClient({ baseUrl: flags.server, workspaceId: '' });
+  const config = loadConfig(paths.config);
+  const api = new ApiClient({
+    baseUrl: flags.server,
+    workspaceId: '',
+    ...(config.caFile ? { fetch: fetchWithCa(loadCaFile(config.caFile)) } : {}),
+  });
   const result = await api.login(flags.username, password);
   writeStoredToken(paths.token, { server: flags.server, workspaceId: result.workspace_id, token: result.access_token });
-  const config = loadConfig(paths.config);
   saveConfig(paths.config, { ...config, server: { url: flags.server, workspaceId: result.workspace_id }, useLocalService: false });
   process.stdout.write(`Signed in to ${flags.server} as ${flags.username} (workspace ${result.workspace_id}).\n`);
   return 0;
