@@ -29,6 +29,7 @@ export function fetchWithCa(extraCa: string): typeof fetch {
   // Node's default CA list plus the extra one: `ca` replaces the defaults otherwise.
   const ca = [...tls.rootCertificates, extraCa];
   const dispatcher = new Agent({ connect: { ca } });
+  type UndiciInit = Parameters<typeof undiciFetch>[1];
   return ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch;
+    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...init, dispatcher } as UndiciInit)) as unknown as typeof fetch;
 }
