@@ -1,0 +1,343 @@
+/**
+ * The desktop app's logic, free of Electron so it runs (and is tested) in
+ * plain Node: builds the agent from config.json and the stored sign-in,
+ * answers every IPC request, and turns agent events into throttled pushes
+ * for the window and plain activity for the tray and notifications.
+ */
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
+import { plainMessage, toDmsError } from '../core/errors.js';
+import { silentLogger, type Logger } from '../core/log.js';
+import { statePaths, type StatePaths } from '../core/paths.js';
+import { Queue } from '../core/queue/queue.js';
+import type {
+  AppStateView,
+  HistoryEntryView,
+  QueueItemView,
+  SettingsView,
+  WaylinePageView,
+  WaylineQueryView,
+} from '../shared/ipc.js';
+import { signIn, testConnection, verifyToken } from './account.js';
+import { LOCAL_LABEL, resolveConnection } from './connection.js';
+import { UserError } from './failures.js';
+import type { Activity } from './notifications.js';
+import { listQueue, retryFailed, type QueueFilter } from './queue-query.js';
+import { LocalService, startRuntime, watchFolder, type Runtime } from './runtime.js';
+import type { SecretStore, StoredToken } from './secrets.js';
+import { applySettings, needsRestart, toSettingsView } from './settings.js';
+import { Pushes, type PushMessage } from './pushes.js';
+import {
+  appStateView,
+  fallbackSourceLabel,
+  historyView,
+  progressView,
+  queueItemView,
+  waylinePageView,
+  waylineQuery,
+} from './views.js';
+
+export type { PushMessage } from './pushes.js';
+
+export interface ControllerEvents {
+  push: [PushMessage];
+  activity: [Activity];
+  /** The settings in force (the shell applies start-at-login); `configured` once config.json exists. */
+  config: [Config, { configured: boolean }];
+}
+
+export interface ControllerOptions {
+  stateDir: string;
+  secrets: SecretStore;
+  logger?: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** Test knobs: quiet period of growing files, card polling, push interval. */
+  quietMs?: number;
+  cardPollMs?: number;
+  pushIntervalMs?: number;
+}
+
+export class AppController extends EventEmitter<ControllerEvents> {
+  readonly paths: StatePaths;
+  private readonly log: Logger;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly local: LocalService;
+  private readonly labels = new Map<string, string>();
+  private readonly push: Pushes;
+  private config: Config = defaultConfig();
+  private queue: Queue | null = null;
+  private rt: Runtime | null = null;
+  private startError: string | null = null;
+  /** The user's pause outlives agent rebuilds (a settings change must not resume); an app restart resumes. */
+  private userPaused = false;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly opts: ControllerOptions) {
+    super();
+    this.paths = statePaths(opts.stateDir);
+    this.log = opts.logger ?? silentLogger;
+    this.env = opts.env ?? process.env;
+    this.local = new LocalService(this.paths.service, this.log);
+    this.push = new Pushes(
+      (m: PushMessage) => this.emit('push', m),
+      () => this.state(),
+      opts.pushIntervalMs,
+    );
+  }
+
+  start(): Promise<void> {
+    return this.serial(async () => {
+      try {
+        this.queue = new Queue(this.paths.queue);
+      } catch (err) {
+        // e.g. better-sqlite3 not rebuilt for this Electron, or the file locked by a crashed CLI.
+        this.startError = `The upload queue (${this.paths.queue}) cannot be opened: ${toDmsError(err).message}`;
+        this.log.error({ err: toDmsError(err).toJSON() }, 'queue did not open');
+        this.changed();
+        return;
+      }
+      const config = this.readConfig();
+      if (!config) {
+        // Running on defaults would mean the local service, and cards "synced" there would never
+        // reach the real server. Nothing runs until the file is fixed or the settings are saved.
+        this.changed();
+        return;
+      }
+      this.config = config;
+      this.emitConfig();
+      await this.build();
+    });
+  }
+
+  /** Stops the agent (in-flight uploads keep their recorded parts), the local service and the queue. */
+  stop(): Promise<void> {
+    return this.serial(async () => {
+      await this.teardown();
+      await this.local.close();
+      this.push.cancel();
+      this.queue?.close();
+      this.queue = null;
+    });
+  }
+
+  state(): AppStateView {
+    const rt = this.rt;
+    return appStateView({
+      engine: rt?.agent.engine ?? null,
+      signedIn: rt?.conn.signedIn ?? false,
+      serverLabel: rt?.conn.serverLabel ?? (this.config.server?.url || LOCAL_LABEL),
+      startError: rt ? null : (this.startError ?? 'The sync engine is not running.'),
+      failedCount: this.queue?.counts().failed.files ?? 0,
+      progress: this.push.progress,
+      cards: rt?.monitor?.cards() ?? [],
+    });
+  }
+
+  queueList(filter: QueueFilter, limit: number): QueueItemView[] {
+    return listQueue(this.requireQueue(), filter, limit).map((r) =>
+      queueItemView(r, this.labels.get(r.sourceId) ?? fallbackSourceLabel(r.sourceId)),
+    );
+  }
+
+  retry(selector: { id: number } | { all: true }): { count: number } {
+    const { count, rows } = retryFailed(this.requireQueue(), selector);
+    this.rt?.agent.engine.track(rows);
+    this.changed();
+    return { count };
+  }
+
+  pause(): AppStateView {
+    this.requireRuntime().agent.engine.pause();
+    this.userPaused = true;
+    return this.stateNow();
+  }
+
+  resume(): AppStateView {
+    this.requireRuntime().agent.engine.resume();
+    this.userPaused = false;
+    return this.stateNow();
+  }
+
+  /** Rescans every card and folder now; also the user's "go on" after a pause or a sign-in problem. */
+  async syncNow(): Promise<AppStateView> {
+    const { agent } = this.requireRuntime();
+    if (agent.engine.paused || agent.engine.state === 'auth-required') agent.engine.resume();
+    this.userPaused = false;
+    await agent.syncNow();
+    return this.stateNow();
+  }
+
+  history(limit: number): HistoryEntryView[] {
+    return this.requireRuntime().agent.history.list(limit).map(historyView);
+  }
+
+  async setWayline(folder: string, waylineId: string | null): Promise<{ updated: number }> {
+    return { updated: await this.requireRuntime().agent.setFolderWayline(folder, waylineId) };
+  }
+
+  async waylines(q: WaylineQueryView): Promise<WaylinePageView> {
+    const page = await this.requireRuntime().conn.api.listWaylines(waylineQuery(q));
+    return waylinePageView(page.list, page.pagination);
+  }
+
+  settings(): SettingsView & { signedIn: boolean } {
+    return { ...toSettingsView(this.config), signedIn: this.rt?.conn.signedIn ?? false };
+  }
+
+  saveSettings(view: SettingsView): Promise<SettingsView & { signedIn: boolean }> {
+    return this.serial(async () => {
+      const out = applySettings(this.readConfig() ?? this.config, view);
+      if (!out.ok) throw new UserError('invalid-input', 'Some settings need fixing.', out.fields);
+      await this.applyConfig(out.config);
+      return this.settings();
+    });
+  }
+
+  async login(serverUrl: string, username: string, password: string): Promise<{ workspaceId: string }> {
+    return this.useSignIn(await signIn(serverUrl, username, password));
+  }
+
+  async setToken(serverUrl: string, workspaceId: string, token: string): Promise<{ workspaceId: string }> {
+    return this.useSignIn(await verifyToken(serverUrl, workspaceId, token, this.log));
+  }
+
+  async signOut(): Promise<{ signedIn: false }> {
+    this.opts.secrets.clear();
+    this.log.info('signed out');
+    await this.serial(() => this.rebuild());
+    return { signedIn: false };
+  }
+
+  testConnection(serverUrl: string, workspaceId: string): Promise<{ message: string }> {
+    return testConnection({ serverUrl, workspaceId, secrets: this.opts.secrets, local: this.local.instance });
+  }
+
+  // ---------- internals ----------
+
+  /** Restarts and config writes one at a time: two quick saves must not build two agents. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.chain.then(fn, fn);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  private stateNow(): AppStateView {
+    this.push.state();
+    return this.state();
+  }
+
+  private changed(): void {
+    this.push.changed();
+  }
+
+  private requireQueue(): Queue {
+    if (!this.queue)
+      throw new UserError('unavailable', 'The app is starting or stopping; try again in a moment.');
+    return this.queue;
+  }
+
+  private requireRuntime(): Runtime {
+    if (!this.rt) throw new UserError('unavailable', this.startError ?? 'The sync engine is not running.');
+    return this.rt;
+  }
+
+  /** A config.json someone broke by hand is reported (and replaced only by saving the settings). */
+  private readConfig(): Config | null {
+    try {
+      return loadConfig(this.paths.config);
+    } catch (err) {
+      const e = toDmsError(err);
+      this.startError = `${e.message} Saving the settings in this window replaces it.`;
+      this.log.warn({ kind: e.kind }, e.message);
+      return null;
+    }
+  }
+
+  private emitConfig(): void {
+    this.emit('config', this.config, { configured: fs.existsSync(this.paths.config) });
+  }
+
+  /** The secret store gets the token; the config only the server and workspace; the window neither. */
+  private async useSignIn(signed: StoredToken): Promise<{ workspaceId: string }> {
+    this.opts.secrets.write(signed);
+    this.log.info({ server: signed.server, workspace: signed.workspaceId }, 'signed in');
+    const server = { url: signed.server, workspaceId: signed.workspaceId };
+    await this.serial(() =>
+      this.applyConfig({ ...(this.readConfig() ?? this.config), server, useLocalService: false }, true),
+    );
+    return { workspaceId: signed.workspaceId };
+  }
+
+  private async applyConfig(next: Config, forceRestart = false): Promise<void> {
+    saveConfig(this.paths.config, next);
+    const prev = this.config;
+    this.config = next;
+    this.emitConfig();
+    if (forceRestart || !this.rt || needsRestart(prev, next)) return this.rebuild();
+    this.rt.agent.updateConfig(next);
+    for (const f of next.watchedFolders) {
+      if (!prev.watchedFolders.includes(f)) watchFolder(this.rt.agent, f, this.log);
+    }
+    this.push.state();
+  }
+
+  private async rebuild(): Promise<void> {
+    await this.teardown();
+    await this.build();
+  }
+
+  private async teardown(): Promise<void> {
+    const rt = this.rt;
+    this.rt = null;
+    this.push.progress = null;
+    if (rt) await rt.agent.stop();
+  }
+
+  private async build(): Promise<void> {
+    const queue = this.requireQueue();
+    try {
+      const conn = await resolveConnection({
+        config: this.config,
+        secrets: this.opts.secrets,
+        env: this.env,
+        localService: () => this.local.get(),
+      });
+      // Switched to a real server: the local one is not needed any more.
+      if (conn.serverUrl !== null) await this.local.close();
+      startRuntime({
+        queue,
+        config: this.config,
+        conn,
+        logger: this.log,
+        ...(this.opts.quietMs === undefined ? {} : { quietMs: this.opts.quietMs }),
+        ...(this.opts.cardPollMs === undefined ? {} : { cardPollMs: this.opts.cardPollMs }),
+        sink: {
+          adopt: (rt) => (this.rt = rt),
+          live: (agent) => this.rt?.agent === agent,
+          activity: (a) => this.emit('activity', a),
+          label: (id, label) => this.labels.set(id, label),
+          progress: (p) => (this.push.progress = progressView(p)),
+          changed: () => this.changed(),
+        },
+      });
+      if (this.userPaused) this.rt?.agent.engine.pause();
+      this.startError = null;
+      const { watchedFolders, autoSyncCards } = this.config;
+      this.log.info(
+        {
+          server: conn.serverLabel,
+          signedIn: conn.signedIn,
+          folders: watchedFolders.length,
+          cards: autoSyncCards,
+        },
+        'agent started',
+      );
+    } catch (err) {
+      this.rt = null;
+      this.startError = `The sync engine could not start: ${plainMessage(toDmsError(err))}`;
+      this.log.error({ err: toDmsError(err).toJSON() }, 'agent did not start');
+    }
+    this.changed();
+  }
+}

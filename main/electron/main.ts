@@ -1,0 +1,30 @@
+/**
+ * Desktop entry (package.json "main" -> dist/main/electron/main.js). Kept
+ * tiny: it decides whether this process is the app at all before anything
+ * heavy loads. A second launch (double-clicked again, or started at login
+ * while running) only wakes the first one, which shows its window.
+ */
+import { app } from 'electron';
+
+// Same as bin.ts: the AWS SDK warns on Node 20 about its 2027 releases; the
+// version is pinned, the warning tells a crew nothing. Set before app.js
+// (and with it the SDK) is loaded below.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+/** Same as electron-builder's appId: Windows ties notifications and the taskbar to it. */
+export const APP_USER_MODEL_ID = 'com.dronemediasync.app';
+
+if (!app.requestSingleInstanceLock()) {
+  app.quit();
+} else {
+  app.setAppUserModelId(APP_USER_MODEL_ID);
+  const { runApp } = await import('./app.js');
+  // Not awaited: Electron emits `ready` only once this entry module has finished
+  // evaluating, and runApp waits for `ready` (a top-level await here would hang).
+  runApp().catch((err: unknown) => {
+    process.stderr.write(
+      `Drone Media Sync could not start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    app.exit(1);
+  });
+}

@@ -1,0 +1,191 @@
+/**
+ * When to interrupt the user. Pure policy: activity goes in, at most a few
+ * notices come out. Never one per file: a card is announced once when its
+ * scan (and wayline matching) is done, a sync is summed up when the engine
+ * goes idle, and problems that need the user are said once until resolved.
+ */
+import type { EngineStateName } from '../shared/ipc.js';
+
+/** What the controller reports (plain data, no secrets). */
+export type Activity =
+  | { type: 'source-added'; sourceId: string; label: string; isCard: boolean }
+  | { type: 'source-removed'; sourceId: string }
+  | { type: 'wayline'; sourceId: string; folder: string; waylineName: string | null }
+  | { type: 'scanned'; sourceId: string; pending: number; alreadyDone: number }
+  | {
+      type: 'file';
+      outcome: 'uploaded' | 'fast-uploaded' | 'failed' | 'waiting-for-source' | 'retry-later';
+      size: number;
+    }
+  | { type: 'state'; state: EngineStateName; message: string | null };
+
+export interface Notice {
+  kind: 'card' | 'synced' | 'problem' | 'sign-in';
+  title: string;
+  body: string;
+}
+
+export interface PolicyOptions {
+  now?: () => number;
+  /** Minimum time between two "synced" summaries; meanwhile they add up. */
+  summaryCooldownMs?: number;
+  /** The same card re-detected within this time (a flaky reader) is not announced again. */
+  cardRepeatMs?: number;
+}
+
+interface CardScan {
+  label: string;
+  flights: Array<{ folder: string; waylineName: string | null }>;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+export function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB', 'TB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
+}
+
+/** "Waypoint1" from "DJI_202209021517_001_Waypoint1" (a manual flight has no name part). */
+function missionOf(folder: string): string {
+  return /^DJI_\d{12}_\d{3}_(.+)$/i.exec(folder)?.[1] ?? folder;
+}
+
+export class NotificationPolicy {
+  private readonly now: () => number;
+  private readonly cooldownMs: number;
+  private readonly cardRepeatMs: number;
+  private readonly scans = new Map<string, CardScan>();
+  private readonly announced = new Map<string, number>();
+  private batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
+  private lastSummaryAt = -Infinity;
+  private held = false;
+  private signInSaid = false;
+
+  constructor(opts: PolicyOptions = {}) {
+    this.now = opts.now ?? Date.now;
+    this.cooldownMs = opts.summaryCooldownMs ?? 120_000;
+    this.cardRepeatMs = opts.cardRepeatMs ?? 60_000;
+  }
+
+  handle(a: Activity): Notice[] {
+    switch (a.type) {
+      case 'source-added':
+        if (a.isCard) this.scans.set(a.sourceId, { label: a.label, flights: [] });
+        return [];
+      case 'source-removed':
+        this.scans.delete(a.sourceId);
+        return [];
+      case 'wayline':
+        this.scans.get(a.sourceId)?.flights.push({ folder: a.folder, waylineName: a.waylineName });
+        return [];
+      case 'scanned':
+        return this.cardScanned(a.sourceId, a.pending, a.alreadyDone);
+      case 'file':
+        if (a.outcome === 'uploaded') {
+          this.batch.uploaded++;
+          this.batch.bytes += a.size;
+        } else if (a.outcome === 'fast-uploaded') this.batch.fastUploaded++;
+        else if (a.outcome === 'failed') this.batch.failed++;
+        return [];
+      case 'state':
+        return this.stateChanged(a.state, a.message);
+    }
+  }
+
+  /** When a held summary is due (the shell sets a timer for it), else null. */
+  get dueAt(): number | null {
+    return this.held ? this.lastSummaryAt + this.cooldownMs : null;
+  }
+
+  /** Emits a summary held back by the cooldown, once its time has come. */
+  flushDue(): Notice[] {
+    if (!this.held || this.now() < this.lastSummaryAt + this.cooldownMs) return [];
+    return this.summary();
+  }
+
+  private cardScanned(sourceId: string, pending: number, alreadyDone: number): Notice[] {
+    const scan = this.scans.get(sourceId);
+    if (!scan) return []; // a rescan of a known source, or a watched folder: nothing to announce
+    this.scans.delete(sourceId);
+    const last = this.announced.get(sourceId);
+    this.announced.set(sourceId, this.now());
+    if (last !== undefined && this.now() - last < this.cardRepeatMs) return [];
+    if (pending === 0) {
+      const body =
+        alreadyDone > 0
+          ? `All ${plural(alreadyDone, 'file')} on it are already uploaded. You can remove it.`
+          : 'No drone media was found on it.';
+      return [{ kind: 'card', title: `Card ${scan.label}`, body }];
+    }
+    const lines = [
+      `${plural(pending, 'new file')} to upload${alreadyDone ? ` (${alreadyDone} already uploaded)` : ''}.`,
+    ];
+    const matched = scan.flights.filter((f) => f.waylineName !== null);
+    if (matched.length === 1 && matched[0])
+      lines.push(`Mission ${missionOf(matched[0].folder)}: wayline “${matched[0].waylineName}”.`);
+    else if (matched.length > 1) {
+      const names = [...new Set(matched.map((f) => `“${f.waylineName}”`))];
+      lines.push(
+        `${plural(matched.length, 'flight')} matched to waylines ${names.slice(0, 3).join(', ')}${names.length > 3 ? '…' : ''}.`,
+      );
+    }
+    const unmatched = scan.flights.length - matched.length;
+    if (unmatched > 0) lines.push(`${plural(unmatched, 'flight')} without a matching wayline.`);
+    return [{ kind: 'card', title: `Card ${scan.label} detected`, body: lines.join(' ') }];
+  }
+
+  private stateChanged(state: EngineStateName, message: string | null): Notice[] {
+    if (state === 'auth-required') {
+      if (this.signInSaid) return [];
+      this.signInSaid = true;
+      return [
+        {
+          kind: 'sign-in',
+          title: 'Sign in needed',
+          body: message ?? 'The server no longer accepts your sign-in. Sign in again; nothing is lost.',
+        },
+      ];
+    }
+    // Anything but auth-required means the sign-in works again (or the user resumed): a later expiry is news.
+    if (state === 'syncing' || state === 'idle') this.signInSaid = false;
+    if (state !== 'idle') return [];
+    const { uploaded, fastUploaded, failed } = this.batch;
+    if (uploaded + fastUploaded + failed === 0) return [];
+    if (this.now() - this.lastSummaryAt < this.cooldownMs) {
+      this.held = true; // sums up with what follows; flushDue() says it later
+      return [];
+    }
+    return this.summary();
+  }
+
+  private summary(): Notice[] {
+    const { uploaded, fastUploaded, failed, bytes } = this.batch;
+    this.batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
+    this.held = false;
+    this.lastSummaryAt = this.now();
+    const out: Notice[] = [];
+    const done = uploaded + fastUploaded;
+    if (done > 0) {
+      const parts = [`${plural(done, 'file')} synced`];
+      if (uploaded > 0) parts[0] += ` (${formatBytes(bytes)} uploaded)`;
+      if (fastUploaded > 0)
+        parts.push(`${fastUploaded} ${fastUploaded === 1 ? 'was' : 'were'} already on the server`);
+      out.push({ kind: 'synced', title: 'Sync finished', body: `${parts.join('; ')}.` });
+    }
+    if (failed > 0) {
+      out.push({
+        kind: 'problem',
+        title: `${plural(failed, 'file')} not uploaded`,
+        body: 'The server refused them or they could not be read. Open Drone Media Sync to see why, then choose Retry.',
+      });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * The queue as the window lists it: what is moving first, then what needs
+ * the user, then the latest finished files (newest first: after months of
+ * use the oldest uploads are the least interesting).
+ */
+import type { FileState, Queue, QueueRow } from '../core/queue/queue.js';
+
+export type QueueFilter = 'all' | 'active' | 'failed' | 'done';
+
+/** Not finished and not failed: includes files waiting for their card to come back. */
+export const ACTIVE_STATES: FileState[] = [
+  'discovered',
+  'hashed',
+  'fast-upload-checked',
+  'uploading',
+  'uploaded',
+  'waiting-for-source',
+];
+
+/** Done rows, newest first. Queue.list only goes oldest first, so the ids are read directly. */
+function recentDone(queue: Queue, limit: number): QueueRow[] {
+  return queue.db
+    .prepare<[number], { id: number }>("SELECT id FROM files WHERE state = 'done' ORDER BY id DESC LIMIT ?")
+    .all(limit)
+    .map((r) => queue.get(r.id))
+    .filter((r) => r !== undefined);
+}
+
+export function listQueue(queue: Queue, filter: QueueFilter, limit: number): QueueRow[] {
+  if (filter === 'active') return queue.list({ states: ACTIVE_STATES, limit });
+  if (filter === 'failed') return queue.list({ states: ['failed'], limit });
+  if (filter === 'done') return recentDone(queue, limit);
+  const rows = queue.list({ states: ACTIVE_STATES, limit });
+  if (rows.length < limit) rows.push(...queue.list({ states: ['failed'], limit: limit - rows.length }));
+  if (rows.length < limit) rows.push(...recentDone(queue, limit - rows.length));
+  return rows;
+}
+
+/** Puts failed files back in line; returns how many, and the rows to count into the progress. */
+export function retryFailed(
+  queue: Queue,
+  selector: { id: number } | { all: true },
+): { count: number; rows: QueueRow[] } {
+  const ids =
+    'id' in selector ? [selector.id] : queue.list({ states: ['failed'], limit: 100_000 }).map((r) => r.id);
+  const count = queue.retry('all' in selector ? { all: true } : { ids });
+  const rows = ids
+    .map((id) => queue.get(id))
+    .filter((r): r is QueueRow => r !== undefined && queue.isActive(r.state));
+  return { count, rows };
+}

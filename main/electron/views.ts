@@ -1,0 +1,194 @@
+/**
+ * Engine data -> the plain views of the IPC contract. Pure functions: what
+ * the window sees is decided here, and nothing secret is ever copied over
+ * (rows carry no tokens; errors are reduced to kind + plain sentence).
+ */
+import path from 'node:path';
+import type { Wayline, WaylineQuery } from '../core/api/types.js';
+import { DmsError, ERROR_KINDS, plainMessage, type ErrorKind } from '../core/errors.js';
+import type { HistoryEntry } from '../core/history.js';
+import type { QueueRow } from '../core/queue/queue.js';
+import type { SyncEngine } from '../core/sync/engine.js';
+import type { ProgressSnapshot } from '../core/sync/progress.js';
+import type {
+  AppStateView,
+  HistoryEntryView,
+  ProgressView,
+  QueueItemView,
+  WaylinePageView,
+  WaylineQueryView,
+  WaylineView,
+} from '../shared/ipc.js';
+
+export const NO_PROGRESS: ProgressView = {
+  filesTotal: 0,
+  filesDone: 0,
+  filesFailed: 0,
+  bytesTotal: 0,
+  bytesDone: 0,
+  bytesSent: 0,
+  rate: 0,
+  etaSeconds: null,
+  currentSource: null,
+};
+
+export function progressView(p: ProgressSnapshot): ProgressView {
+  return {
+    filesTotal: p.filesTotal,
+    filesDone: p.filesDone,
+    filesFailed: p.filesFailed,
+    bytesTotal: p.bytesTotal,
+    bytesDone: p.bytesDone,
+    bytesSent: p.bytesSent,
+    rate: p.rate,
+    etaSeconds: p.etaSeconds,
+    currentSource: p.currentSource,
+  };
+}
+
+function isKind(kind: string): kind is ErrorKind {
+  return (ERROR_KINDS as readonly string[]).includes(kind);
+}
+
+/** The queue stores kind + technical message; the window shows the plain sentence for that kind. */
+export function errorView(kind: string | null, message: string | null): QueueItemView['error'] {
+  if (kind === null) return null;
+  const plain = isKind(kind)
+    ? plainMessage(new DmsError(kind, message ?? ''))
+    : (message ?? 'Unknown problem.');
+  return { kind, plain };
+}
+
+/** What a person calls a source when no label was seen this run: the folder name, or "card". */
+export function fallbackSourceLabel(sourceId: string): string {
+  if (sourceId.startsWith('folder:')) return path.basename(sourceId.slice('folder:'.length)) || sourceId;
+  if (sourceId.startsWith('card:')) return 'card';
+  return sourceId;
+}
+
+export function queueItemView(row: QueueRow, sourceLabel: string): QueueItemView {
+  const name = row.relPath.split(/[\\/]/).pop() ?? row.relPath;
+  return {
+    id: row.id,
+    name,
+    relPath: row.relPath,
+    source: sourceLabel,
+    size: row.size,
+    state: row.state,
+    outcome: row.outcome,
+    // bytes_sent counts every attempt, so it can pass the size after a restarted upload.
+    progress: row.state === 'uploading' && row.size > 0 ? Math.min(1, row.bytesSent / row.size) : null,
+    error: errorView(row.errorKind, row.errorMessage),
+  };
+}
+
+export function historyView(e: HistoryEntry): HistoryEntryView {
+  return {
+    id: e.id,
+    sourceId: e.sourceId,
+    label: e.label,
+    folder: e.folder,
+    startedAt: e.startedAt,
+    finishedAt: e.finishedAt,
+    files: e.files,
+    bytes: e.bytes,
+    fastUploaded: e.fastUploaded,
+    failed: e.failed,
+    wayline: e.wayline
+      ? { waylineId: e.wayline.waylineId, waylineName: e.wayline.waylineName, how: e.wayline.how }
+      : null,
+  };
+}
+
+/** The window's camelCase query -> the server's wire names (repeated arrays are the client's job). */
+export function waylineQuery(q: WaylineQueryView): WaylineQuery {
+  return {
+    order_by: q.orderBy,
+    page: q.page,
+    page_size: q.pageSize,
+    ...(q.favorited === undefined ? {} : { favorited: q.favorited }),
+    ...(q.templateTypes?.length ? { template_type: q.templateTypes } : {}),
+    ...(q.actionType === undefined ? {} : { action_type: q.actionType }),
+    ...(q.droneModelKeys?.length ? { drone_model_keys: q.droneModelKeys } : {}),
+    ...(q.payloadModelKeys?.length ? { payload_model_key: q.payloadModelKeys } : {}),
+  };
+}
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/** Servers add and omit fields; only what the window shows is copied, with safe defaults. */
+export function waylineView(w: Wayline): WaylineView | null {
+  if (typeof w.id !== 'string' || w.id === '') return null;
+  const lat = num(w.start_wayline_point?.start_latitude);
+  const lng = num(w.start_wayline_point?.start_lontitude);
+  return {
+    id: w.id,
+    name: typeof w.name === 'string' ? w.name : w.id,
+    droneModelKey: typeof w.drone_model_key === 'string' ? w.drone_model_key : null,
+    payloadModelKeys: Array.isArray(w.payload_model_keys)
+      ? w.payload_model_keys.filter((k) => typeof k === 'string')
+      : [],
+    templateTypes: Array.isArray(w.template_types)
+      ? w.template_types.filter((t) => typeof t === 'number')
+      : [],
+    favorited: w.favorited === true,
+    actionType: num(w.action_type),
+    updateTime: num(w.update_time),
+    userName: typeof w.user_name === 'string' ? w.user_name : null,
+    start: lat !== null && lng !== null ? { lat, lng } : null,
+  };
+}
+
+export function waylinePageView(
+  list: readonly Wayline[],
+  pagination: { page: number; page_size: number; total: number },
+): WaylinePageView {
+  return {
+    list: list.map(waylineView).filter((w): w is WaylineView => w !== null),
+    page: pagination.page,
+    pageSize: pagination.page_size,
+    total: pagination.total,
+  };
+}
+
+export interface AppStateInput {
+  engine: Pick<SyncEngine, 'state' | 'paused' | 'error' | 'progress'> | null;
+  signedIn: boolean;
+  serverLabel: string;
+  /** Why there is no engine, when there is none. */
+  startError: string | null;
+  failedCount: number;
+  progress: ProgressView | null;
+  cards: ReadonlyArray<{ id: string; label: string; root: string }>;
+}
+
+/**
+ * The one sentence that needs the user, most urgent first: no engine, no
+ * sign-in, sign-in rejected, failed files. Without a sign-in the state is
+ * "auth-required" even before the engine tries (it would only find out at the first file).
+ */
+export function appStateView(i: AppStateInput): AppStateView {
+  const e = i.engine;
+  let engine = e?.state ?? 'offline';
+  let attention: string | null = null;
+  if (!e) attention = i.startError ?? 'The sync engine is not running.';
+  else if (!i.signedIn) {
+    engine = 'auth-required';
+    attention = `Sign in to ${i.serverLabel} to start uploading. Cards are queued meanwhile.`;
+  } else if (engine === 'auth-required') {
+    attention = e.error ? plainMessage(e.error) : 'Sign in again to continue uploading.';
+  } else if (i.failedCount > 0) {
+    const files = i.failedCount === 1 ? '1 file' : `${i.failedCount} files`;
+    attention = `${files} could not be uploaded. Open the problems list to see why, then choose Retry.`;
+  }
+  return {
+    engine,
+    paused: e?.paused ?? false,
+    attention,
+    failedCount: i.failedCount,
+    progress: i.progress ?? (e ? progressView(e.progress.snapshot()) : NO_PROGRESS),
+    serverLabel: i.serverLabel,
+    signedIn: i.signedIn,
+    cards: i.cards.map((c) => ({ id: c.id, label: c.label, root: c.root })),
+  };
+}

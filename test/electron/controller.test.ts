@@ -1,0 +1,297 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppController } from '../../main/electron/controller.js';
+import { UserError } from '../../main/electron/failures.js';
+import { NotificationPolicy, type Notice } from '../../main/electron/notifications.js';
+import { startService, type RunningService } from '../../main/service/index.js';
+import { DJI_FILES, tempDir } from '../support/harness.js';
+import { FOLDER, insertCard, MemorySecrets, recordController, until } from './helpers.js';
+
+// The controller is Electron-free, so it runs here for real: the built-in
+// local service in-process, the real queue, the real card monitor on a
+// temporary mount root, real DJI files.
+
+async function rejection(p: Promise<unknown>): Promise<UserError> {
+  const err = await p.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(UserError);
+  return err as UserError;
+}
+
+let root: string;
+beforeAll(() => {
+  root = tempDir('dms-controller-');
+});
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+function newController(name: string, config: Record<string, unknown> = {}, secrets = new MemorySecrets()) {
+  const stateDir = path.join(root, name);
+  fs.mkdirSync(stateDir, { recursive: true });
+  if (Object.keys(config).length)
+    fs.writeFileSync(path.join(stateDir, 'config.json'), JSON.stringify(config));
+  const c = new AppController({
+    stateDir,
+    secrets,
+    env: {},
+    quietMs: 300,
+    cardPollMs: 150,
+    pushIntervalMs: 40,
+  });
+  return { c, secrets, stateDir };
+}
+
+describe('controller with the built-in local service', () => {
+  it('detects a card, syncs it, and answers state, queue, history, waylines and the connection test', async () => {
+    const mnt = path.join(root, 'mnt-local');
+    fs.mkdirSync(mnt);
+    const { c } = newController('local', { mountRoots: [mnt] });
+    const { pushes, activity } = recordController(c);
+    await c.start();
+    try {
+      const s0 = c.state();
+      expect(s0).toMatchObject({
+        engine: 'idle',
+        paused: false,
+        attention: null,
+        failedCount: 0,
+        signedIn: true,
+        cards: [],
+      });
+      expect(s0.serverLabel).toBe('the built-in local service');
+
+      insertCard(path.join(mnt, 'DJI_CARD'));
+      await until('4 files done', () => c.queueList('done', 100).length === DJI_FILES.length);
+      await until('idle', () => c.state().engine === 'idle');
+
+      const s1 = c.state();
+      expect(s1.cards.map((x) => x.label)).toEqual(['DJI_CARD']);
+      expect(s1.progress.filesDone).toBe(DJI_FILES.length);
+      const items = c.queueList('all', 100);
+      expect(items).toHaveLength(4);
+      expect(
+        items.every(
+          (i) =>
+            i.state === 'done' && i.outcome === 'uploaded' && i.source === 'DJI_CARD' && i.error === null,
+        ),
+      ).toBe(true);
+      expect(items.map((i) => i.name).sort()).toEqual(DJI_FILES.map((f) => path.basename(f)).sort());
+      expect(c.queueList('failed', 10)).toEqual([]);
+      expect(c.queueList('active', 10)).toEqual([]);
+
+      // The mission folder was matched to the seeded wayline of the same name.
+      const [h] = c.history(10);
+      expect(h).toMatchObject({ label: 'DJI_CARD', folder: FOLDER, files: 4, failed: 0 });
+      expect(h!.wayline).toMatchObject({ waylineName: 'Waypoint1', how: 'exact' });
+
+      // Waylines: the window's query in camelCase, one page back in camelCase.
+      const page = await c.waylines({ orderBy: 'name asc', page: 1, pageSize: 5 });
+      expect(page).toMatchObject({ page: 1, pageSize: 5, total: 30 });
+      expect(page.list).toHaveLength(5);
+      expect(page.list[0]).toEqual(
+        expect.objectContaining({
+          id: expect.any(String),
+          name: expect.any(String),
+          favorited: expect.any(Boolean),
+          templateTypes: expect.any(Array),
+        }),
+      );
+      const mapping = await c.waylines({ orderBy: 'name asc', page: 1, pageSize: 100, templateTypes: [1] });
+      expect(mapping.list.length).toBeGreaterThan(0);
+      expect(mapping.list.every((w) => w.templateTypes.includes(1))).toBe(true);
+
+      // The user's correction wins over the name match.
+      const other = page.list.find((w) => w.name !== 'Waypoint1')!;
+      expect(await c.setWayline(FOLDER, other.id)).toEqual({ updated: 1 });
+      expect(c.history(1)[0]!.wayline).toEqual({ waylineId: other.id, waylineName: other.name, how: 'user' });
+
+      expect(await c.testConnection('', '')).toEqual({
+        message: 'Connected: 30 waylines in this workspace.',
+      });
+
+      expect(c.pause()).toMatchObject({ engine: 'paused', paused: true });
+      expect(c.resume()).toMatchObject({ paused: false });
+      expect((await c.syncNow()).paused).toBe(false);
+
+      // Events became pushes (throttled) and plain activity.
+      await sleep(150);
+      const channels = new Set(pushes.map((p) => p.channel));
+      expect(channels).toEqual(new Set(['push:state', 'push:progress', 'push:queue-changed']));
+      expect(pushes.length).toBeLessThan(100);
+      expect(activity).toContainEqual(
+        expect.objectContaining({ type: 'source-added', label: 'DJI_CARD', isCard: true }),
+      );
+      expect(activity).toContainEqual(
+        expect.objectContaining({ type: 'wayline', folder: FOLDER, waylineName: 'Waypoint1' }),
+      );
+
+      // The same activity, through the notification policy: one card notice, one summary.
+      const policy = new NotificationPolicy();
+      const notices: Notice[] = activity.flatMap((a) => policy.handle(a));
+      expect(notices.map((n) => n.kind)).toEqual(['card', 'synced']);
+      expect(notices[0]!.body).toContain('wayline “Waypoint1”');
+      expect(notices[1]!.body).toMatch(/^4 files synced \(.+ uploaded\)\.$/);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('saving settings: plain field errors for a bad address or missing workspace; a good save is applied and kept', async () => {
+    const emptyMount = path.join(root, 'mnt-empty');
+    fs.mkdirSync(emptyMount);
+    // Cards are switched on below: watched on an empty mount root, never this machine's /media.
+    const { c, stateDir } = newController('settings', { autoSyncCards: false, mountRoots: [emptyMount] });
+    await c.start();
+    try {
+      const base = c.settings();
+      expect(base).toMatchObject({
+        serverUrl: '',
+        useLocalService: false,
+        autoSyncCards: false,
+        filesConcurrency: 3,
+        signedIn: true,
+      });
+      const { signedIn: _s, ...view } = base;
+
+      const bad = await rejection(
+        c.saveSettings({ ...view, serverUrl: 'media.example.com', workspaceId: 'ws' }),
+      );
+      expect(bad.kind).toBe('invalid-input');
+      expect(bad.fields?.serverUrl).toMatch(/must start with http:\/\/ or https:\/\//);
+
+      const noWs = await rejection(
+        c.saveSettings({ ...view, serverUrl: 'https://media.example.com', workspaceId: ' ' }),
+      );
+      expect(noWs.fields?.workspaceId).toMatch(/workspace is required when a server is set/);
+
+      const missing = await rejection(c.saveSettings({ ...view, watchedFolders: [path.join(root, 'nope')] }));
+      expect(missing.fields?.watchedFolders).toMatch(/does not exist/);
+
+      const folder = path.join(root, 'watched');
+      fs.mkdirSync(folder);
+      const saved = await c.saveSettings({
+        ...view,
+        filesConcurrency: 5,
+        include: ['jpg', 'MP4'],
+        watchedFolders: [folder],
+      });
+      expect(saved).toMatchObject({
+        filesConcurrency: 5,
+        include: ['JPG', 'MP4'],
+        watchedFolders: [folder],
+        signedIn: true,
+      });
+      const file = JSON.parse(fs.readFileSync(path.join(stateDir, 'config.json'), 'utf8'));
+      expect(file).toMatchObject({
+        concurrency: { files: 5, parts: 4 },
+        watchedFolders: [folder],
+        autoSyncCards: false,
+      });
+      expect(c.state().engine).not.toBe('auth-required');
+
+      // A pause survives a change that rebuilds the agent (cards switched on), until resumed.
+      c.pause();
+      await c.saveSettings({ ...view, filesConcurrency: 5, watchedFolders: [folder], autoSyncCards: true });
+      expect(c.state()).toMatchObject({ paused: true, engine: 'paused' });
+      expect(c.resume().paused).toBe(false);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('a broken config.json stops nothing silently: no agent on defaults, a plain sentence, fixed by saving', async () => {
+    const { c, stateDir } = newController('broken');
+    fs.writeFileSync(path.join(stateDir, 'config.json'), '{ "server": ');
+    await c.start();
+    try {
+      const s = c.state();
+      expect(s.attention).toMatch(/not valid JSON.*Saving the settings in this window replaces it/);
+      expect(() => c.pause()).toThrow(UserError);
+      const { signedIn: _s, ...view } = c.settings();
+      await c.saveSettings({ ...view, autoSyncCards: false });
+      expect(c.state()).toMatchObject({ attention: null, signedIn: true });
+    } finally {
+      await c.stop();
+    }
+  });
+});
+
+describe('controller with a workspace server', () => {
+  let svc: RunningService;
+  beforeAll(async () => {
+    svc = await startService({ dataDir: path.join(root, 'server'), logger: false });
+    await svc.admin.createUser('crew', 'correct-horse-battery');
+  });
+  afterAll(() => svc.close());
+
+  it('signs in (token to the secret store only), syncs, asks to sign in again when the token is revoked, signs out', async () => {
+    const { c, secrets, stateDir } = newController('remote', { autoSyncCards: false });
+    const { activity } = recordController(c);
+    await c.start();
+    try {
+      const wrong = await rejection(c.login(svc.baseUrl, 'crew', 'not-the-password'));
+      expect(wrong).toMatchObject({ kind: 'auth' });
+      expect(wrong.message).toMatch(/wrong username or password/);
+      const badUrl = await rejection(c.login('ftp://x', 'crew', 'pw'));
+      expect(badUrl.fields?.serverUrl).toBeDefined();
+      const unreachable = await rejection(c.login('http://127.0.0.1:9', 'crew', 'pw'));
+      expect(unreachable.message).toBe(
+        'http://127.0.0.1:9 cannot be reached. Check the address and the network connection.',
+      );
+
+      expect(await c.login(`${svc.baseUrl}/`, 'crew', 'correct-horse-battery')).toEqual({
+        workspaceId: svc.workspaceId,
+      });
+      const token = secrets.value!.token;
+      expect(secrets.value).toEqual({ server: svc.baseUrl, workspaceId: svc.workspaceId, token });
+      expect(fs.readFileSync(path.join(stateDir, 'config.json'), 'utf8')).not.toContain(token);
+      expect(c.state()).toMatchObject({ serverLabel: svc.baseUrl, signedIn: true, attention: null });
+      expect(c.settings()).toMatchObject({
+        serverUrl: svc.baseUrl,
+        workspaceId: svc.workspaceId,
+        signedIn: true,
+      });
+
+      expect(await c.testConnection(svc.baseUrl, '')).toEqual({
+        message: 'Connected: 30 waylines in this workspace.',
+      });
+      expect((await rejection(c.testConnection('http://127.0.0.1:9', 'ws'))).message).toMatch(
+        /^Not signed in to/,
+      );
+      expect((await rejection(c.testConnection(svc.baseUrl, 'no-such-workspace'))).message).toMatch(
+        /^The server refused|does not accept/,
+      );
+
+      // A watched folder syncs to the server.
+      const folder = insertCard(path.join(root, 'remote-folder'), FOLDER, DJI_FILES.slice(0, 2));
+      const { signedIn: _s, ...view } = c.settings();
+      await c.saveSettings({ ...view, watchedFolders: [folder] });
+      await until('2 records on the server', () => svc.admin.mediaRecords(svc.workspaceId).length === 2);
+
+      // The token is revoked: the engine stops and asks for a sign-in once.
+      svc.admin.revokeToken(token);
+      insertCard(folder, FOLDER, DJI_FILES.slice(2, 3));
+      await until('auth-required', () => c.state().engine === 'auth-required');
+      expect(c.state().attention).toMatch(/Sign in again/);
+      expect(activity.filter((a) => a.type === 'state' && a.state === 'auth-required')).toHaveLength(1);
+
+      // A pasted token: refused when wrong, used when right; the waiting file then goes up.
+      const refused = await rejection(c.setToken(svc.baseUrl, svc.workspaceId, 'not-a-real-token'));
+      expect(refused.message).toBe('The server does not accept this token.');
+      await c.setToken(svc.baseUrl, svc.workspaceId, svc.admin.createToken());
+      expect(c.state().signedIn).toBe(true);
+      await until('3 records on the server', () => svc.admin.mediaRecords(svc.workspaceId).length === 3);
+
+      expect(await c.signOut()).toEqual({ signedIn: false });
+      expect(secrets.value).toBeNull();
+      const out = c.state();
+      expect(out).toMatchObject({ engine: 'auth-required', signedIn: false });
+      expect(out.attention).toBe(`Sign in to ${svc.baseUrl} to start uploading. Cards are queued meanwhile.`);
+    } finally {
+      await c.stop();
+    }
+  });
+});

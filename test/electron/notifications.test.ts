@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import { formatBytes, NotificationPolicy, type Activity } from '../../main/electron/notifications.js';
+
+function clock(start = 1_000_000) {
+  let t = start;
+  return { now: () => t, advance: (ms: number) => (t += ms) };
+}
+
+const card = (sourceId = 'card:uuid:1234', label = 'M30T-01'): Activity => ({
+  type: 'source-added',
+  sourceId,
+  label,
+  isCard: true,
+});
+
+describe('notification policy', () => {
+  it('announces a card once its scan and wayline matching are done, naming the mission and wayline', () => {
+    const p = new NotificationPolicy();
+    expect(p.handle(card())).toEqual([]);
+    expect(
+      p.handle({
+        type: 'wayline',
+        sourceId: 'card:uuid:1234',
+        folder: 'DJI_202209021517_001_Waypoint1',
+        waylineName: 'Waypoint1',
+      }),
+    ).toEqual([]);
+    const out = p.handle({ type: 'scanned', sourceId: 'card:uuid:1234', pending: 212, alreadyDone: 3 });
+    expect(out).toEqual([
+      {
+        kind: 'card',
+        title: 'Card M30T-01 detected',
+        body: '212 new files to upload (3 already uploaded). Mission Waypoint1: wayline “Waypoint1”.',
+      },
+    ]);
+    // Later rescans of the same card (new files noticed by the watcher) say nothing.
+    expect(p.handle({ type: 'scanned', sourceId: 'card:uuid:1234', pending: 1, alreadyDone: 215 })).toEqual(
+      [],
+    );
+  });
+
+  it('sums up several flights and says when none matched', () => {
+    const p = new NotificationPolicy();
+    p.handle(card('card:a', 'A'));
+    p.handle({
+      type: 'wayline',
+      sourceId: 'card:a',
+      folder: 'DJI_202209021517_001_Bridge',
+      waylineName: 'Bridge inspection A',
+    });
+    p.handle({
+      type: 'wayline',
+      sourceId: 'card:a',
+      folder: 'DJI_202209021600_002_Tower',
+      waylineName: 'Tower',
+    });
+    p.handle({
+      type: 'wayline',
+      sourceId: 'card:a',
+      folder: 'DJI_202209021700_003_Nothing',
+      waylineName: null,
+    });
+    const [n] = p.handle({ type: 'scanned', sourceId: 'card:a', pending: 40, alreadyDone: 0 });
+    expect(n!.body).toBe(
+      '40 new files to upload. 2 flights matched to waylines “Bridge inspection A”, “Tower”. 1 flight without a matching wayline.',
+    );
+  });
+
+  it('tells a crew a card with nothing new can be pulled; watched folders are not announced', () => {
+    const p = new NotificationPolicy();
+    p.handle(card('card:b', 'B'));
+    expect(p.handle({ type: 'scanned', sourceId: 'card:b', pending: 0, alreadyDone: 120 })).toEqual([
+      { kind: 'card', title: 'Card B', body: 'All 120 files on it are already uploaded. You can remove it.' },
+    ]);
+    p.handle({ type: 'source-added', sourceId: 'folder:/data', label: '/data', isCard: false });
+    expect(p.handle({ type: 'scanned', sourceId: 'folder:/data', pending: 5, alreadyDone: 0 })).toEqual([]);
+  });
+
+  it('does not re-announce a card that flickers in a flaky reader', () => {
+    const c = clock();
+    const p = new NotificationPolicy({ now: c.now, cardRepeatMs: 60_000 });
+    p.handle(card());
+    expect(
+      p.handle({ type: 'scanned', sourceId: 'card:uuid:1234', pending: 5, alreadyDone: 0 }),
+    ).toHaveLength(1);
+    c.advance(5_000);
+    p.handle({ type: 'source-removed', sourceId: 'card:uuid:1234' });
+    p.handle(card());
+    expect(p.handle({ type: 'scanned', sourceId: 'card:uuid:1234', pending: 5, alreadyDone: 0 })).toEqual([]);
+    c.advance(120_000);
+    p.handle(card());
+    expect(
+      p.handle({ type: 'scanned', sourceId: 'card:uuid:1234', pending: 5, alreadyDone: 0 }),
+    ).toHaveLength(1);
+  });
+
+  it('sums a sync up once when the engine goes idle: files, size, already on the server — never one per file', () => {
+    const p = new NotificationPolicy();
+    const notices = [];
+    notices.push(...p.handle({ type: 'state', state: 'syncing', message: null }));
+    for (let i = 0; i < 200; i++)
+      notices.push(...p.handle({ type: 'file', outcome: 'uploaded', size: 10 * 1024 * 1024 }));
+    for (let i = 0; i < 12; i++)
+      notices.push(...p.handle({ type: 'file', outcome: 'fast-uploaded', size: 5_000_000 }));
+    notices.push(...p.handle({ type: 'file', outcome: 'retry-later', size: 1 }));
+    expect(notices).toEqual([]);
+    expect(p.handle({ type: 'state', state: 'idle', message: null })).toEqual([
+      {
+        kind: 'synced',
+        title: 'Sync finished',
+        body: '212 files synced (2.0 GB uploaded); 12 were already on the server.',
+      },
+    ]);
+    // Nothing new: going idle again says nothing.
+    expect(p.handle({ type: 'state', state: 'idle', message: null })).toEqual([]);
+  });
+
+  it('reports rejected files as one problem notice', () => {
+    const p = new NotificationPolicy();
+    for (let i = 0; i < 3; i++) p.handle({ type: 'file', outcome: 'failed', size: 1 });
+    p.handle({ type: 'file', outcome: 'uploaded', size: 2048 });
+    const out = p.handle({ type: 'state', state: 'idle', message: null });
+    expect(out.map((n) => n.kind)).toEqual(['synced', 'problem']);
+    expect(out[1]!.title).toBe('3 files not uploaded');
+  });
+
+  it('rate-limits summaries: a folder filling file by file gives one summary, flushed when due', () => {
+    const c = clock();
+    const p = new NotificationPolicy({ now: c.now, summaryCooldownMs: 120_000 });
+    p.handle({ type: 'file', outcome: 'uploaded', size: 1 });
+    expect(p.handle({ type: 'state', state: 'idle', message: null })).toHaveLength(1);
+    for (let i = 0; i < 10; i++) {
+      c.advance(5_000);
+      p.handle({ type: 'state', state: 'syncing', message: null });
+      p.handle({ type: 'file', outcome: 'uploaded', size: 1 });
+      expect(p.handle({ type: 'state', state: 'idle', message: null })).toEqual([]);
+    }
+    expect(p.dueAt).toBe(1_000_000 + 120_000);
+    expect(p.flushDue()).toEqual([]); // not yet
+    c.advance(120_000);
+    const [n] = p.flushDue();
+    expect(n!.body).toBe('10 files synced (10 B uploaded).');
+    expect(p.dueAt).toBeNull();
+    expect(p.flushDue()).toEqual([]);
+  });
+
+  it('says "sign in" once per expiry, not at every engine retry', () => {
+    const p = new NotificationPolicy();
+    const said = p.handle({
+      type: 'state',
+      state: 'auth-required',
+      message: 'The server no longer accepts your sign-in.',
+    });
+    expect(said).toEqual([
+      { kind: 'sign-in', title: 'Sign in needed', body: 'The server no longer accepts your sign-in.' },
+    ]);
+    expect(p.handle({ type: 'state', state: 'auth-required', message: 'again' })).toEqual([]);
+    expect(p.handle({ type: 'state', state: 'paused', message: null })).toEqual([]);
+    expect(p.handle({ type: 'state', state: 'auth-required', message: 'again' })).toEqual([]);
+    // Signed in again and syncing: a later expiry is news again.
+    p.handle({ type: 'state', state: 'syncing', message: null });
+    expect(p.handle({ type: 'state', state: 'auth-required', message: null })).toHaveLength(1);
+  });
+
+  it('formats sizes', () => {
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(1536)).toBe('1.5 KB');
+    expect(formatBytes(250 * 1024 * 1024)).toBe('250 MB');
+    expect(formatBytes(3.4 * 1024 ** 3)).toBe('3.4 GB');
+  });
+});

@@ -1,0 +1,228 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as asar from '@electron/asar';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHANNEL_NAMES } from '../../main/shared/ipc.js';
+import { runSandboxedPreload } from './helpers.js';
+
+// Packs the app the way a release does (the build output, then
+// electron-builder) in a temporary copy of the project, offline: the Electron runtime (whose binary
+// cannot be downloaded here) is replaced by a stand-in folder holding an
+// executable named like the real one, which is all `--dir` needs on Linux.
+// Native modules are not rebuilt for Electron (npmRebuild: false): this
+// checks the layout, not the ABI. Only the Linux layout is stood in for.
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const require = createRequire(import.meta.url);
+const yaml = require('js-yaml') as { load(text: string): unknown };
+interface BuilderConfig {
+  appId: string;
+  files: string[];
+  asarUnpack: string[];
+  linux: { target: string[] };
+  win: { target: string[] };
+  mac: { target: string[] };
+}
+const config = yaml.load(fs.readFileSync(path.join(REPO, 'electron-builder.yml'), 'utf8')) as BuilderConfig;
+const onLinux = process.platform === 'linux';
+
+function run(cmd: string, args: string[], cwd: string, timeoutMs: number): string {
+  const r = spawnSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    env: { ...process.env, CI: 'true', npm_config_offline: 'true' },
+  });
+  const out = `${r.stdout ?? ''}\n${r.stderr ?? ''}`;
+  if (r.status !== 0)
+    throw new Error(
+      `${path.basename(cmd)} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${out.slice(-4000)}`,
+    );
+  return out;
+}
+
+/** Sources (.ts and .cts under main/) whose compiled file is missing or older than they are. */
+function staleOutputs(src: string, out: string): string[] {
+  const stale: string[] = [];
+  for (const entry of fs.readdirSync(src, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !/\.c?ts$/.test(entry.name) || /\.d\.ts$|\.test\.ts$/.test(entry.name)) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const compiled = path
+      .join(out, path.relative(src, file))
+      .replace(/\.ts$/, '.js')
+      .replace(/\.cts$/, '.cjs');
+    if (!fs.existsSync(compiled) || fs.statSync(compiled).mtimeMs < fs.statSync(file).mtimeMs)
+      stale.push(path.relative(REPO, file));
+  }
+  return stale;
+}
+
+describe('electron-builder.yml', () => {
+  it('targets AppImage + deb, nsis, dmg; keeps better-sqlite3 unpacked; packs the compiled app and the window', () => {
+    expect(config.linux.target).toEqual(['AppImage', 'deb']);
+    expect(config.win.target).toEqual(['nsis']);
+    expect(config.mac.target).toEqual(['dmg']);
+    expect(config.asarUnpack).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^node_modules\/better-sqlite3\//)]),
+    );
+    expect(config.files).toEqual(
+      expect.arrayContaining(['package.json', 'dist/main/**/*', 'renderer/dist/**/*']),
+    );
+    expect(config.appId).toBe('com.dronemediasync.app'); // = app.setAppUserModelId in main.ts
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+    expect(pkg.main).toBe('dist/main/electron/main.js');
+  });
+});
+
+describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in Electron)', () => {
+  let work: string;
+  let resources: string;
+  let listing: Set<string>;
+  let usedRealRenderer = false;
+
+  beforeAll(() => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-pack-'));
+    const project = path.join(work, 'project');
+    fs.mkdirSync(project);
+    for (const f of ['package.json', 'package-lock.json', 'electron-builder.yml'])
+      fs.copyFileSync(path.join(REPO, f), path.join(project, f));
+    fs.symlinkSync(path.join(REPO, 'node_modules'), path.join(project, 'node_modules'), 'dir');
+
+    // The build output of `npm run build` (npm test builds first). A stale build would test old code: refused.
+    const dist = path.join(REPO, 'dist', 'main');
+    const stale = staleOutputs(path.join(REPO, 'main'), dist);
+    if (stale.length)
+      throw new Error(
+        `dist/ is missing or older than its sources (run npm run build): ${stale.slice(0, 5).join(', ')}`,
+      );
+    fs.cpSync(dist, path.join(project, 'dist', 'main'), { recursive: true });
+
+    // The window as Vite built it, or a placeholder when it has not been built (never written into the repo).
+    const rendererDist = path.join(project, 'renderer', 'dist');
+    fs.mkdirSync(rendererDist, { recursive: true });
+    const built = path.join(REPO, 'renderer', 'dist', 'index.html');
+    usedRealRenderer = fs.existsSync(built);
+    if (usedRealRenderer) fs.cpSync(path.dirname(built), rendererDist, { recursive: true });
+    else fs.writeFileSync(path.join(rendererDist, 'index.html'), '<!doctype html><title>placeholder</title>');
+
+    const electronDist = path.join(work, 'electron-dist');
+    fs.mkdirSync(electronDist);
+    fs.writeFileSync(
+      path.join(electronDist, 'electron'),
+      '#!/bin/sh\necho "stand-in for the Electron binary"\n',
+      { mode: 0o755 },
+    );
+
+    const out = path.join(work, 'out');
+    run(
+      process.execPath,
+      [
+        require.resolve('electron-builder/cli.js'),
+        '--dir',
+        '--linux',
+        '--x64',
+        `-c.electronDist=${electronDist}`,
+        '-c.npmRebuild=false',
+        `-c.directories.output=${out}`,
+        '--publish',
+        'never',
+      ],
+      project,
+      120_000,
+    );
+    resources = path.join(out, 'linux-unpacked', 'resources');
+    listing = new Set(
+      asar
+        .listPackage(path.join(resources, 'app.asar'), { isPack: false })
+        .map((p) => p.replaceAll('\\', '/')),
+    );
+  }, 180_000);
+
+  afterAll(() => {
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('app.asar holds package.json, the compiled shell and core, and the window', () => {
+    for (const f of [
+      '/package.json',
+      '/dist/main/electron/main.js',
+      '/dist/main/electron/app.js',
+      '/dist/main/electron/preload.cjs',
+      '/dist/main/core/agent.js',
+      '/dist/main/core/queue/queue.js',
+      '/dist/main/service/index.js',
+      '/dist/main/shared/ipc.js',
+      '/renderer/dist/index.html',
+    ]) {
+      expect(listing.has(f), `${f} in app.asar`).toBe(true);
+    }
+    const pkg = JSON.parse(asar.extractFile(path.join(resources, 'app.asar'), 'package.json').toString());
+    expect(pkg).toMatchObject({ main: 'dist/main/electron/main.js', type: 'module' });
+    // No sources, source maps or tests in the package.
+    expect(
+      [...listing].filter((f) => !f.startsWith('/node_modules/') && /\.(ts|cts|map)$|\.test\./.test(f)),
+    ).toEqual([]);
+  });
+
+  it(`the window is packed (${'real Vite build or placeholder'})`, () => {
+    expect(listing.has('/renderer/dist/index.html')).toBe(true);
+    if (usedRealRenderer) {
+      const html = asar.extractFile(path.join(resources, 'app.asar'), 'renderer/dist/index.html').toString();
+      expect(html).toContain('Content-Security-Policy');
+    }
+  });
+
+  it("better-sqlite3's native module is unpacked next to the asar", () => {
+    const node = path.join(
+      resources,
+      'app.asar.unpacked',
+      'node_modules',
+      'better-sqlite3',
+      'build',
+      'Release',
+      'better_sqlite3.node',
+    );
+    expect(fs.existsSync(node)).toBe(true);
+  });
+
+  it('every module the shell imports at run time is in the package (no dev dependency, no missing file)', () => {
+    const missing: string[] = [];
+    let seen = 0;
+    const jsFiles = [...listing].filter((f) => f.startsWith('/dist/main/') && f.endsWith('.js'));
+    for (const file of jsFiles) {
+      const text = asar.extractFile(path.join(resources, 'app.asar'), file.slice(1)).toString();
+      const specs = [
+        ...text.matchAll(/^\s*(?:import|export)\s[^'";]*?from\s*['"]([^'"]+)['"]/gm),
+        ...text.matchAll(/^\s*import\s*['"]([^'"]+)['"]/gm),
+        ...text.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g),
+      ].map((m) => m[1]!);
+      seen += specs.length;
+      for (const spec of specs) {
+        if (spec.startsWith('node:') || spec === 'electron') continue;
+        if (spec.startsWith('.')) {
+          const target = path.posix.join(path.posix.dirname(file), spec);
+          if (!listing.has(target)) missing.push(`${file} -> ${spec}`);
+        } else {
+          const pkgName = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+          if (!listing.has(`/node_modules/${pkgName}/package.json`)) missing.push(`${file} -> ${pkgName}`);
+        }
+      }
+    }
+    expect(seen).toBeGreaterThan(100); // the scanner does see the imports
+    expect(missing).toEqual([]);
+  });
+
+  it('the packed preload runs in a sandbox and exposes every channel', () => {
+    const js = asar
+      .extractFile(path.join(resources, 'app.asar'), 'dist/main/electron/preload.cjs')
+      .toString();
+    const p = runSandboxedPreload(js);
+    expect(p.required).toEqual(['electron']);
+    const dms = p.exposed.get('dms') as Record<string, unknown>;
+    expect(Object.keys(dms).filter((k) => k !== 'on')).toEqual(CHANNEL_NAMES);
+  });
+});

@@ -1,0 +1,194 @@
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AppStateView, ProgressView } from '../../main/shared/ipc.js';
+
+// Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
+vi.mock('electron', () => import('./electron-mock.js').then((m) => m.electronModule));
+const { fake, FakeTray } = await import('./electron-mock.js');
+const { AppTray, formatEta, trayMenuTemplate, trayView } = await import('../../main/electron/tray.js');
+
+const GB = 1024 ** 3;
+const progress = (p: Partial<ProgressView> = {}): ProgressView => ({
+  filesTotal: 0,
+  filesDone: 0,
+  filesFailed: 0,
+  bytesTotal: 0,
+  bytesDone: 0,
+  bytesSent: 0,
+  rate: 0,
+  etaSeconds: null,
+  currentSource: null,
+  ...p,
+});
+const state = (s: Partial<AppStateView> = {}): AppStateView => ({
+  engine: 'idle',
+  paused: false,
+  attention: null,
+  failedCount: 0,
+  progress: progress(),
+  serverLabel: 'the built-in local service',
+  signedIn: true,
+  cards: [],
+  ...s,
+});
+
+const syncing = state({
+  engine: 'syncing',
+  progress: progress({
+    filesTotal: 212,
+    filesDone: 36,
+    bytesTotal: 2 * GB,
+    bytesDone: 0.8 * GB,
+    etaSeconds: 240,
+  }),
+});
+
+describe('trayView', () => {
+  it('idle: green, all synced', () => {
+    expect(trayView(state())).toEqual({
+      icon: 'idle',
+      tooltip: 'Drone Media Sync: all synced',
+      activityLine: 'All files are synced',
+    });
+  });
+
+  it('syncing: blue, "Uploading 37 of 212 — 1.2 GB left, ~4 min", percentage in the tooltip', () => {
+    const v = trayView(syncing);
+    expect(v.icon).toBe('syncing');
+    expect(v.activityLine).toBe('Uploading 37 of 212 — 1.2 GB left, ~4 min');
+    expect(v.tooltip).toBe('Drone Media Sync: uploading, 40%');
+  });
+
+  it('syncing without totals yet, and without an estimate', () => {
+    expect(trayView(state({ engine: 'syncing' })).activityLine).toBe('Syncing…');
+    const noEta = trayView(
+      state({ engine: 'syncing', progress: progress({ filesTotal: 3, bytesTotal: 3000 }) }),
+    );
+    expect(noEta.activityLine).toBe('Uploading 1 of 3 — 2.9 KB left');
+  });
+
+  it('paused: grey, with what is waiting', () => {
+    const v = trayView(
+      state({ engine: 'paused', paused: true, progress: progress({ filesTotal: 212, filesDone: 37 }) }),
+    );
+    expect(v).toEqual({
+      icon: 'paused',
+      tooltip: 'Drone Media Sync: Paused: 175 files waiting',
+      activityLine: 'Paused: 175 files waiting',
+    });
+  });
+
+  it('offline: orange, retrying by itself', () => {
+    const v = trayView(state({ engine: 'offline', progress: progress({ filesTotal: 10, filesDone: 9 }) }));
+    expect(v.icon).toBe('offline');
+    expect(v.activityLine).toBe('Server unreachable, retrying by itself (1 file waiting)');
+  });
+
+  it('needs attention: red for a sign-in, failed files once idle, or an engine that could not start', () => {
+    expect(
+      trayView(state({ engine: 'auth-required', signedIn: false, attention: 'Sign in to x' })),
+    ).toMatchObject({
+      icon: 'attention',
+      activityLine: 'Sign in needed',
+    });
+    const failed = trayView(state({ failedCount: 3, attention: '3 files could not be uploaded.' }));
+    expect(failed).toMatchObject({ icon: 'attention', activityLine: '3 files need attention' });
+    const broken = trayView(state({ engine: 'offline', attention: 'The sync engine could not start: boom' }));
+    expect(broken).toMatchObject({
+      icon: 'attention',
+      activityLine: 'The sync engine could not start: boom',
+    });
+  });
+
+  it('a running upload keeps its progress icon even with old failures', () => {
+    expect(trayView({ ...syncing, failedCount: 2, attention: '2 files could not be uploaded.' }).icon).toBe(
+      'syncing',
+    );
+  });
+
+  it('formats estimates for people', () => {
+    expect(formatEta(null)).toBeNull();
+    expect(formatEta(20)).toBe('less than a minute');
+    expect(formatEta(240)).toBe('~4 min');
+    expect(formatEta(4800)).toBe('~1 h 20 min');
+    expect(formatEta(7200)).toBe('~2 h');
+  });
+});
+
+describe('tray menu', () => {
+  const actions = () => ({
+    open: vi.fn(),
+    pause: vi.fn(),
+    resume: vi.fn(),
+    syncNow: vi.fn(),
+    openLogs: vi.fn(),
+    quit: vi.fn(),
+  });
+
+  it('has the activity line (disabled), Open, Pause, Sync now, Open log folder, Quit — each wired', () => {
+    const a = actions();
+    const items = trayMenuTemplate(trayView(syncing), syncing, a);
+    expect(items.filter((i) => i.type !== 'separator').map((i) => i.label)).toEqual([
+      'Uploading 37 of 212 — 1.2 GB left, ~4 min',
+      'Open Drone Media Sync',
+      'Pause syncing',
+      'Sync now',
+      'Open log folder',
+      'Quit Drone Media Sync',
+    ]);
+    expect(items[0]).toMatchObject({ id: 'activity', enabled: false });
+    const click = (id: string) => (items.find((i) => i.id === id)!.click as () => void)();
+    click('open');
+    click('pause');
+    click('sync-now');
+    click('logs');
+    click('quit');
+    expect(a.open).toHaveBeenCalledOnce();
+    expect(a.pause).toHaveBeenCalledOnce();
+    expect(a.syncNow).toHaveBeenCalledOnce();
+    expect(a.openLogs).toHaveBeenCalledOnce();
+    expect(a.quit).toHaveBeenCalledOnce();
+    expect(a.resume).not.toHaveBeenCalled();
+  });
+
+  it('offers Resume instead of Pause while paused', () => {
+    const a = actions();
+    const paused = state({ engine: 'paused', paused: true });
+    const items = trayMenuTemplate(trayView(paused), paused, a);
+    expect(items.some((i) => i.id === 'pause')).toBe(false);
+    (items.find((i) => i.id === 'resume')!.click as () => void)();
+    expect(a.resume).toHaveBeenCalledOnce();
+  });
+});
+
+describe('AppTray (applies the view to an Electron Tray)', () => {
+  beforeEach(() => fake.reset());
+
+  it('sets icon, tooltip and menu, rebuilding the menu only when its text changes; a click opens the window', () => {
+    const a = {
+      open: vi.fn(),
+      pause: vi.fn(),
+      resume: vi.fn(),
+      syncNow: vi.fn(),
+      openLogs: vi.fn(),
+      quit: vi.fn(),
+    };
+    const tray = new AppTray(a, 'win32');
+    const t = FakeTray.instances[0]!;
+    tray.update(syncing);
+    expect(t.tooltip).toBe('Drone Media Sync: uploading, 40%');
+    const firstMenu = t.menu;
+    expect(firstMenu!.template[0]!.label).toBe('Uploading 37 of 212 — 1.2 GB left, ~4 min');
+    // Windows/macOS images carry a 2x representation for HiDPI.
+    expect((t.image as { reps: unknown[] }).reps).toHaveLength(2);
+    const syncingImage = t.image;
+    tray.update(syncing);
+    expect(t.menu).toBe(firstMenu);
+    tray.update(state());
+    expect(t.image).not.toBe(syncingImage);
+    expect(t.menu!.template[0]!.label).toBe('All files are synced');
+    t.emit('click');
+    expect(a.open).toHaveBeenCalledOnce();
+    tray.destroy();
+    expect(t.destroyed).toBe(true);
+  });
+});
