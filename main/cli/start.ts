@@ -30,7 +30,9 @@ export function ensureElectron(): { binary: string } | { reason: string } {
     process.stderr.write('Fetching the Electron runtime (first start only)...\n');
     const r = spawnSync(process.execPath, [path.join(pkgDir, 'install.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
     if (r.status !== 0) {
-      const why = r.stderr?.toString().trim().split('\n').pop() ?? 'download failed';
+      // The installer prints a stack; the line that names the error is enough.
+      const lines = (r.stderr?.toString() ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+      const why = (lines.find((l) => /error|ENOTFOUND|ECONN|EAI_AGAIN/i.test(l) && !l.startsWith('at ')) ?? lines[0] ?? 'download failed').slice(0, 160);
       return { reason: `the Electron runtime could not be downloaded (${why})` };
     }
   }
