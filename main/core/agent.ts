@@ -264,6 +264,12 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.labels.set(source.sourceId, source.label ?? source.root);
       const r = await scanSource(this.queue, source, this.config, this.controller.signal, { quietMs: this.quietMs });
       this.engine.track(r.pending, source.label ?? source.root);
+      // Files too fresh to read (still being written when we looked) get
+      // another look once the quiet period is over: the watcher only reports
+      // files that change after it started.
+      if (r.deferred > 0 && !this.controller.signal.aborted) {
+        setTimeout(() => void this.rescan(source), this.quietMs + 100).unref();
+      }
       if (r.pending.length) await this.matchFolders(source, r.pending);
       this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone });
       this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');

@@ -91,3 +91,22 @@ it('finds what changed while stopped, re-hashes nothing, matches waylines and ke
   await agent.stop();
   queue.close();
 }, 60_000);
+
+it('a file written just before the folder is added (still fresh) is synced once it has settled', async () => {
+  const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token });
+  const root = path.join(dir, 'fresh');
+  const file = path.join(root, 'DCIM', '100MEDIA', 'DJI_0009.JPG');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.copyFileSync(path.join(FIXTURES, 'M2EA', 'M2EA_IR.JPG'), file); // mtime: now, never touched again
+  const queue = new Queue(path.join(dir, 'state-fresh', 'queue.db'));
+  const agent = new Agent({ queue, api, config: parseConfig({}), quietMs: 800 });
+  agent.start();
+  try {
+    await agent.addFolder(root);
+    expect(queue.list()).toHaveLength(0); // too fresh at first: maybe still being copied
+    await until('the settled file', () => queue.counts().done.files === 1, 15_000);
+  } finally {
+    await agent.stop();
+    queue.close();
+  }
+}, 30_000);

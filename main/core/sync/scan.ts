@@ -27,11 +27,11 @@ export async function scanSource(
   config: Config,
   signal?: AbortSignal,
   opts: { quietMs?: number; now?: number } = {},
-): Promise<ObserveResult> {
+): Promise<ObserveResult & { deferred: number }> {
   // Files modified within the quiet period may still be being copied: leave
   // them for the watcher, which reports them once their size is stable.
   const settledBefore = opts.quietMs ? (opts.now ?? Date.now()) - opts.quietMs : Infinity;
-  const total: ObserveResult = { pending: [], alreadyDone: 0, failed: 0 };
+  const total: ObserveResult & { deferred: number } = { pending: [], alreadyDone: 0, failed: 0, deferred: 0 };
   let batch: ObservedFile[] = [];
   const flush = () => {
     const r = queue.observe(batch);
@@ -45,7 +45,10 @@ export async function scanSource(
     exclude: config.exclude,
     ...(signal ? { signal } : {}),
   })) {
-    if (f.mtimeMs > settledBefore) continue;
+    if (f.mtimeMs > settledBefore) {
+      total.deferred++;
+      continue;
+    }
     batch.push({ sourceId: source.sourceId, relPath: f.relPath, absPath: f.path, size: f.size, mtimeMs: Math.trunc(f.mtimeMs) });
     if (batch.length >= 2000) flush();
   }
