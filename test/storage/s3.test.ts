@@ -135,16 +135,28 @@ describe('S3 uploader (s3rver)', () => {
     });
   });
 
-  it('refreshes ahead of time when credentials expire within a minute', async () => {
+  it('refreshes credentials about to expire (within REFRESH_MARGIN_MS) before a request', async () => {
     let forced = 0;
     const target: TargetProvider = (o) => {
       if (o.forceRefresh) forced++;
-      return Promise.resolve(makeTarget(s3.endpoint, {}, o.forceRefresh ? 3600_000 : 10_000));
+      return Promise.resolve(makeTarget(s3.endpoint, {}, o.forceRefresh ? 3600_000 : 1_000));
     };
     const up = createUploader('minio', { target });
     await up.upload({ filePath: small.path, size: small.size, key: 'ws/cred/early.jpg' });
     up.close();
     expect(forced).toBe(1);
+  });
+
+  it('does not refresh short-lived credentials that still have time (no STS call per request)', async () => {
+    let forced = 0;
+    const target: TargetProvider = (o) => {
+      if (o.forceRefresh) forced++;
+      return Promise.resolve(makeTarget(s3.endpoint, {}, 10_000));
+    };
+    const up = createUploader('minio', { target });
+    await up.upload({ filePath: small.path, size: small.size, key: 'ws/cred/short.jpg' });
+    up.close();
+    expect(forced).toBe(0);
   });
 
   it('wrong credentials forever: one refresh, then a storage error without secrets', async () => {

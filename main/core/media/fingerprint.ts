@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { DmsError, isAbortError, toDmsError } from '../errors.js';
+import { WorkersUnavailable, hashFileInWorker, useHashWorkers } from '../storage/hash-workers.js';
 import type { CaptureTime } from './capture-time.js';
 import { isValidCaptureTime, parseExifDateTime } from './capture-time.js';
 
@@ -11,6 +12,8 @@ export interface Md5Options {
   onBytes?: (n: number) => void;
   /** Read size in bytes; default 4 MiB. */
   highWaterMark?: number;
+  /** The file's size if known: small files are hashed on this thread, larger ones in a worker. */
+  sizeHint?: number;
 }
 
 export const DEFAULT_READ_SIZE = 4 * 1024 * 1024;
@@ -21,10 +24,11 @@ function cancelled(signal: AbortSignal): DmsError {
 
 /**
  * Streamed MD5 of a file's content, lowercase hex (the `fingerprint` of the
- * contract). Reads with FileHandle.read into one reused buffer: no stream
- * machinery, and a single large buffer per call whatever the file size, so a
- * 4 GB video never sits in memory. hash.update() copies the bytes it is given,
- * so refilling the same buffer on the next read is safe.
+ * contract). Reads with FileHandle.read into two reused buffers (one being
+ * hashed while the next read runs): no stream machinery, and two buffers per
+ * call whatever the file size, so a 4 GB video never sits in memory.
+ * hash.update() is done with a buffer when it returns, and a buffer is
+ * refilled only after that, so reusing them is safe.
  *
  * Abort is checked between reads (at most one read, 4 MiB by default, runs on
  * after the signal). Errors: ENOENT/EIO/ENXIO/ENODEV and permission errors →
@@ -37,35 +41,88 @@ export async function md5File(path: string, opts: Md5Options = {}): Promise<stri
     throw new DmsError('invalid-input', `highWaterMark must be a positive integer, got ${size}.`);
   }
   if (signal?.aborted) throw cancelled(signal);
+  if (useHashWorkers(opts.sizeHint)) {
+    // Read and hashed in a worker thread (storage/hash-workers.ts), beside the
+    // event loop; the same steps, errors and abort points as below.
+    try {
+      return await hashFileInWorker(path, size, {
+        ...(signal ? { signal } : {}),
+        ...(onBytes ? { onBytes } : {}),
+        abortReason: () => cancelled(signal as AbortSignal),
+      });
+    } catch (err) {
+      if (!(err instanceof WorkersUnavailable)) throw classifyReadError(err, path);
+    }
+  }
   let handle: FileHandle | undefined;
+  // The read in flight, if any: always awaited before the file is closed.
+  let pending: Promise<{ bytesRead: number }> | undefined;
   try {
     handle = await open(path, 'r');
-    const buffer = Buffer.allocUnsafe(size);
+    const fh = handle;
+    // Two buffers: the next read is already running while this one is
+    // hashed, so the disk (a card reader) and the hash overlap.
+    // A file known to be small gets a buffer of its size, not 4 MiB: thousands
+    // of small files would otherwise allocate gigabytes for the collector.
+    let current: Buffer = Buffer.allocUnsafe(readSizeFor(size, opts.sizeHint));
+    // The second one only for files longer than one read (most photos are not).
+    let spare: Buffer | undefined;
     const hash = createHash('md5');
+    const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
+      const p = fh.read(buf, 0, buf.length, null);
+      // Settled on every path (the finally below awaits it); never unhandled.
+      p.catch(() => undefined);
+      pending = p;
+      return p;
+    };
+    let next = readInto(current);
     for (;;) {
       if (signal?.aborted) throw cancelled(signal);
-      const { bytesRead } = await handle.read(buffer, 0, size, null);
+      const { bytesRead } = await next;
+      pending = undefined;
+      // Only 0 means the end (a short read may come before it).
       if (bytesRead === 0) break;
-      hash.update(buffer.subarray(0, bytesRead));
+      if (bytesRead === current.length) {
+        const other: Buffer = (spare ??= Buffer.allocUnsafe(current.length));
+        next = readInto(other);
+        hash.update(current.subarray(0, bytesRead));
+        spare = current;
+        current = other;
+      } else {
+        hash.update(current.subarray(0, bytesRead));
+        next = readInto(current);
+      }
       onBytes?.(bytesRead);
     }
     // An abort during the last read still wins: the caller asked us to stop.
     if (signal?.aborted) throw cancelled(signal);
     return hash.digest('hex');
   } catch (err) {
-    if (err instanceof DmsError) throw err;
-    if (isAbortError(err)) throw toDmsError(err);
-    // Anything else the file system says while reading a card means we cannot
-    // read this file now; EISDIR and the like are our caller's mistake.
-    const code = (err as { code?: unknown } | null)?.code;
-    if (code === 'EISDIR') {
-      throw new DmsError('invalid-input', `Not a file: ${path}`, { cause: err });
-    }
-    throw toDmsError(err, 'source-missing');
+    throw classifyReadError(err, path);
   } finally {
+    await pending?.catch(() => undefined);
     // A close error after a good read does not change the hash; ignore it.
     await handle?.close().catch(() => undefined);
   }
+}
+
+/** The read size: `readSize`, or less for a file known to be smaller (one read then holds it all). */
+function readSizeFor(readSize: number, sizeHint: number | undefined): number {
+  if (sizeHint === undefined || !Number.isSafeInteger(sizeHint) || sizeHint <= 0) return readSize;
+  // +1: the whole file and a byte to spare, should it have grown meanwhile.
+  return Math.min(readSize, sizeHint + 1);
+}
+
+function classifyReadError(err: unknown, path: string): DmsError {
+  if (err instanceof DmsError) return err;
+  if (isAbortError(err)) return toDmsError(err);
+  // Anything else the file system says while reading a card means we cannot
+  // read this file now; EISDIR and the like are our caller's mistake.
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'EISDIR') {
+    return new DmsError('invalid-input', `Not a file: ${path}`, { cause: err });
+  }
+  return toDmsError(err, 'source-missing');
 }
 
 /** What tinyFingerprint accepts as the capture time. */

@@ -102,6 +102,12 @@ export function openDatabase(file: string): Db {
   }
   try {
     migrate(db);
+    // Damage inside the file (a bad page) only shows when that page is read:
+    // check now, so it is handled like damage at the header (set aside,
+    // rebuilt from a rescan) instead of failing at every start. Fast: it
+    // reads each page once.
+    const check = db.pragma('quick_check', { simple: true });
+    if (check !== 'ok') throw Object.assign(new Error(String(check)), { code: 'SQLITE_CORRUPT' });
   } catch (err) {
     db.close();
     throw err instanceof DmsError ? err : describeOpenError(file, err);

@@ -163,9 +163,19 @@ export class Queue {
       ),
       setAbsPath: db.prepare('UPDATE files SET abs_path = ? WHERE id = ? AND abs_path != ?'),
       get: db.prepare<[number], RawRow>('SELECT * FROM files WHERE id = ?'),
-      ready: db.prepare<[number, number], RawRow>(
-        `SELECT * FROM files WHERE state IN ('discovered','hashed','fast-upload-checked','uploading','uploaded')
-         AND next_attempt_at <= ? ORDER BY id LIMIT ?`,
+      // The due rows of each active state, oldest first, straight from the
+      // files_state index (state, next_attempt_at, id): never-failed rows
+      // (next_attempt_at 0) come in id order with no sort, and due retries are
+      // few. The engine asks on every file finished, so this must not cost
+      // O(rows pending), as one sort of all active rows by id did.
+      readyIds: db.prepare<{ now: number; limit: number }, { id: number }>(
+        [
+          ...ACTIVE.map(
+            (s) => `SELECT id FROM (SELECT id FROM files WHERE state = '${s}' AND next_attempt_at = 0 ORDER BY id LIMIT @limit)`,
+          ),
+          `SELECT id FROM (SELECT id FROM files WHERE state IN (${ACTIVE.map((s) => `'${s}'`).join(',')})
+           AND next_attempt_at > 0 AND next_attempt_at <= @now ORDER BY id LIMIT @limit)`,
+        ].join(' UNION ALL '),
       ),
       nextWake: db.prepare<[], { t: number | null }>(
         `SELECT MIN(next_attempt_at) AS t FROM files WHERE state IN ('discovered','hashed','fast-upload-checked','uploading','uploaded')`,
@@ -231,9 +241,23 @@ export class Queue {
     return r ? fromRaw(r) : undefined;
   }
 
-  /** Rows whose next attempt is due, oldest first. */
-  ready(limit: number): QueueRow[] {
-    return this.stmts.ready.all(this.now(), limit).map(fromRaw);
+  /**
+   * Rows whose next attempt is due, oldest first. Ids in `skip` (rows the
+   * caller already has in hand) count towards `limit` but are not read.
+   */
+  ready(limit: number, skip?: { has(id: number): boolean }): QueueRow[] {
+    // The same rows as "state IN (active) AND next_attempt_at <= now ORDER BY
+    // id LIMIT limit", gathered per state from the index and merged here.
+    const ids = this.stmts.readyIds.all({ now: this.now(), limit }).map((r) => r.id);
+    ids.sort((a, b) => a - b);
+    if (ids.length > limit) ids.length = limit;
+    const out: QueueRow[] = [];
+    for (const id of ids) {
+      if (skip?.has(id)) continue;
+      const r = this.stmts.get.get(id);
+      if (r) out.push(fromRaw(r));
+    }
+    return out;
   }
 
   /** Epoch ms of the earliest scheduled retry, or null when nothing is pending. */

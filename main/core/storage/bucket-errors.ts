@@ -119,6 +119,9 @@ function kindOf(f: BucketFailure): { kind: ErrorKind; retryable?: boolean } {
     // A bare 403 that survived a credential refresh is an access refusal.
     return { kind: 'storage', retryable: f.status !== 403 || isCredentialFailure(f) };
   }
+  // A success status whose body could not be read (a proxy's HTML page, a
+  // truncated XML answer): the answer is broken, not the bucket.
+  if (f.status !== undefined && f.status < 400) return { kind: 'malformed-response' };
   // No status and no known socket code: a broken or unreadable answer.
   return { kind: 'server' };
 }
@@ -141,7 +144,9 @@ export function toBucketError(err: unknown, f: BucketFailure, ctx: FailureContex
   const text =
     kind === 'network' || kind === 'timeout'
       ? `The bucket could not be reached (${f.code ?? 'network error'}) during ${ctx.op}.`
-      : `The bucket refused ${ctx.op}: ${what}: ${message}`;
+      : kind === 'malformed-response'
+        ? `The bucket's answer to ${ctx.op} could not be read (HTTP ${f.status ?? '?'}; a proxy page?). It will be retried.`
+        : `The bucket refused ${ctx.op}: ${what}: ${message}`;
   return new DmsError(kind, text, {
     ...base,
     cause,

@@ -2,27 +2,8 @@
  * Entry point of the storage layer: one Uploader per provider and target
  * provider. S3 and MinIO share the S3 implementation; Alibaba OSS has its own.
  */
-import type { StorageProvider } from '../api/types.js';
-import { DmsError } from '../errors.js';
-import { createOssUploader } from './oss.js';
-import type { OssUploaderOptions } from './oss.js';
-import { createS3Uploader } from './s3.js';
-import type { Uploader } from './types.js';
-
-export function createUploader(provider: StorageProvider, opts: OssUploaderOptions): Uploader {
-  switch (provider) {
-    case 'aws':
-    case 'minio':
-      return createS3Uploader(opts);
-    case 'ali':
-      return createOssUploader(opts);
-    default:
-      throw new DmsError('invalid-input', `Unsupported storage provider "${String(provider)}".`, {
-        retryable: false,
-      });
-  }
-}
-
+// createUploader loads the provider's SDK on first use (see create.ts).
+export { createUploader } from './create.js';
 export { createS3Uploader } from './s3.js';
 export { createOssUploader } from './oss.js';
 export type { OssClient, OssClientFactory, OssUploaderOptions } from './oss.js';

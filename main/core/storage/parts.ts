@@ -8,6 +8,7 @@ import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { DmsError, toDmsError } from '../errors.js';
 import { fileChangedError } from './bucket-errors.js';
+import { SourceChangedSignal, WorkersUnavailable, readRangeInWorker, useHashWorkers } from './hash-workers.js';
 
 export const MiB = 1024 * 1024;
 export const MAX_PARTS = 10_000;
@@ -69,21 +70,53 @@ export async function readRange(
   }
 }
 
+/**
+ * readRange and the MD5 of what was read (raw digest), both done in a worker
+ * thread (hash-workers.ts) unless the range is small or there is no worker,
+ * else here. Same errors as readRange.
+ */
+export async function readRangeWithMd5(
+  filePath: string,
+  offset: number,
+  length: number,
+  expectedSize: number,
+): Promise<{ body: Buffer; md5: Buffer }> {
+  if (useHashWorkers(length)) {
+    try {
+      return await readRangeInWorker(filePath, offset, length, expectedSize);
+    } catch (err) {
+      if (err instanceof SourceChangedSignal) throw fileChangedError();
+      if (!(err instanceof WorkersUnavailable)) throw toDmsError(err, 'source-missing');
+    }
+  }
+  const body = await readRange(filePath, offset, length, expectedSize);
+  return { body, md5: createHash('md5').update(body).digest() };
+}
+
 export interface PaceOptions {
   throttle?: ((bytes: number, signal?: AbortSignal) => Promise<void>) | undefined;
   signal?: AbortSignal | undefined;
   /** Called with the total bytes handed to the socket so far. */
   onChunk?: ((sentSoFar: number) => void) | undefined;
+  /**
+   * A stream even without throttle or progress. The S3 SDK signs a stream
+   * body as UNSIGNED-PAYLOAD instead of hashing a Buffer body with SHA-256
+   * first: a second full pass over every byte, on the event loop, that adds
+   * nothing when Content-MD5 (checked by the bucket) is sent anyway.
+   */
+  stream?: boolean;
 }
 
 /**
  * A request body that hands `buf` over in CHUNK_SIZE slices, awaiting the
  * throttle before each one, and that dies on abort (so a request stuck
  * behind the throttle or a slow socket ends at once). Without a throttle
- * or progress the plain Buffer is returned (the SDKs send it as is).
+ * or progress the plain Buffer is returned (the SDKs send it as is), unless
+ * `stream` asks for a stream (then handed over without waiting).
  */
 export function pacedBody(buf: Buffer, opts: PaceOptions): Buffer | Readable {
-  if (opts.throttle === undefined && opts.onChunk === undefined) return buf;
+  const paced = opts.throttle !== undefined || opts.onChunk !== undefined;
+  if (!paced && opts.stream !== true) return buf;
   let offset = 0;
   const stream = new Readable({
     highWaterMark: CHUNK_SIZE,
@@ -94,6 +127,10 @@ export function pacedBody(buf: Buffer, opts: PaceOptions): Buffer | Readable {
       }
       const chunk = buf.subarray(offset, offset + CHUNK_SIZE);
       offset += chunk.length;
+      if (!paced) {
+        this.push(chunk);
+        return;
+      }
       const sent = offset;
       const wait = opts.throttle ? opts.throttle(chunk.length, opts.signal) : Promise.resolve();
       wait.then(

@@ -167,7 +167,8 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
             Key: req.key,
             UploadId: uploadId,
             PartNumber: partNumber,
-            Body: pacedBody(body, { throttle: opts.throttle, signal }),
+            // Always a stream: signed as UNSIGNED-PAYLOAD, no SHA-256 pass (see PaceOptions.stream).
+            Body: pacedBody(body, { throttle: opts.throttle, signal, stream: true }),
             ContentLength: body.length,
             ContentMD5: md5,
           }),

@@ -10,7 +10,13 @@
  */
 import type { BucketTarget, TargetProvider } from './types.js';
 
-export const REFRESH_MARGIN_MS = 60_000;
+/**
+ * Credentials this close to expiry are refreshed before a request. Small on
+ * purpose: the engine's STS cache already refreshes ahead of time (a third of
+ * the lifetime for short-lived credentials); a large margin here would fetch
+ * new credentials for every request when the server hands out short ones.
+ */
+export const REFRESH_MARGIN_MS = 2_000;
 
 export class ClientSession<C> {
   private client: C | undefined;

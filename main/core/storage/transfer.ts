@@ -3,7 +3,6 @@
  * a resumable multipart upload for large ones. Providers (s3.ts, oss.ts) only
  * implement StorageBackend and throw DmsError (see bucket-errors.ts).
  */
-import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DmsError, isDmsError } from '../errors.js';
 import { fileChangedError, isNoSuchUpload } from './bucket-errors.js';
@@ -13,10 +12,9 @@ import {
   DEFAULT_PART_SIZE,
   MAX_PARTS,
   choosePartSize,
-  md5Base64,
   partCount,
   partRange,
-  readRange,
+  readRangeWithMd5,
   runPool,
 } from './parts.js';
 import type { FinishedPart, UploaderOptions, UploadRequest, UploadResult } from './types.js';
@@ -106,8 +104,9 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
   // Small files are read whole (bounded by the threshold): the body can be
   // sent again after a credential refresh, and the content is checked
   // against the fingerprint before it leaves, not after.
-  const body = await readRange(req.filePath, 0, req.size, req.size);
-  if (req.md5Hex !== undefined && createHash('md5').update(body).digest('hex') !== req.md5Hex.toLowerCase()) {
+  // One MD5 pass (off the event loop when possible) serves both the check and the Content-MD5 header.
+  const { body, md5: digest } = await readRangeWithMd5(req.filePath, 0, req.size, req.size);
+  if (req.md5Hex !== undefined && digest.toString('hex') !== req.md5Hex.toLowerCase()) {
     throw fileChangedError();
   }
   // Progress only moves forward, even if the body is sent twice.
@@ -118,7 +117,7 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
       reported = sent;
     }
   };
-  const etag = await b.putObject(req, body, md5Base64(body), report);
+  const etag = await b.putObject(req, body, digest.toString('base64'), report);
   report(req.size);
   return { key: req.key, ...(etag !== undefined ? { etag } : {}), bytesSent: req.size, multipart: false };
 }
@@ -217,8 +216,9 @@ async function sendParts(
   // Memory stays at partConcurrency × partSize: a part is read only when a lane is free.
   await runPool(missing(), cfg.partConcurrency, req.signal, async (n, signal) => {
     const { offset, length } = partRange(n, req.size, partSize);
-    const body = await readRange(req.filePath, offset, length, req.size);
-    const md5 = md5Base64(body);
+    const read = await readRangeWithMd5(req.filePath, offset, length, req.size);
+    const body = read.body;
+    const md5 = read.md5.toString('base64');
     let etag: string;
     try {
       etag = await b.uploadPart(req, uploadId, n, body, md5, signal);

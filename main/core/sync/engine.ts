@@ -4,8 +4,8 @@ import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import { DmsError, plainMessage, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow } from '../queue/queue.js';
-import { createUploader } from '../storage/index.js';
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow } from '../queue/queue.js';
+import { createUploader } from '../storage/create.js';
 import type { Uploader, UploaderOptions } from '../storage/types.js';
 import type { StorageProvider } from '../api/types.js';
 import { Limiter } from './limiter.js';
@@ -14,6 +14,9 @@ import { scanSource, type Source } from './scan.js';
 import { callbackStep, FileChangedError, fastUploadStep, hashStep, uploadStep, type StepContext } from './steps.js';
 import { StsCache } from './sts-cache.js';
 import { BandwidthLimiter } from './throttle.js';
+
+/** Failure kinds that concern the server or the network as a whole, not one file. */
+const SERVER_WIDE: ReadonlySet<string> = new Set(['network', 'timeout', 'server', 'throttled', 'malformed-response']);
 
 export type EngineState = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required';
 
@@ -86,6 +89,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private haltController = new AbortController();
   private lastProgressEmit = 0;
   private readonly backoff: BackoffPolicy;
+  /** Consecutive failures that say the server (not one file) is in trouble, and the shared pause they set. */
+  private serverFailures = 0;
+  private holdUntil = 0;
 
   constructor(opts: EngineOptions) {
     super();
@@ -190,8 +196,17 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       while (!signal?.aborted) {
         if (this.stateValue === 'auth-required' && opts.mode === 'until-idle') break;
+        // A queue failure halts a one-shot run too: it reports and exits.
+        if (this.pausedFlag && this.lastError && opts.mode === 'until-idle') break;
         const blocked = this.pausedFlag || this.stateValue === 'auth-required';
-        if (!blocked) this.dispatch(maxAttempts, opts.mode, signal);
+        const holdMs = this.holdUntil - Date.now();
+        if (!blocked && holdMs <= 0) this.dispatch(maxAttempts, opts.mode, signal);
+        if (!blocked && holdMs > 0 && this.inFlight.size === 0) {
+          // The whole server is failing: one shared pause instead of every
+          // file trying on its own schedule (no request storm during an outage).
+          await this.sleep(holdMs);
+          continue;
+        }
         if (this.inFlight.size === 0 && !blocked) {
           const next = this.nextWake(maxAttempts, opts.mode);
           if (next === null) {
@@ -223,14 +238,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const room = width - this.inFlight.size;
     if (room <= 0) return;
     const rows = this.queue
-      .ready(room + this.inFlight.size)
+      .ready(room + this.inFlight.size, this.inFlight)
       .filter((r) => !this.inFlight.has(r.id) && !(mode === 'until-idle' && r.attempts >= maxAttempts))
       .slice(0, room);
     for (const row of rows) {
       if (this.stateValue !== 'syncing' && this.stateValue !== 'offline') this.setState('syncing');
       const controller = new AbortController();
-      const rowSignal = AbortSignal.any([controller.signal, ...(signal ? [signal] : [])]);
-      const promise = this.process(row, rowSignal).finally(() => {
+      const promise = this.process(row, [controller.signal, ...(signal ? [signal] : [])]).finally(() => {
         this.inFlight.delete(row.id);
         this.wake();
       });
@@ -259,8 +273,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     });
   }
 
-  private async process(start: QueueRow, runSignal?: AbortSignal): Promise<void> {
-    const signal = runSignal ? AbortSignal.any([runSignal, this.haltController.signal]) : this.haltController.signal;
+  private async process(start: QueueRow, sources: readonly AbortSignal[]): Promise<void> {
+    // One AbortSignal.any per row (the row, the run, a pause): it is not
+    // cheap in Node 20, and showed in profiles of thousands of small files.
+    const signal = AbortSignal.any([...sources, this.haltController.signal]);
     const ctx: StepContext = {
       queue: this.queue,
       api: this.api,
@@ -320,10 +336,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   private finished(row: QueueRow, outcome: 'uploaded' | 'fast-uploaded'): void {
+    this.serverFailures = 0;
+    this.holdUntil = 0;
     if (this.stateValue === 'offline') this.setState('syncing');
     this.progress.fileDone(row.size);
     this.emit('file', { ...fileBase(row), outcome });
-    this.emitProgress(false);
+    // The last file of a batch always reaches the UI, however soon after the previous one.
+    this.emitProgress(this.inFlight.size <= 1);
   }
 
   /** Decides from the error kind alone: stop, park, retry later, or ask the user. */
@@ -368,7 +387,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     }
     if (err.retryable) {
       const delay = this.queue.scheduleRetry(row.id, err, this.backoff);
-      if (err.kind === 'network' || err.kind === 'timeout') this.setState('offline', err);
+      if (SERVER_WIDE.has(err.kind)) {
+        this.serverFailures++;
+        this.holdUntil = Math.max(this.holdUntil, Date.now() + Math.max(backoffDelay(this.serverFailures, this.backoff), err.retryAfterMs ?? 0));
+        this.setState('offline', err);
+      }
       this.log.info({ file: row.relPath, kind: err.kind, retryInMs: delay }, err.message);
       event('retry-later');
       return;

@@ -48,7 +48,7 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
   await assertUnchanged(row);
   const [md5, media] = await Promise.all([
-    md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false) }),
+    md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
     readMediaInfo(row.absPath, { relPath: row.relPath, ...(ctx.aircraftDefault ? { aircraftDefault: ctx.aircraftDefault } : {}) }),
   ]);
   // The file must not have changed while we read it, or the fingerprint
@@ -104,9 +104,12 @@ export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void>
       relPath: row.relPath,
       ...(info.path ? { flightFolder: info.path } : {}),
     });
-  // After a crash between "object complete" and our record of it, the object
-  // is already there under its content-addressed key: nothing to send again.
-  if (row.state === 'uploading' && (await uploader.exists(key, ctx.signal))) {
+  // After a crash between "multipart complete" and our record of it, the
+  // object is already there under its content-addressed key: nothing to send
+  // again. Only for multipart: such an object exists only once Complete
+  // succeeded, whereas a cut single PUT can leave a truncated object behind
+  // on some stores (s3rver), which must never be taken for the file.
+  if (row.state === 'uploading' && row.uploadId && (await uploader.exists(key, ctx.signal))) {
     ctx.queue.setUploaded(row.id, key);
     return;
   }
@@ -144,6 +147,15 @@ export async function callbackStep(ctx: StepContext, row: QueueRow): Promise<'po
       ctx.queue.setDone(row.id, 'uploaded');
       return 'already-recorded';
     }
+    // Re-post only on a definite "this fingerprint is not known". Any other
+    // refusal (a server error wrapped in an envelope) leaves the outcome of
+    // the first callback unknown: try the check again later instead.
+    if (!isUnknownFingerprint(check.code, check.message)) {
+      throw new DmsError('server', `The server could not say whether it already has ${info.name}: ${check.message}`, {
+        serverCode: check.code,
+        serverMessage: check.message,
+      });
+    }
   }
   ctx.queue.setCallbackUnknown(row.id);
   try {
@@ -157,6 +169,15 @@ export async function callbackStep(ctx: StepContext, row: QueueRow): Promise<'po
   }
   ctx.queue.setDone(row.id, 'uploaded');
   return 'posted';
+}
+
+/**
+ * The answers servers give for an unknown fingerprint: the reference
+ * service's 404001, and the sample server's -1 "<fingerprint>don't exist.".
+ */
+export function isUnknownFingerprint(code: number | string, message: string): boolean {
+  if (Number(code) === 404001) return true;
+  return /don'?t exist|does not exist|not (be )?found|not known|unknown fingerprint/i.test(message);
 }
 
 /** `YYYY-MM-DDTHH:mm:ss±hh:mm` in the machine's zone (fallback capture time). */

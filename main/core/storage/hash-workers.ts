@@ -1,0 +1,315 @@
+/**
+ * MD5 off the main thread. Every byte the agent uploads is hashed twice: once
+ * for the fingerprint (media/fingerprint.ts md5File) and once more as it is
+ * read for sending (the Content-MD5 of each part, and the check that a small
+ * file still has its fingerprint). On the event loop those hashes take turns
+ * with every HTTP exchange and file read of the other files in flight, and
+ * the process can use one core only; in worker threads they run beside it,
+ * on every core there is.
+ *
+ * Two small pools, created on first use (a run with nothing to read starts
+ * none): one for whole-file fingerprints (long jobs: a video takes seconds),
+ * one for the bodies of requests (one part or one small file each), so that a
+ * long fingerprint never holds up the parts of a transfer. A worker reads the
+ * file itself and hands the bytes back without a copy (transferred
+ * ArrayBuffer), with their MD5.
+ *
+ * The workers only read and hash; what a failure means is decided by the
+ * callers, exactly as for the in-thread code they replace: errors come back as
+ * Errors with the file system's code, `changed` when the file is not the size
+ * it should be. DMS_HASH_WORKERS=0 turns the workers off (in-thread hashing),
+ * and so does any failure to start one.
+ */
+import { Worker } from 'node:worker_threads';
+
+/** The worker's code: plain CommonJS, so it runs the same from dist/, from sources under a test runner, or in Electron. */
+const WORKER_SOURCE = String.raw`
+'use strict';
+const { parentPort } = require('node:worker_threads');
+const { createHash } = require('node:crypto');
+const fsp = require('node:fs/promises');
+
+function errorInfo(e) {
+  const o = e && typeof e === 'object' ? e : {};
+  return { message: String(o.message ?? e), name: o.name, code: o.code, errno: o.errno, syscall: o.syscall, path: o.path };
+}
+
+// Fingerprint of a whole file: reads in 'size' steps, two buffers so that the
+// next read runs while this one is hashed; stops between reads once the
+// caller set flag[0] (abort).
+async function hashFile(job) {
+  const { id, path, size, flag } = job;
+  let fh;
+  let pending;
+  try {
+    fh = await fsp.open(path, 'r');
+    let current = Buffer.allocUnsafe(size);
+    let spare;
+    const hash = createHash('md5');
+    const readInto = (buf) => (pending = fh.read(buf, 0, size, null));
+    let next = readInto(current);
+    for (;;) {
+      if (Atomics.load(flag, 0) !== 0) return parentPort.postMessage({ id, aborted: true });
+      const { bytesRead } = await next;
+      pending = undefined;
+      if (bytesRead === 0) break;
+      if (bytesRead === size) {
+        const other = (spare ??= Buffer.allocUnsafe(size));
+        next = readInto(other);
+        hash.update(current.subarray(0, bytesRead));
+        spare = current;
+        current = other;
+      } else {
+        hash.update(current.subarray(0, bytesRead));
+        next = readInto(current);
+      }
+      parentPort.postMessage({ id, bytes: bytesRead });
+    }
+    parentPort.postMessage({ id, md5: hash.digest('hex') });
+  } catch (e) {
+    parentPort.postMessage({ id, error: errorInfo(e) });
+  } finally {
+    if (pending) await pending.catch(() => undefined);
+    if (fh) await fh.close().catch(() => undefined);
+  }
+}
+
+// One request body: 'length' bytes at 'offset' of a file that must be
+// 'expectedSize' long, with their MD5; the bytes are transferred, not copied.
+async function readRange(job) {
+  const { id, path, offset, length, expectedSize } = job;
+  let fh;
+  try {
+    fh = await fsp.open(path, 'r');
+    if ((await fh.stat()).size !== expectedSize) return parentPort.postMessage({ id, changed: true });
+    const ab = new ArrayBuffer(length);
+    const buf = Buffer.from(ab);
+    let done = 0;
+    while (done < length) {
+      const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
+      if (bytesRead === 0) return parentPort.postMessage({ id, changed: true });
+      done += bytesRead;
+    }
+    const md5 = createHash('md5').update(buf).digest();
+    parentPort.postMessage({ id, body: ab, md5: md5.toString('hex') }, [ab]);
+  } catch (e) {
+    parentPort.postMessage({ id, error: errorInfo(e) });
+  } finally {
+    if (fh) await fh.close().catch(() => undefined);
+  }
+}
+
+parentPort.on('message', (job) => {
+  void (job.op === 'file' ? hashFile(job) : readRange(job));
+});
+`;
+
+interface ErrorInfo {
+  message: string;
+  name?: string;
+  code?: string;
+  errno?: number;
+  syscall?: string;
+  path?: string;
+}
+
+interface Reply {
+  id: number;
+  bytes?: number;
+  md5?: string;
+  body?: ArrayBuffer;
+  changed?: boolean;
+  aborted?: boolean;
+  error?: ErrorInfo;
+}
+
+interface Job {
+  message: Record<string, unknown> & { id: number };
+  onMessage: (r: Reply) => boolean; // true when this was the job's last message
+  fail: (err: Error) => void;
+}
+
+/** The file was not the size it should be (or shorter than it said) when read for sending. */
+export class SourceChangedSignal extends Error {
+  constructor() {
+    super('the file changed while it was being read');
+    this.name = 'SourceChangedSignal';
+  }
+}
+
+/** A worker's error, as the file system gave it (code, errno, syscall kept for classification). */
+function rebuildError(info: ErrorInfo): Error {
+  const err = new Error(info.message) as Error & Partial<Omit<ErrorInfo, 'message'>>;
+  if (info.name) err.name = info.name;
+  if (info.code !== undefined) err.code = info.code;
+  if (info.errno !== undefined) err.errno = info.errno;
+  if (info.syscall !== undefined) err.syscall = info.syscall;
+  if (info.path !== undefined) err.path = info.path;
+  return err;
+}
+
+/** No worker thread could be started, or it died: the caller hashes on its own thread instead. */
+export class WorkersUnavailable extends Error {
+  constructor() {
+    super('no hash worker could be started');
+    this.name = 'WorkersUnavailable';
+  }
+}
+
+let nextId = 1;
+let disabled = process.env.DMS_HASH_WORKERS === '0';
+
+class Pool {
+  private readonly idle: Worker[] = [];
+  private readonly busy = new Map<Worker, Job>();
+  private readonly queue: Job[] = [];
+
+  constructor(private readonly size: number) {}
+
+  run(job: Job): void {
+    this.queue.push(job);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      let w = this.idle.pop();
+      if (!w && this.busy.size < this.size) w = this.spawn() ?? undefined;
+      if (!w) {
+        if (this.busy.size === 0) {
+          // No worker could be started at all: fail the waiting jobs so their callers fall back.
+          for (const j of this.queue.splice(0)) j.fail(new WorkersUnavailable());
+        }
+        return;
+      }
+      const job = this.queue.shift() as Job;
+      this.busy.set(w, job);
+      // Only a worker with a job keeps the process alive.
+      w.ref();
+      w.postMessage(job.message);
+    }
+  }
+
+  private spawn(): Worker | null {
+    let w: Worker;
+    try {
+      w = new Worker(WORKER_SOURCE, { eval: true });
+    } catch {
+      disabled = true;
+      return null;
+    }
+    w.on('message', (r: Reply) => {
+      const job = this.busy.get(w);
+      if (!job || job.message.id !== r.id) return;
+      if (!job.onMessage(r)) return;
+      this.busy.delete(w);
+      w.unref();
+      this.idle.push(w);
+      this.pump();
+    });
+    const lost = (err: Error): void => {
+      const job = this.busy.get(w);
+      this.busy.delete(w);
+      const i = this.idle.indexOf(w);
+      if (i >= 0) this.idle.splice(i, 1);
+      job?.fail(err);
+      this.pump();
+    };
+    // A worker that dies leaves its job to the caller's own thread (WorkersUnavailable).
+    w.on('error', () => lost(new WorkersUnavailable()));
+    w.on('exit', () => lost(new WorkersUnavailable()));
+    w.unref();
+    return w;
+  }
+}
+
+const FILE_WORKERS = 2;
+const RANGE_WORKERS = 2;
+let filePool: Pool | undefined;
+let rangePool: Pool | undefined;
+
+/**
+ * Below this many bytes a job is done on the caller's thread: handing a small
+ * file to a worker and back costs more than hashing it (measured with 64 KiB
+ * files: more CPU, no faster).
+ */
+export const WORKER_MIN_BYTES = 1024 * 1024;
+
+/**
+ * Whether a job of `bytes` (undefined: not known) goes to a worker: not for
+ * small ones, and never when the workers are off (DMS_HASH_WORKERS=0, or they
+ * could not be started).
+ */
+export function useHashWorkers(bytes?: number): boolean {
+  return !disabled && (bytes === undefined || bytes >= WORKER_MIN_BYTES);
+}
+
+/**
+ * MD5 (lowercase hex) of a whole file in a worker. `onBytes` gets each read's
+ * size; setting the abort flag (via `signal`) stops the worker between reads,
+ * and the promise then rejects with `abortReason()`. File system errors come
+ * back as Errors with their code; WorkersUnavailable when no worker can run.
+ */
+export function hashFileInWorker(
+  path: string,
+  readSize: number,
+  opts: { signal?: AbortSignal; onBytes?: (n: number) => void; abortReason: () => Error },
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    const { signal } = opts;
+    const onAbort = (): void => {
+      Atomics.store(flag, 0, 1);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = (): void => signal?.removeEventListener('abort', onAbort);
+    filePool ??= new Pool(FILE_WORKERS);
+    filePool.run({
+      message: { op: 'file', id: nextId++, path, size: readSize, flag },
+      onMessage: (r) => {
+        if (r.bytes !== undefined) {
+          if (signal?.aborted !== true) opts.onBytes?.(r.bytes);
+          return false;
+        }
+        done();
+        if (r.error) reject(rebuildError(r.error));
+        // An abort during the last read still wins: the caller asked us to stop.
+        else if (r.aborted || signal?.aborted === true) reject(opts.abortReason());
+        else resolve(r.md5 as string);
+        return true;
+      },
+      fail: (err) => {
+        done();
+        reject(err);
+      },
+    });
+  });
+}
+
+/**
+ * `length` bytes at `offset` of a file that must be `expectedSize` bytes
+ * long, read in a worker, with their MD5 (raw digest). Rejects with
+ * SourceChangedSignal when the size is not the expected one or the file ends
+ * early, with the file system's Error otherwise, WorkersUnavailable when no
+ * worker can run.
+ */
+export function readRangeInWorker(
+  path: string,
+  offset: number,
+  length: number,
+  expectedSize: number,
+): Promise<{ body: Buffer; md5: Buffer }> {
+  return new Promise((resolve, reject) => {
+    rangePool ??= new Pool(RANGE_WORKERS);
+    rangePool.run({
+      message: { op: 'range', id: nextId++, path, offset, length, expectedSize },
+      onMessage: (r) => {
+        if (r.error) reject(rebuildError(r.error));
+        else if (r.changed) reject(new SourceChangedSignal());
+        else resolve({ body: Buffer.from(r.body as ArrayBuffer), md5: Buffer.from(r.md5 as string, 'hex') });
+        return true;
+      },
+      fail: reject,
+    });
+  });
+}

@@ -1,0 +1,134 @@
+// Runs a command and measures it: wall time, CPU seconds (user + system),
+// peak RSS (VmHWM), and the CPU the reference service used meanwhile.
+// CPU and VmHWM come from polling /proc/<pid> (the last sample before exit);
+// a Node child started with the exit-stats hook reports exact figures itself.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { setInterval, clearInterval, setTimeout, clearTimeout } from 'node:timers';
+import { performance } from 'node:perf_hooks';
+
+let clkTck = 100;
+try {
+  clkTck = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+} catch {
+  // 100 on every Linux we know of
+}
+
+/** Children still running (killed by the benchmark when it is interrupted). */
+export const running = new Set();
+
+/** CPU seconds (user + system) of a live process, or null when it is gone. */
+export function cpuSeconds(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / clkTck;
+  } catch {
+    return null;
+  }
+}
+
+/** Peak resident set (VmHWM) in MiB, or null. */
+export function peakRssMiB(pid) {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Keeps the last `max` characters of a stream. */
+function tail(max) {
+  let text = '';
+  return {
+    push(chunk) {
+      text += chunk;
+      if (text.length > max * 2) text = text.slice(-max);
+    },
+    get value() {
+      return text.slice(-max);
+    },
+  };
+}
+
+/**
+ * Runs `cmd args` to completion. Options: env, cwd, svcPid (the service, whose
+ * CPU use during the run is reported), statsFile (written by exit-stats.mjs),
+ * onLine (each stdout line), timeoutMs.
+ * Resolves { code, wallS, cpuS, peakRssMiB, svcCpuS, stdoutTail, stderrTail }.
+ */
+export function measure(cmd, args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const svc0 = opts.svcPid ? cpuSeconds(opts.svcPid) : null;
+    const t0 = performance.now();
+    const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    let cpu = 0;
+    let rss = 0;
+    let wall = 0;
+    let svc1 = null;
+    const sample = () => {
+      const c = cpuSeconds(child.pid);
+      if (c !== null) cpu = c;
+      const r = peakRssMiB(child.pid);
+      if (r !== null) rss = Math.max(rss, r);
+    };
+    const poll = setInterval(sample, 50);
+    const out = tail(64 * 1024);
+    const err = tail(8 * 1024);
+    let partial = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (d) => {
+      out.push(d);
+      if (opts.onLine) {
+        const lines = (partial + d).split('\n');
+        partial = lines.pop() ?? '';
+        for (const l of lines) opts.onLine(l);
+      }
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d) => err.push(d));
+    const timer = opts.timeoutMs
+      ? setTimeout(() => {
+          child.kill('SIGKILL');
+        }, opts.timeoutMs)
+      : null;
+    child.on('error', (e) => {
+      clearInterval(poll);
+      if (timer) clearTimeout(timer);
+      reject(e);
+    });
+    child.on('exit', () => {
+      wall = (performance.now() - t0) / 1000;
+      svc1 = opts.svcPid ? cpuSeconds(opts.svcPid) : null;
+      clearInterval(poll);
+      if (timer) clearTimeout(timer);
+    });
+    child.on('close', (code, signal) => {
+      running.delete(child);
+      if (partial && opts.onLine) opts.onLine(partial);
+      let cpuS = cpu;
+      let peak = rss;
+      if (opts.statsFile) {
+        try {
+          const s = JSON.parse(fs.readFileSync(opts.statsFile, 'utf8'));
+          cpuS = (s.userCPUTime + s.systemCPUTime) / 1e6;
+          peak = s.maxRSS / 1024;
+        } catch {
+          // the child died before its exit hook: keep the polled figures
+        }
+      }
+      resolve({
+        code: code ?? (signal ? 128 : 1),
+        signal,
+        wallS: wall,
+        cpuS,
+        peakRssMiB: peak,
+        svcCpuS: svc0 !== null && svc1 !== null ? svc1 - svc0 : null,
+        stdoutTail: out.value,
+        stderrTail: err.value,
+      });
+    });
+  });
+}
