@@ -415,12 +415,21 @@ function ratios(a, b, f) {
   return summarize(out);
 }
 
+/** One line, without rclone's notice about the (deliberately) missing config file. */
+function oneLine(text) {
+  return String(text ?? '')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/NOTICE: Config file/.test(l))
+    .join(' / ')
+    .slice(-400);
+}
+
 function runFigures(list, bytes, files) {
   return {
     ok_runs: okRuns(list).length,
     retried_runs: list.filter((r) => r.retried).length,
     failed_runs: list.length - okRuns(list).length,
-    errors: list.filter((r) => !r.ok).map((r) => r.error),
+    errors: list.filter((r) => !r.ok).map((r) => oneLine(r.error)),
     wall_s: pick(list, (r) => r.wallS),
     mib_s: pick(list, (r) => bytes / MiB / r.wallS),
     files_s: pick(list, (r) => files / r.wallS),

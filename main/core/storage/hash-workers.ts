@@ -82,8 +82,9 @@ async function readRange(job) {
   try {
     fh = await fsp.open(path, 'r');
     if ((await fh.stat()).size !== expectedSize) return parentPort.postMessage({ id, changed: true });
-    const ab = new ArrayBuffer(length);
-    const buf = Buffer.from(ab);
+    // A buffer of its own (never a slice of Node's pool), not zero-filled: it is transferred whole.
+    const buf = Buffer.allocUnsafeSlow(length);
+    const ab = buf.buffer;
     let done = 0;
     while (done < length) {
       const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
@@ -91,7 +92,9 @@ async function readRange(job) {
       done += bytesRead;
     }
     const md5 = createHash('md5').update(buf).digest();
-    parentPort.postMessage({ id, body: ab, md5: md5.toString('hex') }, [ab]);
+    // Transferred without a copy when the buffer owns its memory (always, for allocUnsafeSlow).
+    const whole = buf.byteOffset === 0 && ab.byteLength === length ? ab : buf.buffer.slice(buf.byteOffset, buf.byteOffset + length);
+    parentPort.postMessage({ id, body: whole, md5: md5.toString('hex') }, [whole]);
   } catch (e) {
     parentPort.postMessage({ id, error: errorInfo(e) });
   } finally {
@@ -261,6 +264,8 @@ export function hashFileInWorker(
     const onAbort = (): void => {
       Atomics.store(flag, 0, 1);
     };
+    // A throwing onBytes rejects the hash, as it does on this thread; the worker stops at its next read.
+    let callbackError: { err: unknown } | undefined;
     signal?.addEventListener('abort', onAbort, { once: true });
     const done = (): void => signal?.removeEventListener('abort', onAbort);
     filePool ??= new Pool(FILE_WORKERS);
@@ -268,11 +273,19 @@ export function hashFileInWorker(
       message: { op: 'file', id: nextId++, path, size: readSize, flag },
       onMessage: (r) => {
         if (r.bytes !== undefined) {
-          if (signal?.aborted !== true) opts.onBytes?.(r.bytes);
+          if (signal?.aborted !== true && !callbackError) {
+            try {
+              opts.onBytes?.(r.bytes);
+            } catch (err) {
+              callbackError = { err };
+              Atomics.store(flag, 0, 1);
+            }
+          }
           return false;
         }
         done();
-        if (r.error) reject(rebuildError(r.error));
+        if (callbackError) reject(callbackError.err instanceof Error ? callbackError.err : new Error(String(callbackError.err)));
+        else if (r.error) reject(rebuildError(r.error));
         // An abort during the last read still wins: the caller asked us to stop.
         else if (r.aborted || signal?.aborted === true) reject(opts.abortReason());
         else resolve(r.md5 as string);
