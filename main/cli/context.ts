@@ -6,7 +6,7 @@ import { DmsError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { fetchWithCa, loadCaFile } from '../core/tls.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
-import { startService, type RunningService } from '../service/index.js';
+import type { RunningService } from '../service/index.js';
 
 /** Options every command that talks to a server accepts. */
 export interface ServerFlags {
@@ -74,6 +74,9 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
   const serverUrl = flags.server ?? env.DMS_SERVER ?? (config.useLocalService ? undefined : config.server?.url);
 
   if (!serverUrl) {
+    // Loaded only here: with a server configured, `sync` need not load fastify,
+    // s3rver and the service's SQLite code at all (about 0.35 s of every start).
+    const { startService } = await import('../service/index.js');
     const svc = await startService({ dataDir: paths.service, port: 0, logger: false });
     const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token });
     return {

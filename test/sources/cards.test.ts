@@ -9,7 +9,7 @@ import { parseConfig } from '../../main/core/config.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { CardMonitor } from '../../main/core/sources/cards.js';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { FIXTURES, tempDir } from '../support/harness.js';
+import { FIXTURES, tempDir, until } from '../support/harness.js';
 
 // Real folders as mount roots, the real watcher (chokidar), the real service
 // and bucket. A "card" is a folder appearing under the mount root.
@@ -23,14 +23,6 @@ afterAll(async () => {
   await svc.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 function startAgent(ws: string, token: string, mountRoot: string, stateName: string, config = {}) {
   const queue = new Queue(path.join(dir, stateName, 'queue.db'));

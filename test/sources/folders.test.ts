@@ -7,7 +7,7 @@ import { ApiClient } from '../../main/core/api/client.js';
 import { parseConfig } from '../../main/core/config.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { FIXTURES, tempDir } from '../support/harness.js';
+import { FIXTURES, tempDir, until } from '../support/harness.js';
 
 // Watched folders with the real watcher, the real service and bucket, and a
 // real queue file shared by two agent "runs" (stop, change files, start).
@@ -21,14 +21,6 @@ afterAll(async () => {
   await svc.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 function copyOld(src: string, dest: string): void {
   fs.mkdirSync(path.dirname(dest), { recursive: true });

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { ApiClient } from '../../main/core/api/client.js';
@@ -83,5 +84,14 @@ export async function getObject(sts: StsResult, key: string): Promise<Buffer> {
     return Buffer.from(await out.Body!.transformToByteArray());
   } finally {
     s3.destroy();
+  }
+}
+
+/** Polls until `check` holds, failing with what was awaited after `ms`. */
+export async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
   }
 }
