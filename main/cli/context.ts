@@ -4,7 +4,7 @@ import { ApiClient } from '../core/api/client.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
-import { fetchWithCa, loadCaFile } from '../core/tls.js';
+import { dispatcherWithCa, loadCaFile } from '../core/tls.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
 import type { RunningService } from '../service/index.js';
 
@@ -104,7 +104,7 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
     baseUrl: serverUrl,
     workspaceId: workspace,
     token,
-    ...(config.caFile ? { fetch: fetchWithCa(loadCaFile(config.caFile)) } : {}),
+    ...(config.caFile ? { dispatcher: dispatcherWithCa(loadCaFile(config.caFile)) } : {}),
   });
   let current = token;
   const fromFile = !flags.token && !env.DMS_TOKEN;

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiClient } from './api/client.js';
-import { fetchWithCa, loadCaFile } from './tls.js';
+import { dispatcherWithCa, loadCaFile } from './tls.js';
 
 // A real HTTPS server with a certificate from a throw-away CA made by openssl.
 let dir: string;
@@ -37,13 +37,13 @@ it('refuses a server whose certificate is not trusted, with a plain reason', asy
 });
 
 it('trusts it once its CA is configured (caFile), and still refuses other certificates', async () => {
-  const api = new ApiClient({ baseUrl, workspaceId: 'ws', token: 't', fetch: fetchWithCa(loadCaFile(path.join(dir, 'ca.pem'))) });
+  const api = new ApiClient({ baseUrl, workspaceId: 'ws', token: 't', dispatcher: dispatcherWithCa(loadCaFile(path.join(dir, 'ca.pem'))) });
   await expect(api.listWaylines({})).resolves.toMatchObject({ pagination: { total: 0 } });
   // a CA file that is not the server's CA: still refused, never ignored
   {
     fs.writeFileSync(path.join(dir, 'other.cnf'), '');
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'o.key', '-out', 'other.pem', '-days', '2', '-subj', '/CN=Other CA'], { cwd: dir, stdio: 'pipe' });
-    const other = new ApiClient({ baseUrl, workspaceId: 'ws', token: 't', fetch: fetchWithCa(loadCaFile(path.join(dir, 'other.pem'))) });
+    const other = new ApiClient({ baseUrl, workspaceId: 'ws', token: 't', dispatcher: dispatcherWithCa(loadCaFile(path.join(dir, 'other.pem'))) });
     await expect(other.listWaylines({})).rejects.toMatchObject({ kind: 'network' });
   }
 });

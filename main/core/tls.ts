@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import tls from 'node:tls';
-import { Agent, fetch as undiciFetch } from 'undici';
+import { Agent, type Dispatcher } from 'undici';
 import { DmsError } from './errors.js';
 
 /**
@@ -22,14 +22,11 @@ export function loadCaFile(file: string): string {
 }
 
 /**
- * A fetch that trusts the system CAs plus the given ones (undici, the same
- * HTTP client as Node's own fetch, with a dispatcher of its own).
+ * An undici dispatcher (the API client's HTTP pool) that trusts the system
+ * CAs plus the given ones.
  */
-export function fetchWithCa(extraCa: string): typeof fetch {
+export function dispatcherWithCa(extraCa: string): Dispatcher {
   // Node's default CA list plus the extra one: `ca` replaces the defaults otherwise.
   const ca = [...tls.rootCertificates, extraCa];
-  const dispatcher = new Agent({ connect: { ca } });
-  type UndiciInit = Parameters<typeof undiciFetch>[1];
-  return ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
-    undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...init, dispatcher } as UndiciInit)) as unknown as typeof fetch;
+  return new Agent({ connect: { ca }, keepAliveTimeout: 10_000 });
 }

@@ -3,7 +3,7 @@ import { ApiClient } from '../../core/api/client.js';
 import { loadConfig, saveConfig } from '../../core/config.js';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
-import { fetchWithCa, loadCaFile } from '../../core/tls.js';
+import { dispatcherWithCa, loadCaFile } from '../../core/tls.js';
 import { resolveStateDir, writeStoredToken } from '../context.js';
 
 /** Reads the password without echoing it on a terminal, or from piped stdin. */
@@ -35,7 +35,7 @@ export async function loginCommand(flags: { server: string; username: string; st
   const api = new ApiClient({
     baseUrl: flags.server,
     workspaceId: '',
-    ...(config.caFile ? { fetch: fetchWithCa(loadCaFile(config.caFile)) } : {}),
+    ...(config.caFile ? { dispatcher: dispatcherWithCa(loadCaFile(config.caFile)) } : {}),
   });
   const result = await api.login(flags.username, password);
   writeStoredToken(paths.token, { server: flags.server, workspaceId: result.workspace_id, token: result.access_token });

@@ -1,8 +1,10 @@
+import type { Dispatcher } from 'undici';
 import { DmsError } from '../errors.js';
 import { readEnvelope, redact, requireSuccess } from './envelope.js';
 import type { Envelope, RequestContext } from './envelope.js';
 import { buildWaylineQuery } from './query.js';
 import { parseCallbackKey, parseLogin, parseRefreshedToken, parseSts, parseWaylinePage } from './schemas.js';
+import { fetchExchange, undiciExchange, type Exchange } from './exchange.js';
 import { send } from './transport.js';
 import type {
   FastUploadInput,
@@ -23,7 +25,10 @@ export interface ApiClientOptions {
   token?: string;
   /** Deadline for a whole exchange, body included. Default 30 s. */
   timeoutMs?: number;
+  /** A fetch to carry the calls instead (tests wrap one to count or lose answers). */
   fetch?: typeof fetch;
+  /** undici dispatcher for the default exchange, e.g. one trusting a custom CA (tls.ts). */
+  dispatcher?: Dispatcher;
   userAgent?: string;
   /** Answers larger than this are refused. Default 8 MiB. */
   maxBodyBytes?: number;
@@ -78,7 +83,7 @@ export class ApiClient {
   #token: string | undefined;
   #workspaceId: string;
   readonly #timeoutMs: number;
-  readonly #fetch: typeof fetch;
+  readonly #exchange: Exchange;
   readonly #userAgent: string;
   readonly #maxBodyBytes: number;
 
@@ -99,7 +104,7 @@ export class ApiClient {
     this.#token = normalizeToken(opts.token);
     this.#timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!(this.#timeoutMs > 0)) throw invalid('timeoutMs must be positive.');
-    this.#fetch = opts.fetch ?? globalThis.fetch;
+    this.#exchange = opts.fetch ? fetchExchange(opts.fetch) : undiciExchange(opts.dispatcher);
     this.#userAgent = opts.userAgent ?? 'drone-media-sync';
     this.#maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY;
   }
@@ -270,7 +275,7 @@ export class ApiClient {
         ...(call.opts?.signal === undefined ? {} : { signal: call.opts.signal }),
         timeoutMs: call.opts?.timeoutMs ?? this.#timeoutMs,
         maxBodyBytes: this.#maxBodyBytes,
-        fetch: this.#fetch,
+        exchange: this.#exchange,
       },
       ctx,
     );

@@ -32,9 +32,14 @@ export interface Envelope {
   data: unknown;
 }
 
+/** What the envelope reads of the answer's headers (a fetch Headers fits). */
+export interface AnswerHeaders {
+  get(name: string): string | null;
+}
+
 export interface RawResponse {
   status: number;
-  headers: Headers;
+  headers: AnswerHeaders;
   text: string;
 }
 

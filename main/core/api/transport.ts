@@ -1,6 +1,7 @@
 import { DmsError, isAbortError } from '../errors.js';
 import { redact } from './envelope.js';
 import type { RawResponse, RequestContext } from './envelope.js';
+import type { Exchange, HttpAnswer } from './exchange.js';
 
 /**
  * One HTTP exchange with a deadline that covers the whole answer (headers AND
@@ -17,7 +18,8 @@ export interface TransportRequest {
   signal?: AbortSignal;
   timeoutMs: number;
   maxBodyBytes: number;
-  fetch: typeof fetch;
+  /** Who carries the exchange: undici's request() by default (see exchange.ts). */
+  exchange: Exchange;
 }
 
 export async function send(req: TransportRequest, ctx: RequestContext): Promise<RawResponse> {
@@ -37,21 +39,21 @@ export async function send(req: TransportRequest, ctx: RequestContext): Promise<
   const timer = AbortSignal.timeout(req.timeoutMs);
   const signal = caller === undefined ? timer : AbortSignal.any([caller, timer]);
   try {
-    const res = await req.fetch(req.url, {
+    const answer = await req.exchange({
       method: req.method,
+      url: req.url,
       headers: req.headers,
       ...(req.body === undefined ? {} : { body: req.body }),
       signal,
-      redirect: 'manual',
     });
-    const text = await readCapped(res, req.maxBodyBytes, ctx);
-    return { status: res.status, headers: res.headers, text };
+    const text = await readCapped(answer, req.maxBodyBytes, ctx);
+    return { status: answer.status, headers: answer.headers, text };
   } catch (err) {
     throw classifyFailure(err, ctx, { caller, timer, timeoutMs: req.timeoutMs });
   }
 }
 
-async function readCapped(res: Response, max: number, ctx: RequestContext): Promise<string> {
+async function readCapped(res: HttpAnswer, max: number, ctx: RequestContext): Promise<string> {
   const tooBig = () =>
     new DmsError(
       'malformed-response',
@@ -64,19 +66,15 @@ async function readCapped(res: Response, max: number, ctx: RequestContext): Prom
     );
   const declared = Number(res.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > max) {
-    await res.body?.cancel().catch(() => undefined);
+    await res.discard();
     throw tooBig();
   }
-  if (res.body === null) return '';
-  const reader = res.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
+  for await (const value of res.body) {
     total += value.byteLength;
     if (total > max) {
-      await reader.cancel().catch(() => undefined);
+      await res.discard();
       throw tooBig();
     }
     chunks.push(value);
@@ -129,7 +127,7 @@ interface AbortState {
   timeoutMs: number;
 }
 
-/** Turns whatever fetch or the body read threw into a DmsError. Exported for tests of the TLS mapping. */
+/** Turns whatever the exchange or the body read threw into a DmsError. Exported for tests of the TLS mapping. */
 export function classifyFailure(err: unknown, ctx: RequestContext, state: AbortState): DmsError {
   if (err instanceof DmsError) return err;
   const opts = { cause: err, method: ctx.method, path: ctx.path };

@@ -70,7 +70,16 @@ const NETWORK_CODES = new Set([
   'RequestError', // ali-oss / urllib: the request never got an answer
   'ConnectionTimeoutError', // ali-oss: could not connect in time
 ]);
-const TIMEOUT_CODES = new Set(['ETIMEDOUT', 'TimeoutError', 'ResponseTimeoutError', 'RequestTimeout']);
+const TIMEOUT_CODES = new Set([
+  'ETIMEDOUT',
+  'TimeoutError',
+  'ResponseTimeoutError',
+  'RequestTimeout',
+  // undici (s3-put.ts): no answer, a stalled body, or no connection in time
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
 
 /** HEAD answers have no body: a bare 403 may well be an expired token. */

@@ -10,6 +10,8 @@
  *   persistence); the SDK could not replay our streamed bodies anyway.
  * - one keep-alive agent per uploader, shared by successive clients, so a
  *   credential refresh does not cut the parts in flight.
+ * - the bytes themselves (PutObject, UploadPart) go through s3-put.ts: the
+ *   SDK's signer without its per-request middleware cost.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -18,14 +20,14 @@ import {
   CreateMultipartUploadCommand,
   HeadObjectCommand,
   ListPartsCommand,
-  PutObjectCommand,
   S3Client,
-  UploadPartCommand,
 } from '@aws-sdk/client-s3';
+import { Agent } from 'undici';
 import { DmsError } from '../errors.js';
 import { isCredentialFailure, networkCode, toBucketError } from './bucket-errors.js';
 import type { BucketFailure } from './bucket-errors.js';
 import { pacedBody } from './parts.js';
+import { SignedPut } from './s3-put.js';
 import { ClientSession } from './session.js';
 import { resolveConfig, transfer } from './transfer.js';
 import type { StorageBackend } from './transfer.js';
@@ -66,8 +68,16 @@ const SILENT = {
 export function createS3Uploader(opts: UploaderOptions): Uploader {
   const cfg = resolveConfig(opts);
   const maxSockets = opts.maxSockets ?? Math.max(16, cfg.partConcurrency * 4);
+  const ca = opts.ca;
   const httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets });
+  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...(ca ? { ca } : {}) });
+  const dataAgent = new Agent({
+    connections: maxSockets,
+    keepAliveTimeout: 10_000,
+    connect: { timeout: 15_000, ...(ca ? { ca } : {}) },
+  });
+  // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine.
+  const signedPut = new SignedPut(dataAgent, { headersMs: 120_000, bodyMs: 120_000 });
 
   const build = (t: BucketTarget): S3Client =>
     new S3Client({
@@ -128,21 +138,17 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
 
   const backend: StorageBackend = {
     async putObject(req, body, md5, onChunk) {
-      const out = await call('PutObject', req.key, req.signal, (c, t) =>
-        c.send(
-          new PutObjectCommand({
-            Bucket: t.bucket,
-            Key: req.key,
-            // A new paced stream per attempt: a credential retry sends the body again.
-            Body: pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
-            ContentLength: body.length,
-            ContentMD5: md5,
-            ...(req.contentType !== undefined ? { ContentType: req.contentType } : {}),
-          }),
-          abortOpt(req.signal),
-        ),
+      return call('PutObject', req.key, req.signal, (c, t) =>
+        signedPut.send(c, t, {
+          key: req.key,
+          // A new paced stream per attempt: a credential retry sends the body again.
+          body: pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
+          length: body.length,
+          md5,
+          ...(req.contentType !== undefined ? { contentType: req.contentType } : {}),
+          ...(req.signal ? { signal: req.signal } : {}),
+        }),
       );
-      return out.ETag;
     },
 
     async createMultipart(req) {
@@ -160,22 +166,17 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     },
 
     async uploadPart(req, uploadId, partNumber, body, md5, signal) {
-      const out = await call('UploadPart', req.key, signal, (c, t) =>
-        c.send(
-          new UploadPartCommand({
-            Bucket: t.bucket,
-            Key: req.key,
-            UploadId: uploadId,
-            PartNumber: partNumber,
-            // Always a stream: signed as UNSIGNED-PAYLOAD, no SHA-256 pass (see PaceOptions.stream).
-            Body: pacedBody(body, { throttle: opts.throttle, signal, stream: true }),
-            ContentLength: body.length,
-            ContentMD5: md5,
-          }),
-          abortOpt(signal),
-        ),
+      const etag = await call('UploadPart', req.key, signal, (c, t) =>
+        signedPut.send(c, t, {
+          key: req.key,
+          body: pacedBody(body, { throttle: opts.throttle, signal }),
+          length: body.length,
+          md5,
+          part: { uploadId, partNumber },
+          ...(signal ? { signal } : {}),
+        }),
       );
-      return required(out.ETag, 'UploadPart');
+      return required(etag, 'UploadPart');
     },
 
     async listParts(req, uploadId) {
@@ -238,6 +239,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       session.forget();
       httpAgent.destroy();
       httpsAgent.destroy();
+      void dataAgent.destroy().catch(() => undefined);
     },
   };
 }

@@ -83,6 +83,11 @@ export interface UploaderOptions {
   throttle?: (bytes: number, signal?: AbortSignal) => Promise<void>;
   /** Keep-alive sockets per uploader; should cover partConcurrency × files in flight. */
   maxSockets?: number;
+  /**
+   * Certificate authorities to trust for the bucket, in place of Node's list
+   * (self-hosted MinIO with a private CA: the system CAs plus the configured one).
+   */
+  ca?: string[];
 }
 
 export interface Uploader {

@@ -1,0 +1,101 @@
+/**
+ * The HTTP exchange under the API client, behind one small function type so
+ * the client does not care who carries it.
+ *
+ * The default is undici's request(): measured on this project's benchmark
+ * machine at about 0.33 ms of CPU per small JSON call against about 1.4 ms
+ * for fetch (WHATWG streams, Request/Response objects), which mattered with
+ * two server calls per file on cards of thousands of photos. A fetch can
+ * still be given (tests wrap one to count or to lose answers).
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import type { AnswerHeaders } from './envelope.js';
+
+export interface ExchangeRequest {
+  method: 'GET' | 'POST';
+  url: URL;
+  headers: Record<string, string>;
+  body?: string;
+  signal: AbortSignal;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: AnswerHeaders;
+  body: AsyncIterable<Uint8Array>;
+  /** Drops the rest of the body (and its connection when needed). */
+  discard(): Promise<void>;
+}
+
+export type Exchange = (req: ExchangeRequest) => Promise<HttpAnswer>;
+
+let sharedAgent: Agent | undefined;
+
+/**
+ * One keep-alive pool for every client of the process (unless a dispatcher
+ * with a custom CA is given): server calls reuse warm connections.
+ */
+function defaultDispatcher(): Dispatcher {
+  sharedAgent ??= new Agent({ keepAliveTimeout: 10_000, connections: 32 });
+  return sharedAgent;
+}
+
+export function undiciExchange(dispatcher?: Dispatcher): Exchange {
+  return async (req) => {
+    const res = await request(req.url, {
+      method: req.method,
+      headers: req.headers,
+      ...(req.body === undefined ? {} : { body: req.body }),
+      signal: req.signal,
+      dispatcher: dispatcher ?? defaultDispatcher(),
+      // Redirects are never followed: a redirected API call is reported (envelope.ts).
+      maxRedirections: 0,
+      // The caller's deadline (transport.ts) covers headers and body; undici's own
+      // per-phase timeouts would only produce a second, differently worded error.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+    const raw = res.headers;
+    return {
+      status: res.statusCode,
+      headers: {
+        get(name: string): string | null {
+          const v = raw[name.toLowerCase()];
+          if (v === undefined) return null;
+          return Array.isArray(v) ? v.join(', ') : v;
+        },
+      },
+      body: res.body,
+      discard: () => {
+        res.body.destroy();
+        return Promise.resolve();
+      },
+    };
+  };
+}
+
+export function fetchExchange(f: typeof fetch): Exchange {
+  return async (req) => {
+    const res = await f(req.url, {
+      method: req.method,
+      headers: req.headers,
+      ...(req.body === undefined ? {} : { body: req.body }),
+      signal: req.signal,
+      redirect: 'manual',
+    });
+    const stream = res.body;
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: stream === null ? noBody() : (stream as unknown as AsyncIterable<Uint8Array>),
+      discard: async () => {
+        await stream?.cancel().catch(() => undefined);
+      },
+    };
+  };
+}
+
+// eslint-disable-next-line require-yield -- an empty body: nothing to yield
+async function* noBody(): AsyncGenerator<Uint8Array> {
+  await Promise.resolve();
+}
