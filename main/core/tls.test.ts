@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiClient } from './api/client.js';
+import { makeTestCa } from '../../test/support/certs.js';
 import { dispatcherWithCa, loadCaFile } from './tls.js';
 
 // A real HTTPS server with a certificate from a throw-away CA made by openssl.
@@ -14,12 +15,8 @@ let baseUrl: string;
 
 beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-tls-'));
-  const o = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  o(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Test Field CA']);
-  o(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'srv.key', '-out', 'srv.csr', '-subj', '/CN=127.0.0.1']);
-  fs.writeFileSync(path.join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-  o(['x509', '-req', '-in', 'srv.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'srv.pem', '-days', '2', '-extfile', 'ext.cnf']);
-  server = https.createServer({ key: fs.readFileSync(path.join(dir, 'srv.key')), cert: fs.readFileSync(path.join(dir, 'srv.pem')) }, (_req, res) => {
+  const ca = makeTestCa(dir);
+  server = https.createServer({ key: ca.key, cert: ca.cert }, (_req, res) => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ code: 0, message: 'success', data: { list: [], pagination: { page: 1, page_size: 10, total: 0 } } }));
   });

@@ -26,7 +26,10 @@ export function loadCaFile(file: string): string {
  * CAs plus the given ones.
  */
 export function dispatcherWithCa(extraCa: string): Dispatcher {
-  // Node's default CA list plus the extra one: `ca` replaces the defaults otherwise.
-  const ca = [...tls.rootCertificates, extraCa];
-  return new Agent({ connect: { ca }, keepAliveTimeout: 10_000 });
+  return new Agent({ connect: { ca: trustedCas(extraCa) }, keepAliveTimeout: 10_000 });
+}
+
+/** Node's default CA list plus the extra one: a `ca` option replaces the defaults otherwise. */
+export function trustedCas(extraCa: string): string[] {
+  return [...tls.rootCertificates, extraCa];
 }

@@ -24,6 +24,8 @@ type S3rverCtor = new (opts: {
   directory: string;
   silent: boolean;
   configureBuckets: Array<{ name: string }>;
+  key?: Buffer;
+  cert?: Buffer;
 }) => S3rverInstance;
 const S3rver = createRequire(import.meta.url)('s3rver') as S3rverCtor;
 
@@ -42,7 +44,8 @@ export interface S3rverHandle {
   close(): Promise<void>;
 }
 
-export async function startS3rver(): Promise<S3rverHandle> {
+/** `tls`: serve HTTPS with this key and certificate (s3rver's own option). */
+export async function startS3rver(tls?: { key: Buffer; cert: Buffer }): Promise<S3rverHandle> {
   const directory = await mkdtemp(path.join(tmpdir(), 'dms-s3rver-'));
   const server = new S3rver({
     port: 0,
@@ -50,10 +53,11 @@ export async function startS3rver(): Promise<S3rverHandle> {
     directory,
     silent: true,
     configureBuckets: [{ name: BUCKET }],
+    ...(tls ?? {}),
   });
   const { port } = await server.run();
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     port,
     directory,
     async close() {

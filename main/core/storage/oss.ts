@@ -11,6 +11,7 @@
  * - The client constructor is injectable (`createClient`) because Alibaba's
  *   cloud cannot run in tests: they use a fake client.
  */
+import https from 'node:https';
 import type { Readable } from 'node:stream';
 import OSS from 'ali-oss';
 import { DmsError } from '../errors.js';
@@ -106,9 +107,11 @@ const etagOf = (res: { headers?: unknown } | undefined): string | undefined => {
 export function createOssUploader(opts: OssUploaderOptions): Uploader {
   const cfg = resolveConfig(opts);
   const factory = opts.createClient ?? defaultFactory;
+  // A configured CA (self-hosted, OSS-compatible): trusted in place of Node's default list.
+  const httpsAgent = opts.ca ? new https.Agent({ keepAlive: true, ca: opts.ca }) : undefined;
   const session = new ClientSession<OssClient>(
     opts.target,
-    (t) => factory(ossClientOptions(t)),
+    (t) => factory({ ...ossClientOptions(t), ...(httpsAgent ? { httpsAgent } : {}) }),
     (err) => isCredentialFailure(ossFailure(err)),
   );
 
@@ -235,6 +238,7 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
 
     close() {
       session.forget();
+      httpsAgent?.destroy();
     },
   };
 }

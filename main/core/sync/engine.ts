@@ -8,6 +8,7 @@ import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type Que
 import { createUploader } from '../storage/create.js';
 import type { Uploader, UploaderOptions } from '../storage/types.js';
 import type { StorageProvider } from '../api/types.js';
+import { loadCaFile, trustedCas } from '../tls.js';
 import { Limiter } from './limiter.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { scanSource, type Source } from './scan.js';
@@ -411,6 +412,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         partConcurrency: this.config.concurrency.parts,
         maxSockets: this.config.concurrency.files * this.config.concurrency.parts + 2,
         ...(this.config.bandwidthLimitKiBps > 0 ? { throttle: this.bandwidth.take } : {}),
+        // A self-hosted bucket often shares the server's private CA.
+        ...(this.config.caFile ? { ca: trustedCas(loadCaFile(this.config.caFile)) } : {}),
       });
       this.uploaders.set(provider, u);
     }
