@@ -36,8 +36,17 @@ export async function send(req: TransportRequest, ctx: RequestContext): Promise<
       path: ctx.path,
     });
   }
-  const timer = AbortSignal.timeout(req.timeoutMs);
-  const signal = caller === undefined ? timer : AbortSignal.any([caller, timer]);
+  // One controller per call, fired by the deadline or by the caller (cheaper
+  // than AbortSignal.timeout + AbortSignal.any, which showed in profiles).
+  const controller = new AbortController();
+  const timer = { aborted: false };
+  const deadline = setTimeout(() => {
+    timer.aborted = true;
+    controller.abort(new DOMException('The deadline passed.', 'TimeoutError'));
+  }, req.timeoutMs);
+  const onCallerAbort = (): void => controller.abort(caller?.reason);
+  caller?.addEventListener('abort', onCallerAbort, { once: true });
+  const signal = controller.signal;
   try {
     const answer = await req.exchange({
       method: req.method,
@@ -50,6 +59,9 @@ export async function send(req: TransportRequest, ctx: RequestContext): Promise<
     return { status: answer.status, headers: answer.headers, text };
   } catch (err) {
     throw classifyFailure(err, ctx, { caller, timer, timeoutMs: req.timeoutMs });
+  } finally {
+    clearTimeout(deadline);
+    caller?.removeEventListener('abort', onCallerAbort);
   }
 }
 
@@ -123,7 +135,8 @@ function findCode(err: unknown): { code: string; message: string } | undefined {
 
 interface AbortState {
   caller: AbortSignal | undefined;
-  timer: AbortSignal;
+  /** Whether the call's deadline fired. */
+  timer: { readonly aborted: boolean };
   timeoutMs: number;
 }
 

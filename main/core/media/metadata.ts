@@ -45,6 +45,8 @@ export interface ReadMediaOptions {
   timeZoneOffsetMinutes?: number;
   /** Path relative to the card root, for folder-based hints (PANORAMA). */
   relPath?: string;
+  /** The file's bytes when the caller has already read them all (small files): parsed from memory. */
+  content?: Buffer;
 }
 
 /**
@@ -119,10 +121,12 @@ function offsetFor(t: CaptureTime, exif: Block, xmp: Block, opts: ReadMediaOptio
 export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {}): Promise<MediaInfo> {
   const name = basename(filePath);
   const warnings: string[] = [];
-  try {
-    await stat(filePath);
-  } catch (err) {
-    throw toDmsError(err, 'source-missing');
+  if (opts.content === undefined) {
+    try {
+      await stat(filePath);
+    } catch (err) {
+      throw toDmsError(err, 'source-missing');
+    }
   }
 
   let blocks: Record<string, Block> = {};
@@ -131,7 +135,7 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
     warnings.push('Video: camera metadata (position, camera model) is not read from MP4/MOV files.');
   } else {
     try {
-      blocks = splitExifr(await exifr.parse(filePath, EXIFR_OPTIONS));
+      blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
     } catch (err) {
       const e = toDmsError(err, 'invalid-input');
       if (e.kind === 'source-missing') throw e;

@@ -303,10 +303,11 @@ export class Queue {
     this.stmts.addBytes.run(bytes, id);
   }
 
-  /** The object is complete in the bucket; parts are no longer needed. */
-  setUploaded(id: number, objectKey: string): void {
+  /** The object is complete in the bucket (`bytesSent` of it sent by this run); parts are no longer needed. */
+  setUploaded(id: number, objectKey: string, bytesSent = 0): void {
     this.db.transaction(() => {
       this.stmts.clearParts.run(id);
+      if (bytesSent > 0) this.stmts.addBytes.run(bytesSent, id);
       this.patch(id, { state: 'uploaded', object_key: objectKey, upload_id: null, outcome: 'uploaded' });
     })();
   }

@@ -46,6 +46,12 @@ export interface UploadRequest {
   key: string;
   /** Lowercase hex MD5 of the whole file, when known. */
   md5Hex?: string;
+  /**
+   * The whole file as it was read for its fingerprint (small files only; the
+   * engine keeps it between the two steps): sent as is, with md5Hex as its
+   * Content-MD5, instead of being read a second time.
+   */
+  content?: Buffer;
   contentType?: string;
   /** A multipart upload started by an earlier run (from the queue), if any. */
   resume?: MultipartState | null;

@@ -83,6 +83,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly makeUploader: NonNullable<EngineOptions['createUploader']>;
   private readonly inFlight = new Map<number, { promise: Promise<void>; controller: AbortController; sourceId: string }>();
   private readonly tracked = new Set<number>();
+  /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
+  private readonly contents = new Map<number, Buffer>();
   private wakeUp: (() => void) | null = null;
   private stateValue: EngineState = 'idle';
   private lastError: DmsError | null = null;
@@ -237,7 +239,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // and the "in progress" list stay small.
     const width = this.config.concurrency.files * 2 + 4;
     const room = width - this.inFlight.size;
-    if (room <= 0) return;
+    // Refilled a few rows at a time, not on every file finished: the query is
+    // cheap but ran thousands of times on cards of small files.
+    if (room <= 0 || (room < Math.max(1, Math.floor(width / 4)) && this.inFlight.size > 0)) return;
     const rows = this.queue
       .ready(room + this.inFlight.size, this.inFlight)
       .filter((r) => !this.inFlight.has(r.id) && !(mode === 'until-idle' && r.attempts >= maxAttempts))
@@ -247,6 +251,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       const controller = new AbortController();
       const promise = this.process(row, [controller.signal, ...(signal ? [signal] : [])]).finally(() => {
         this.inFlight.delete(row.id);
+        this.contents.delete(row.id);
         this.wake();
       });
       this.inFlight.set(row.id, { promise, controller, sourceId: row.sourceId });
@@ -284,6 +289,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       sts: this.sts,
       uploaderFor: (p) => this.uploaderFor(p as StorageProvider),
       signal,
+      contents: this.contents,
       onBytes: (n, sent) => {
         this.progress.moved(n, sent);
         this.emitProgress(false);

@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { DmsError } from '../errors.js';
+import { DmsError, toDmsError } from '../errors.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
 import { flightFolderOf } from '../media/flight.js';
 import { readMediaInfo } from '../media/metadata.js';
@@ -20,7 +21,15 @@ export interface StepContext {
   aircraftDefault?: string;
   signal: AbortSignal;
   onBytes: (bytes: number, sent: boolean) => void;
+  /**
+   * Small files read whole by the hash step, kept for the upload step of the
+   * same row (the engine bounds and clears it): one read per file instead of three.
+   */
+  contents: Map<number, Buffer>;
 }
+
+/** Files below this are read whole into memory, hashed here, and kept for their upload. */
+export const READ_WHOLE_BELOW = 1024 * 1024;
 
 /** Thrown when the file on disk is no longer the version this row describes. */
 export class FileChangedError extends DmsError {
@@ -47,10 +56,21 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 /** discovered -> hashed: content MD5 (one streamed read) and metadata. */
 export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
   await assertUnchanged(row);
-  const [md5, media] = await Promise.all([
-    md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
-    readMediaInfo(row.absPath, { relPath: row.relPath, ...(ctx.aircraftDefault ? { aircraftDefault: ctx.aircraftDefault } : {}) }),
-  ]);
+  const mediaOpts = { relPath: row.relPath, ...(ctx.aircraftDefault ? { aircraftDefault: ctx.aircraftDefault } : {}) };
+  let md5: string;
+  let media: Awaited<ReturnType<typeof readMediaInfo>>;
+  if (row.size < READ_WHOLE_BELOW) {
+    const content = await readWhole(row);
+    md5 = createHash('md5').update(content).digest('hex');
+    ctx.onBytes(content.length, false);
+    media = await readMediaInfo(row.absPath, { ...mediaOpts, content });
+    ctx.contents.set(row.id, content);
+  } else {
+    [md5, media] = await Promise.all([
+      md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
+      readMediaInfo(row.absPath, mediaOpts),
+    ]);
+  }
   // The file must not have changed while we read it, or the fingerprint
   // would describe content that no longer exists.
   await assertUnchanged(row);
@@ -74,6 +94,18 @@ export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
   };
   const tiny = tinyFingerprint(md5, media.captureTime ?? new Date(row.mtimeMs));
   ctx.queue.setHashed(row.id, md5, tiny, info);
+}
+
+/** A small file's bytes, in one read; a file that is not `row.size` long any more has changed. */
+async function readWhole(row: QueueRow): Promise<Buffer> {
+  let content: Buffer;
+  try {
+    content = await fs.readFile(row.absPath);
+  } catch (err) {
+    throw toDmsError(err, 'source-missing');
+  }
+  if (content.length !== row.size) throw new FileChangedError(row.relPath);
+  return content;
 }
 
 /** hashed -> done (server already has it) or fast-upload-checked. */
@@ -114,12 +146,14 @@ export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void>
     return;
   }
   if (row.objectKey !== key) ctx.queue.setUploading(row.id, key);
+  const content = ctx.contents.get(row.id);
   const resume = row.uploadId && row.partSize ? { uploadId: row.uploadId, partSize: row.partSize, parts: ctx.queue.parts(row.id) } : null;
   const result = await uploader.upload({
     filePath: row.absPath,
     size: row.size,
     key,
     md5Hex: row.fingerprint!,
+    ...(content ? { content } : {}),
     resume,
     onMultipartStarted: (s) => ctx.queue.setMultipartStarted(row.id, key, s.uploadId, s.partSize),
     onPartDone: (p) => ctx.queue.addPart(row.id, p),
@@ -127,11 +161,10 @@ export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void>
     onProgress: (n) => ctx.onBytes(n, true),
     signal: ctx.signal,
   });
-  ctx.queue.addBytesSent(row.id, result.bytesSent);
   // Changed during the upload: the object holds a mix or the old content.
   // Never record it; the new version gets a row (and key) of its own.
   await assertUnchanged(row);
-  ctx.queue.setUploaded(row.id, key);
+  ctx.queue.setUploaded(row.id, key, result.bytesSent);
 }
 
 /** uploaded -> done: the callback, exactly once even when an answer is lost. */
