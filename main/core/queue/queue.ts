@@ -260,6 +260,24 @@ export class Queue {
     return out;
   }
 
+  /**
+   * Ids of due rows, oldest first (what ready() reads), for a caller that
+   * takes them a few at a time and checks each with dueRow() when it does.
+   */
+  readyIds(limit: number): number[] {
+    const ids = this.stmts.readyIds.all({ now: this.now(), limit }).map((r) => r.id);
+    ids.sort((a, b) => a - b);
+    if (ids.length > limit) ids.length = limit;
+    return ids;
+  }
+
+  /** The row if it is still active and due now (it may have moved on since its id was listed). */
+  dueRow(id: number): QueueRow | undefined {
+    const r = this.stmts.get.get(id);
+    if (!r || !ACTIVE.includes(r.state) || r.next_attempt_at > this.now()) return undefined;
+    return fromRaw(r);
+  }
+
   /** Epoch ms of the earliest scheduled retry, or null when nothing is pending. */
   nextWakeAt(): number | null {
     return this.stmts.nextWake.get()?.t ?? null;

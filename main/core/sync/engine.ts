@@ -83,6 +83,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly makeUploader: NonNullable<EngineOptions['createUploader']>;
   private readonly inFlight = new Map<number, { promise: Promise<void>; controller: AbortController; sourceId: string }>();
   private readonly tracked = new Set<number>();
+  /** Due row ids listed by the last dispatch and not taken yet, oldest first. */
+  private candidates: number[] = [];
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
   private readonly contents = new Map<number, Buffer>();
   private wakeUp: (() => void) | null = null;
@@ -144,6 +146,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    */
   track(rows: readonly QueueRow[], sourceLabel?: string): void {
     const fresh = rows.filter((r) => !this.tracked.has(r.id));
+    // New work is listed afresh, not after the ids already in hand.
+    this.candidates = [];
     // Rows seen before (a card that came back) still need the loop to look again.
     this.wake();
     if (fresh.length === 0) return;
@@ -239,13 +243,23 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // and the "in progress" list stay small.
     const width = this.config.concurrency.files * 2 + 4;
     const room = width - this.inFlight.size;
-    // Refilled a few rows at a time, not on every file finished: the query is
-    // cheap but ran thousands of times on cards of small files.
-    if (room <= 0 || (room < Math.max(1, Math.floor(width / 4)) && this.inFlight.size > 0)) return;
-    const rows = this.queue
-      .ready(room + this.inFlight.size, this.inFlight)
-      .filter((r) => !this.inFlight.has(r.id) && !(mode === 'until-idle' && r.attempts >= maxAttempts))
-      .slice(0, room);
+    if (room <= 0) return;
+    const rows: QueueRow[] = [];
+    // Due ids are listed 64 at a time and each row is re-read when taken:
+    // listing them on every file finished showed in profiles of small files.
+    let listed = false;
+    while (rows.length < room) {
+      if (this.candidates.length === 0) {
+        if (listed) break;
+        listed = true;
+        this.candidates = this.queue.readyIds(64 + this.inFlight.size).filter((id) => !this.inFlight.has(id));
+        continue;
+      }
+      const id = this.candidates.shift() as number;
+      if (this.inFlight.has(id)) continue;
+      const row = this.queue.dueRow(id);
+      if (row && !(mode === 'until-idle' && row.attempts >= maxAttempts)) rows.push(row);
+    }
     for (const row of rows) {
       if (this.stateValue !== 'syncing' && this.stateValue !== 'offline') this.setState('syncing');
       const controller = new AbortController();

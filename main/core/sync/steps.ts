@@ -55,7 +55,6 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 
 /** discovered -> hashed: content MD5 (one streamed read) and metadata. */
 export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
-  await assertUnchanged(row);
   const mediaOpts = { relPath: row.relPath, ...(ctx.aircraftDefault ? { aircraftDefault: ctx.aircraftDefault } : {}) };
   let md5: string;
   let media: Awaited<ReturnType<typeof readMediaInfo>>;
@@ -66,14 +65,15 @@ export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
     media = await readMediaInfo(row.absPath, { ...mediaOpts, content });
     ctx.contents.set(row.id, content);
   } else {
+    await assertUnchanged(row);
     [md5, media] = await Promise.all([
       md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
       readMediaInfo(row.absPath, mediaOpts),
     ]);
+    // The file must not have changed while we read it, or the fingerprint
+    // would describe content that no longer exists.
+    await assertUnchanged(row);
   }
-  // The file must not have changed while we read it, or the fingerprint
-  // would describe content that no longer exists.
-  await assertUnchanged(row);
   const flight = flightFolderOf(row.relPath);
   const metadata = { ...media.metadata };
   if (!metadata.created_time) metadata.created_time = isoWithOffset(new Date(row.mtimeMs));
@@ -96,16 +96,40 @@ export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
   ctx.queue.setHashed(row.id, md5, tiny, info);
 }
 
-/** A small file's bytes, in one read; a file that is not `row.size` long any more has changed. */
+/**
+ * A small file's bytes in one read, checked against the row's version
+ * (size and mtime) on the open descriptor before and after the read: the
+ * same guarantee as assertUnchanged() around a streamed read, in fewer calls.
+ */
 async function readWhole(row: QueueRow): Promise<Buffer> {
-  let content: Buffer;
+  let handle;
   try {
-    content = await fs.readFile(row.absPath);
+    handle = await fs.open(row.absPath, 'r');
   } catch (err) {
-    throw toDmsError(err, 'source-missing');
+    const code = (err as { code?: string }).code;
+    throw new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
+      cause: err,
+      retryable: code !== 'ENOENT',
+    });
   }
-  if (content.length !== row.size) throw new FileChangedError(row.relPath);
-  return content;
+  try {
+    const same = (st: { size: number; mtimeMs: number }) => st.size === row.size && Math.trunc(st.mtimeMs) === row.mtimeMs;
+    if (!same(await handle.stat())) throw new FileChangedError(row.relPath);
+    const buf = Buffer.allocUnsafe(row.size);
+    let got = 0;
+    while (got < row.size) {
+      const { bytesRead } = await handle.read(buf, got, row.size - got, got);
+      if (bytesRead === 0) throw new FileChangedError(row.relPath); // shorter than it was
+      got += bytesRead;
+    }
+    // Same size and mtime after the read: no byte was added or rewritten meanwhile.
+    if (!same(await handle.stat())) throw new FileChangedError(row.relPath);
+    return buf;
+  } catch (err) {
+    throw err instanceof DmsError ? err : toDmsError(err, 'source-missing');
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
 }
 
 /** hashed -> done (server already has it) or fast-upload-checked. */
@@ -124,7 +148,10 @@ export async function fastUploadStep(ctx: StepContext, row: QueueRow): Promise<'
 
 /** fast-upload-checked / uploading -> uploaded, resuming stored parts. */
 export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void> {
-  await assertUnchanged(row);
+  const content = ctx.contents.get(row.id);
+  // Bytes kept from the hash step are the fingerprinted version whatever the
+  // disk holds now: the check after the upload is the one that matters.
+  if (!content) await assertUnchanged(row);
   const target = await ctx.sts.get({ signal: ctx.signal });
   const uploader = ctx.uploaderFor(target.provider);
   const info = row.info as FileInfo;
@@ -145,8 +172,9 @@ export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void>
     ctx.queue.setUploaded(row.id, key);
     return;
   }
-  if (row.objectKey !== key) ctx.queue.setUploading(row.id, key);
-  const content = ctx.contents.get(row.id);
+  // (A small file's single PUT takes milliseconds and is simply sent again
+  // after a crash: recording "uploading" first would cost a commit per file.)
+  if (!content && row.objectKey !== key) ctx.queue.setUploading(row.id, key);
   const resume = row.uploadId && row.partSize ? { uploadId: row.uploadId, partSize: row.partSize, parts: ctx.queue.parts(row.id) } : null;
   const result = await uploader.upload({
     filePath: row.absPath,
