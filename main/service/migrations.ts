@@ -89,6 +89,15 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // The load test (test/load) showed sorts of a whole library per request
+    // for these two orders once a workspace holds a thousand waylines.
+    description: 'indexes for waylines ordered by name and by create_time',
+    sql: `
+      CREATE INDEX waylines_by_name ON waylines(workspace_id, name);
+      CREATE INDEX waylines_by_create ON waylines(workspace_id, create_time);
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -1,3 +1,4 @@
+import type { Statement } from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Wayline } from '../core/api/types.js';
@@ -97,15 +98,34 @@ export function listWaylines(
     args.push(...f.payloadModelKeys);
   }
   const clause = where.join(' AND ');
-  const total = (
-    db.prepare(`SELECT count(*) AS n FROM waylines WHERE ${clause}`).get(...args) as { n: number }
-  ).n;
+  const total = (prepared(db, `SELECT count(*) AS n FROM waylines WHERE ${clause}`).get(...args) as { n: number }).n;
   // The column comes from ORDER_COLUMNS, never from the request text; id breaks ties so pages are stable.
   const order = `${ORDER_COLUMNS[f.orderColumn]} ${f.orderDir === 'asc' ? 'ASC' : 'DESC'}, id ASC`;
-  const rows = db
-    .prepare(`SELECT * FROM waylines WHERE ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`)
-    .all(...args, f.pageSize, (f.page - 1) * f.pageSize) as WaylineRow[];
+  const rows = prepared(db, `SELECT * FROM waylines WHERE ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`).all(
+    ...args,
+    f.pageSize,
+    (f.page - 1) * f.pageSize,
+  ) as WaylineRow[];
   return { list: rows.map(toItem), total };
+}
+
+// Statements by SQL text, per database. The texts come from a bounded set (the
+// filters present, the number of values each, the order column): capped anyway.
+type Stmt = Statement<unknown[]>;
+const statementCache = new WeakMap<Db, Map<string, Stmt>>();
+function prepared(db: Db, sql: string): Stmt {
+  let cache = statementCache.get(db);
+  if (!cache) {
+    cache = new Map();
+    statementCache.set(db, cache);
+  }
+  let stmt = cache.get(sql);
+  if (!stmt) {
+    if (cache.size >= 256) cache.clear();
+    stmt = db.prepare<unknown[]>(sql);
+    cache.set(sql, stmt);
+  }
+  return stmt;
 }
 
 function marks(n: number): string {

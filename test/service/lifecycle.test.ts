@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION } from '../../main/service/migrations.js';
 import { SchemaTooNewError, startService } from '../../main/service/index.js';
 import { call, getSts, paths, putObject, removeDir, s3From, tempDir } from './helpers.js';
 
@@ -103,7 +104,7 @@ describe('schema versions', () => {
     const attempt = startService({ dataDir, logger: false });
     await expect(attempt).rejects.toBeInstanceOf(SchemaTooNewError);
     await expect(attempt).rejects.toThrow(
-      /schema version 999.*only knows versions up to 1.*newer Drone Media Sync/,
+      new RegExp(`schema version 999.*only knows versions up to ${SCHEMA_VERSION}.*newer Drone Media Sync`),
     );
     const check = new Database(join(dataDir, 'service.db'));
     expect(check.pragma('user_version', { simple: true })).toBe(999);
@@ -121,6 +122,29 @@ describe('schema versions', () => {
       .pluck()
       .all();
     expect(tables).toEqual(['bucket_credentials', 'media', 'tokens', 'users', 'waylines', 'workspaces']);
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    db.close();
+  });
+
+  it('upgrades a version 1 database in place: data kept, the wayline order indexes added', async () => {
+    const dataDir = fresh();
+    const s = await startService({ dataDir, logger: false });
+    await s.close();
+    // Back to what version 1 left behind (its schema had no such indexes).
+    const old = new Database(join(dataDir, 'service.db'));
+    old.exec('DROP INDEX waylines_by_name; DROP INDEX waylines_by_create;');
+    old.pragma('user_version = 1');
+    const before = old.prepare('SELECT count(*) FROM waylines').pluck().get();
+    old.close();
+    const again = await startService({ dataDir, logger: false });
+    await again.close();
+    const db = new Database(join(dataDir, 'service.db'));
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(db.prepare('SELECT count(*) FROM waylines').pluck().get()).toBe(before);
+    const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'waylines'").pluck().all();
+    expect(indexes).toEqual(expect.arrayContaining(['waylines_by_update', 'waylines_by_name', 'waylines_by_create']));
+    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT * FROM waylines WHERE workspace_id = 'w' ORDER BY name DESC, id ASC LIMIT 10").all();
+    expect(JSON.stringify(plan)).toContain('waylines_by_name');
     db.close();
   });
 });
