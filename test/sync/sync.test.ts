@@ -70,6 +70,34 @@ describe('sync against the reference service', () => {
     expect([...counts.entries()]).toEqual([]);
   });
 
+  it('a card of hundreds of files: each one handled exactly once (one fast-upload, one PUT, one callback)', async () => {
+    // More files than the engine lists at a time (64), in several folders:
+    // a row must never be handed to two workers (a regression seen in the fault suite).
+    const card = path.join(dir, 'card-many');
+    const n = 300;
+    for (let i = 0; i < n; i++) {
+      const folder = path.join(card, 'DCIM', `DJI_202301011200_00${1 + (i % 3)}_Many`);
+      fs.mkdirSync(folder, { recursive: true });
+      fs.writeFileSync(path.join(folder, `DJI_20230101120000_${String(i).padStart(4, '0')}_W.JPG`), `file ${i} `.repeat(50 + i));
+    }
+    const counts = new Map<string, number>();
+    const run = await syncOnce({ queueFile: path.join(dir, 'state-many', 'queue.db'), api: client(counts), roots: [card] });
+    expect(run.events).toHaveLength(n);
+    expect(new Set(run.events.map((e) => e.id)).size).toBe(n);
+    expect(run.events.every((e) => e.outcome === 'uploaded')).toBe(true);
+    expect(counts.get('POST fast-upload')).toBe(n);
+    expect(counts.get('POST upload-callback')).toBe(n);
+    expect(run.bytesSent).toBe(run.events.reduce((sum, e) => sum + e.size, 0));
+
+    // The same card again with a fresh state: every file finishes at its
+    // fast-upload, many at once, which is when a listing ran dry mid-dispatch.
+    const again = new Map<string, number>();
+    const second = await syncOnce({ queueFile: path.join(dir, 'state-many-2', 'queue.db'), api: client(again), roots: [card] });
+    expect(second.events.every((e) => e.outcome === 'fast-uploaded')).toBe(true);
+    expect(second.events).toHaveLength(n);
+    expect(again.get('POST fast-upload')).toBe(n);
+  });
+
   it('a second card with the same content (fresh state) sends zero bytes', async () => {
     const card = makeCard(path.join(dir, 'card-c'), 'DJI_202209021600_002_Waypoint2');
     const counts = new Map<string, number>();

@@ -245,6 +245,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const room = width - this.inFlight.size;
     if (room <= 0) return;
     const rows: QueueRow[] = [];
+    // Ids taken in this call are not in inFlight yet: a second listing below
+    // must not hand the same row out twice (two uploads of one file at once).
+    const taken = new Set<number>();
+    const busy = (id: number): boolean => this.inFlight.has(id) || taken.has(id);
     // Due ids are listed 64 at a time and each row is re-read when taken:
     // listing them on every file finished showed in profiles of small files.
     let listed = false;
@@ -252,13 +256,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       if (this.candidates.length === 0) {
         if (listed) break;
         listed = true;
-        this.candidates = this.queue.readyIds(64 + this.inFlight.size).filter((id) => !this.inFlight.has(id));
+        this.candidates = this.queue.readyIds(64 + this.inFlight.size + taken.size).filter((id) => !busy(id));
         continue;
       }
       const id = this.candidates.shift() as number;
-      if (this.inFlight.has(id)) continue;
+      if (busy(id)) continue;
       const row = this.queue.dueRow(id);
-      if (row && !(mode === 'until-idle' && row.attempts >= maxAttempts)) rows.push(row);
+      if (!row || (mode === 'until-idle' && row.attempts >= maxAttempts)) continue;
+      taken.add(id);
+      rows.push(row);
     }
     for (const row of rows) {
       if (this.stateValue !== 'syncing' && this.stateValue !== 'offline') this.setState('syncing');
