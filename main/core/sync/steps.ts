@@ -8,6 +8,7 @@ import { flightFolderOf } from '../media/flight.js';
 import { readMediaInfo } from '../media/metadata.js';
 import type { Queue, QueueRow } from '../queue/queue.js';
 import { buildObjectKey } from '../storage/keys.js';
+import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import type { Uploader } from '../storage/types.js';
 import type { StsCache } from './sts-cache.js';
 import { callbackBody, fastUploadBody, type FileInfo } from './file-info.js';
@@ -30,6 +31,19 @@ export interface StepContext {
 
 /** Files below this are read whole into memory, hashed here, and kept for their upload. */
 export const READ_WHOLE_BELOW = 1024 * 1024;
+/**
+ * Files that go up in one PUT (below the multipart threshold: photos) are
+ * also read whole, in a hash worker, while the bytes kept for rows in flight
+ * stay under this budget: the photo is then read and hashed once instead of
+ * twice (fingerprint, then Content-MD5 at upload). Beyond it, the streamed path.
+ */
+export const KEEP_BUDGET_BYTES = 48 * 1024 * 1024;
+
+function keptBytes(contents: Map<number, Buffer>): number {
+  let n = 0;
+  for (const b of contents.values()) n += b.length;
+  return n;
+}
 
 /** Thrown when the file on disk is no longer the version this row describes. */
 export class FileChangedError extends DmsError {
@@ -64,6 +78,14 @@ export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
     ctx.onBytes(content.length, false);
     media = await readMediaInfo(row.absPath, { ...mediaOpts, content });
     ctx.contents.set(row.id, content);
+  } else if (row.size < DEFAULT_MULTIPART_THRESHOLD && keptBytes(ctx.contents) + row.size <= KEEP_BUDGET_BYTES) {
+    await assertUnchanged(row);
+    const { body, md5: digest } = await readRangeWithMd5(row.absPath, 0, row.size, row.size);
+    md5 = digest.toString('hex');
+    ctx.onBytes(body.length, false);
+    media = await readMediaInfo(row.absPath, { ...mediaOpts, content: body });
+    await assertUnchanged(row);
+    ctx.contents.set(row.id, body);
   } else {
     await assertUnchanged(row);
     [md5, media] = await Promise.all([
