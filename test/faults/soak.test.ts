@@ -4,8 +4,12 @@
  * kind, plus short windows where the service or the bucket refuses
  * connections. Zero lost, zero duplicates; the figures are printed.
  * SOAK_FILES overrides the count (e.g. for a quick local run).
+ *
+ * The fault decisions (which request gets a fault, which one) and the file
+ * sizes come from a printed seed: DMS_FAULT_SEED=<seed> replays them (the
+ * timing, and so which request meets which decision, still varies).
  */
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -14,11 +18,15 @@ import type { Fault, ProxyRequest } from './proxy.js';
 import { duplicateBodies, findSecrets, forwardedCallbacks, KiB, md5, queueRows, startEngine, startRig, until, type Rig } from './rig.js';
 import { flightFolderOf } from '../../main/core/media/flight.js';
 import { getObject } from '../support/harness.js';
+import { faultSeed, intBetween, seededRandom, subSeed } from '../support/seeded-random.js';
 
 const FILES = Number(process.env.SOAK_FILES ?? 10_000);
 const PER_FOLDER = 500;
 /** Probability that a request gets a fault. */
 const P = 0.04;
+const SEED = faultSeed('soak');
+/** Goes with every failure, to replay the run. */
+const REPLAY = `fault seed ${SEED}: re-run with DMS_FAULT_SEED=${SEED}`;
 
 let rig: Rig;
 beforeAll(async () => {
@@ -63,8 +71,8 @@ const BUCKET_FAULTS: Array<{ name: string; fault: Fault }> = [
   { name: 'html-502', fault: { kind: 'respond', status: 502, body: HTML, headers: { 'content-type': 'text/html' } } },
 ];
 
-function pick<T>(list: readonly T[]): T {
-  return list[randomInt(list.length)]!;
+function pick<T>(rand: () => number, list: readonly T[]): T {
+  return list[intBetween(rand, 0, list.length)]!;
 }
 
 it(`soak: ${FILES} files under random faults of every kind: zero lost, zero duplicates`, async () => {
@@ -72,13 +80,14 @@ it(`soak: ${FILES} files under random faults of every kind: zero lost, zero dupl
   const root = path.join(rig.dir, 'card');
   const files: Array<{ rel: string; abs: string; folder: string; name: string }> = [];
   const old = Date.now() / 1000 - 3600;
+  const sizes = seededRandom(subSeed(SEED, 'sizes'));
   for (let i = 0; i < FILES; i++) {
     const folder = `DJI_202301${String(1 + Math.floor(i / PER_FOLDER / 24)).padStart(2, '0')}${String(Math.floor(i / PER_FOLDER) % 24).padStart(2, '0')}00_${String(Math.floor(i / PER_FOLDER) + 1).padStart(3, '0')}_Soak`;
     const name = `DJI_20230101120000_${String(i + 1).padStart(5, '0')}_W.JPG`;
     const dir = path.join(root, 'DCIM', folder);
     if (i % PER_FOLDER === 0) fs.mkdirSync(dir, { recursive: true });
     const abs = path.join(dir, name);
-    fs.writeFileSync(abs, randomBytes(randomInt(1 * KiB, 8 * KiB + 1)));
+    fs.writeFileSync(abs, randomBytes(intBetween(sizes, 1 * KiB, 8 * KiB + 1)));
     fs.utimesSync(abs, old, old);
     files.push({ rel: `DCIM/${folder}/${name}`, abs, folder, name });
   }
@@ -87,14 +96,16 @@ it(`soak: ${FILES} files under random faults of every kind: zero lost, zero dupl
   const t0 = Date.now();
   const limitMs = 25 * 60_000;
 
-  // Random faults on both sides, bounded in count and time.
+  // Random faults on both sides, bounded in count and time; one seeded stream of decisions per side.
+  const serviceRand = seededRandom(subSeed(SEED, 'service'));
+  const bucketRand = seededRandom(subSeed(SEED, 'bucket'));
   const byKind = new Map<string, number>();
   const count = (k: string) => byKind.set(k, (byKind.get(k) ?? 0) + 1);
   const serviceRule = rig.service.inject({
     name: 'soak',
     fault: (r: ProxyRequest) => {
-      if (Math.random() >= P) return null;
-      const f = pick(SERVICE_FAULTS);
+      if (serviceRand() >= P) return null;
+      const f = pick(serviceRand, SERVICE_FAULTS);
       if (f.only && f.only !== r.op) return null;
       count(`service ${f.name} (${r.op})`);
       return f.fault;
@@ -105,8 +116,8 @@ it(`soak: ${FILES} files under random faults of every kind: zero lost, zero dupl
   const bucketRule = rig.bucket.inject({
     name: 'soak',
     fault: (r: ProxyRequest) => {
-      if (Math.random() >= P) return null;
-      const f = pick(BUCKET_FAULTS);
+      if (bucketRand() >= P) return null;
+      const f = pick(bucketRand, BUCKET_FAULTS);
       count(`bucket ${f.name} (${r.op})`);
       return f.fault;
     },
@@ -198,6 +209,7 @@ it(`soak: ${FILES} files under random faults of every kind: zero lost, zero dupl
   const notDone = rows.filter((r) => r.state !== 'done');
 
   const figures = {
+    seed: SEED,
     files: FILES,
     seconds: Math.round(ms / 1000),
     filesPerSecond: Math.round((FILES / ms) * 1000),
@@ -218,11 +230,11 @@ it(`soak: ${FILES} files under random faults of every kind: zero lost, zero dupl
   console.log(`SOAK FIGURES\n${JSON.stringify(figures, null, 2)}`);
   if (violations.length) console.log(`first violations:\n  ${violations.slice(0, 20).join('\n  ')}`);
 
-  expect(timedOut).toBeNull();
-  expect(notDone.map((r) => `${r.rel_path}: ${r.state}`)).toEqual([]);
-  expect(records).toHaveLength(FILES);
-  expect(dupCallbacks).toBe(0);
-  expect(injected).toBeGreaterThan(FILES * P);
-  expect(violations).toEqual([]);
-  expect(findSecrets([path.dirname(queueFile)], rig.secrets)).toEqual([]);
+  expect(timedOut, REPLAY).toBeNull();
+  expect(notDone.map((r) => `${r.rel_path}: ${r.state}`), REPLAY).toEqual([]);
+  expect(records, REPLAY).toHaveLength(FILES);
+  expect(dupCallbacks, REPLAY).toBe(0);
+  expect(injected, REPLAY).toBeGreaterThan(FILES * P);
+  expect(violations, REPLAY).toEqual([]);
+  expect(findSecrets([path.dirname(queueFile)], rig.secrets), REPLAY).toEqual([]);
 }, 40 * 60_000);

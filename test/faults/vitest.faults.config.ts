@@ -1,12 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
-// `npm run test:faults`: every fault suite of issue 7, the slow ones included
-// (*.slow.test.ts and soak.test.ts, which the root config leaves out of `npm test`).
+// `npm run test:faults`: exactly the suites the root config (vitest.config.ts)
+// leaves out of `npm test`: the slow fault suites of issue 7 (*.slow.test.ts and
+// soak.test.ts) and the short load test of the service (test/load). The quick
+// fault suites run in `npm test` and are not run twice.
 // One file at a time: the suites start real servers and time faults, and the
-// soak and the kill storm measure throughput.
+// soak and the kill storm measure throughput. Their random decisions come from
+// a printed seed; DMS_FAULT_SEED=<seed> replays them (test/support/seeded-random.ts).
 export default defineConfig({
   test: {
-    include: ['test/faults/**/*.test.ts'],
+    // The service's load test too: ten seconds of two cores at full load would
+    // slow whatever test runs beside it in `npm test`.
+    include: ['test/faults/**/*.slow.test.ts', 'test/faults/soak.test.ts', 'test/load/**/*.test.ts'],
     exclude: ['node_modules', 'dist'],
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     testTimeout: 600_000,
