@@ -67,6 +67,9 @@ export function undiciExchange(dispatcher?: Dispatcher): Exchange {
       },
       body: res.body,
       discard: () => {
+        // destroy() without a reason still emits an AbortError on the body:
+        // with no listener that would be an uncaught exception (a crash).
+        res.body.on('error', () => undefined);
         res.body.destroy();
         return Promise.resolve();
       },

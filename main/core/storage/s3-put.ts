@@ -169,13 +169,18 @@ async function prepare(client: S3Client, t: BucketTarget): Promise<Signing> {
   return { signer, bucketUrl: new URL(endpoint.url.href) };
 }
 
-async function readCapped(body: AsyncIterable<Buffer | Uint8Array> & { destroy(): void }, max: number): Promise<string> {
+async function readCapped(
+  body: AsyncIterable<Buffer | Uint8Array> & { destroy(): void; on(event: 'error', fn: () => void): unknown },
+  max: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const c of body) {
     chunks.push(Buffer.from(c));
     total += c.byteLength;
     if (total >= max) {
+      // Without a listener, destroy()'s AbortError would be an uncaught exception.
+      body.on('error', () => undefined);
       body.destroy();
       break;
     }
