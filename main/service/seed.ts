@@ -8,7 +8,7 @@ import { insertWaylines, type WaylineImport } from './waylines.js';
  * randomness): the same data dir content on every machine, stable ids for tests.
  * Model keys are real DJI enums (service-facts.md); aircraft/payload pairs are real.
  */
-const COMBOS: readonly (readonly [string, readonly string[]])[] = [
+export const MODEL_COMBOS: readonly (readonly [string, readonly string[]])[] = [
   ['0-67-1', ['1-53-0']], // M30T
   ['0-67-0', ['1-52-0']], // M30
   ['0-77-1', ['1-67-0']], // Mavic 3T
@@ -65,7 +65,7 @@ function demoId(i: number): string {
 
 export function demoWaylines(workspaceId: string): WaylineImport[] {
   return DEMO.map(([name, templateTypes, actionType], i) => {
-    const combo = COMBOS[i % COMBOS.length] ?? COMBOS[0]!;
+    const combo = MODEL_COMBOS[i % MODEL_COMBOS.length] ?? MODEL_COMBOS[0]!;
     // Spread update times over two months, not in insertion order, so ordering is visible.
     const update = BASE_TIME + ((i * 7) % DEMO.length) * DAY + i * 60_000;
     return {

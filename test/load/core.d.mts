@@ -1,5 +1,6 @@
 // Types of core.mjs (plain JavaScript, run by node without a build), for load.test.ts.
 import type { ChildProcess } from 'node:child_process';
+import type { WaylineQuery } from '../../main/core/api/types.js';
 
 export type ScenarioName = 'waylines' | 'fast-upload' | 'bad-token';
 
@@ -33,16 +34,7 @@ export const DEFAULTS: Readonly<
 export const REPO: string;
 export const BIN: string;
 
-export interface WaylineQuery {
-  favorited?: boolean;
-  order_by?: string;
-  page?: number;
-  page_size?: number;
-  template_type?: number[];
-  action_type?: number;
-  drone_model_keys?: string[];
-  payload_model_key?: string[];
-}
+export type { WaylineQuery };
 export const WAYLINE_QUERIES: readonly WaylineQuery[];
 
 /** JSON answers as the test reads them: loose on purpose, the assertions check the shape. */
@@ -160,7 +152,7 @@ export function runLoad(options?: LoadOptions): Promise<LoadReport>;
 export function formatReport(report: LoadReport): string;
 export function runProblems(run: RunResult): string[];
 export function waylinePageProblem(query: WaylineQuery, body: Loose): string | null;
-export function loadWaylines(n: number): Loose[];
+export function loadWaylines(n: number, combos: readonly (readonly [string, readonly string[]])[]): Loose[];
 export function startServiceProcess(opts: {
   dataDir: string;
   logFile: string;

@@ -129,25 +129,19 @@ export async function call(svc, method, urlPath, { body, token } = {}) {
 
 // ---------------------------------------------------------------- seeding
 
-const COMBOS = [
-  ['0-67-1', ['1-53-0']], // M30T
-  ['0-67-0', ['1-52-0']], // M30
-  ['0-77-1', ['1-67-0']], // Mavic 3T
-  ['0-89-0', ['1-43-0']], // M350 + H20T
-  ['0-89-0', ['1-83-0']], // M350 + H30T
-  ['0-60-0', ['1-50-65535']], // M300 + P1
-  ['0-60-0', ['1-43-0', '1-50-65535']], // M300 dual gimbal
-  ['0-99-1', ['1-89-0']], // Matrice 4T
-];
 const SITES = ['Substation', 'Bridge', 'Solar farm', 'Tower line', 'Quarry', 'Pipeline', 'Rooftop', 'Dam'];
 const TEMPLATES = [[0], [1], [2], [3], [0, 2], [1, 2]];
 const USERS = ['pilot', 'alice', 'bob', 'chen'];
 const BASE_TIME = Date.UTC(2024, 2, 1, 8, 0, 0);
 
-/** `n` deterministic waylines (contract 2.2 items) for `import-waylines`. */
-export function loadWaylines(n) {
+/**
+ * `n` deterministic waylines (contract 2.2 items) for `import-waylines`, with
+ * the aircraft/payload pairs of the service's own demo library (`combos`:
+ * MODEL_COMBOS of dist/main/service/seed.js).
+ */
+export function loadWaylines(n, combos) {
   return Array.from({ length: n }, (_, i) => {
-    const [drone, payloads] = COMBOS[i % COMBOS.length];
+    const [drone, payloads] = combos[i % combos.length];
     const update = BASE_TIME + ((i * 7919) % n) * 60_000;
     return {
       id: `load-${String(i).padStart(5, '0')}`,
@@ -602,7 +596,10 @@ export async function openSession(options = {}) {
       serviceCodes(),
     ]);
     log(`importing ${o.waylines} waylines into ${dataDir}`);
-    if (o.waylines > 0) await importWaylines(dataDir, loadWaylines(o.waylines), tmp);
+    if (o.waylines > 0) {
+      const { MODEL_COMBOS } = await import(DIST('service/seed.js'));
+      await importWaylines(dataDir, loadWaylines(o.waylines, MODEL_COMBOS), tmp);
+    }
     svc = await startServiceProcess({
       dataDir,
       logFile,

@@ -52,17 +52,22 @@ export class FileChangedError extends DmsError {
   }
 }
 
+/** The file cannot be opened or stat'ed: gone (card pulled) or unreadable for now. */
+function missing(row: QueueRow, err: unknown): DmsError {
+  const code = (err as { code?: string }).code;
+  return new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
+    cause: err,
+    retryable: code !== 'ENOENT',
+  });
+}
+
 /** Checks the file is still the version the row was made for. */
 async function assertUnchanged(row: QueueRow): Promise<void> {
   let st;
   try {
     st = await fs.stat(row.absPath);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
-      cause: err,
-      retryable: code !== 'ENOENT',
-    });
+    throw missing(row, err);
   }
   if (st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs) throw new FileChangedError(row.relPath);
 }
@@ -128,11 +133,7 @@ async function readWhole(row: QueueRow): Promise<Buffer> {
   try {
     handle = await fs.open(row.absPath, 'r');
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
-      cause: err,
-      retryable: code !== 'ENOENT',
-    });
+    throw missing(row, err);
   }
   try {
     const same = (st: { size: number; mtimeMs: number }) => st.size === row.size && Math.trunc(st.mtimeMs) === row.mtimeMs;
