@@ -166,6 +166,9 @@ export interface ProxyHandle {
 export const s3ErrorXml = (code: string, message = code): string =>
   `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${message}</Message></Error>`;
 
+/** Set on the requests the proxy forwards upstream (not signed, ignored by the bucket). */
+export const PROXY_FORWARD_HEADER = 'x-test-proxy-forward';
+
 /** A recording HTTP proxy in front of s3rver (it sees exactly what the uploader sends). */
 export async function startProxy(upstreamPort: number): Promise<ProxyHandle> {
   const seen: Seen[] = [];
@@ -206,7 +209,14 @@ export async function startProxy(upstreamPort: number): Promise<ProxyHandle> {
       return;
     }
     const up = http.request(
-      { host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers },
+      {
+        host: '127.0.0.1',
+        port: upstreamPort,
+        method: req.method,
+        path: req.url,
+        // Marked, so that tests counting this process's own requests can tell these apart.
+        headers: { ...req.headers, [PROXY_FORWARD_HEADER]: '1' },
+      },
       (upRes) => {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         upRes.pipe(res);
