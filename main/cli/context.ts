@@ -1,17 +1,20 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { ApiClient } from '../core/api/client.js';
+import type { ApiClient } from '../core/api/client.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
-import { dispatcherWithCa, loadCaFile } from '../core/tls.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
+import { resolveConnection, type Connection, type ConnectionInputs, type LocalServiceHandle } from '../core/session/connection.js';
+import { openSession, type Session } from '../core/session/open.js';
+import { TokenFile } from '../core/session/token-file.js';
 import type { RunningService } from '../service/index.js';
 
 /** Options every command that talks to a server accepts. */
 export interface ServerFlags {
   server?: string;
   token?: string;
+  /** Read the access token from standard input (not visible in the process list). */
+  tokenStdin?: boolean;
   workspace?: string;
   state?: string;
   verbose?: boolean;
@@ -22,99 +25,133 @@ export interface CliContext {
   config: Config;
   api: ApiClient;
   logger: Logger;
-  /** Where we are talking to, for messages ("local service" or the URL). */
+  /** Where we are talking to, for messages ("the built-in local service" or the URL). */
   serverLabel: string;
-  /** Set when the embedded reference service was started for this run. */
-  embedded: RunningService | null;
   /** Re-reads the stored sign-in (after `login` in another terminal); true when the token changed. */
   reloadToken(): boolean;
   close(): Promise<void>;
+}
+
+/** A context that also holds the one-agent lock and the queue, bound to the target (sync, watch). */
+export interface AgentContext extends CliContext {
+  session: Session;
 }
 
 export function resolveStateDir(flags: { state?: string }, env = process.env): string {
   return flags.state ? path.resolve(flags.state) : defaultStateDir(env);
 }
 
-/** The stored sign-in (written by `login`, owner-only). */
-export interface StoredToken {
-  server: string;
-  workspaceId: string;
-  token: string;
-}
-
-export function readStoredToken(file: string): StoredToken | null {
-  try {
-    const v = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<StoredToken>;
-    return typeof v.token === 'string' && typeof v.server === 'string' && typeof v.workspaceId === 'string'
-      ? (v as StoredToken)
-      : null;
-  } catch {
-    return null;
-  }
-}
-
-export function writeStoredToken(file: string, value: StoredToken): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(value) + '\n', { mode: 0o600 });
-  fs.renameSync(tmp, file);
-  fs.chmodSync(file, 0o600);
+async function readStdin(): Promise<string> {
+  let text = '';
+  for await (const chunk of process.stdin) text += String(chunk);
+  return text.trim();
 }
 
 /**
- * Works out which server to use, in order: flags, DMS_* environment, the
- * settings file + stored sign-in; with none, the built-in local service is
- * started in-process (data in the state dir), so everything works out of the box.
+ * The token from the flags: `--token-stdin` reads it; `--token T` works but
+ * is visible to every user of the machine in the process list, so it warns.
  */
-export async function openContext(flags: ServerFlags, env = process.env): Promise<CliContext> {
+async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
+  if (flags.tokenStdin) {
+    const token = await readStdin();
+    if (token === '') throw new DmsError('invalid-input', 'No token on standard input (--token-stdin).', { retryable: false });
+    return token;
+  }
+  if (flags.token !== undefined) {
+    process.stderr.write(
+      'Warning: --token is visible to other users in the process list. Prefer DMS_TOKEN, --token-stdin, or `drone-media-sync login`.\n',
+    );
+  }
+  return flags.token;
+}
+
+/**
+ * Which server to use, in order: flags, DMS_* environment, the settings
+ * file + stored sign-in; with none, the built-in local service is started
+ * in-process (data in the state dir), so everything works out of the box.
+ */
+async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
   const paths = statePaths(resolveStateDir(flags, env));
   const config = loadConfig(paths.config);
   const logger = createLogger({ level: flags.verbose ? 'debug' : (env.DMS_LOG_LEVEL ?? 'warn') });
-  const stored = readStoredToken(paths.token);
-  const serverUrl = flags.server ?? env.DMS_SERVER ?? (config.useLocalService ? undefined : config.server?.url);
+  const token = await tokenFlag(flags);
+  let local: RunningService | null = null;
+  const inputs: ConnectionInputs = {
+    config,
+    env,
+    flags: {
+      ...(flags.server === undefined ? {} : { server: flags.server }),
+      ...(token === undefined ? {} : { token }),
+      ...(flags.workspace === undefined ? {} : { workspace: flags.workspace }),
+    },
+    tokens: new TokenFile(paths.token),
+    noServer: 'local',
+    localService: async (): Promise<LocalServiceHandle> => {
+      // Loaded only here: with a server configured, `sync` need not load
+      // fastify, the bucket and the service's SQLite code at all.
+      const { startService } = await import('../service/index.js');
+      local = await startService({ dataDir: paths.service, port: 0, logger: false });
+      return { baseUrl: local.baseUrl, workspaceId: local.workspaceId, token: local.token, dataDir: paths.service };
+    },
+  };
+  return { paths, config, logger, inputs, closeLocal: async () => local?.close() };
+}
 
-  if (!serverUrl) {
-    // Loaded only here: with a server configured, `sync` need not load fastify,
-    // s3rver and the service's SQLite code at all (about 0.35 s of every start).
-    const { startService } = await import('../service/index.js');
-    const svc = await startService({ dataDir: paths.service, port: 0, logger: false });
-    const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token });
+/** The CLI works with a server or the local service; a sign-in that is missing is said plainly. */
+function usable(c: Connection): Exclude<Connection, { kind: 'none' }> {
+  if (c.kind === 'none') {
+    throw new DmsError('invalid-input', 'No workspace is set. Pass --workspace <id>, set DMS_WORKSPACE, or sign in with `drone-media-sync login`.', {
+      retryable: false,
+    });
+  }
+  if (c.kind === 'server' && !c.signedIn) {
+    throw new DmsError(
+      'auth',
+      `No sign-in for ${c.serverUrl}. Run: drone-media-sync login --server ${c.serverUrl} --username <name> (or set DMS_TOKEN).`,
+      { retryable: false },
+    );
+  }
+  return c;
+}
+
+function fromConnection(c: Exclude<Connection, { kind: 'none' }>) {
+  return { api: c.api, serverLabel: c.label, reloadToken: () => c.kind === 'server' && c.reloadToken() };
+}
+
+/** For commands that only talk to the server (waylines): no lock, no queue. */
+export async function openContext(flags: ServerFlags, env = process.env): Promise<CliContext> {
+  const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
+  try {
+    const c = usable(await resolveConnection(inputs));
+    return { paths, config, logger, ...fromConnection(c), close: closeLocal };
+  } catch (err) {
+    await closeLocal();
+    throw err;
+  }
+}
+
+/** For the commands that drain the queue (sync, watch): the lock, the queue, the server; one way, in core. */
+export async function openAgentContext(flags: ServerFlags, env = process.env): Promise<AgentContext> {
+  const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
+  let session: Session | null = null;
+  try {
+    session = await openSession({ ...inputs, stateDir: paths.root });
+    const s = session;
+    const c = usable(s.connection);
     return {
       paths,
       config,
-      api,
       logger,
-      serverLabel: 'the built-in local service',
-      embedded: svc,
-      reloadToken: () => false,
-      close: () => svc.close(),
+      session: s,
+      ...fromConnection(c),
+      close: async () => {
+        s.close();
+        await closeLocal();
+      },
     };
+  } catch (err) {
+    session?.close();
+    await closeLocal();
+    throw err;
   }
-  const sameServer = stored && stored.server === serverUrl;
-  const token = flags.token ?? env.DMS_TOKEN ?? (sameServer ? stored.token : undefined);
-  const workspace =
-    flags.workspace ?? env.DMS_WORKSPACE ?? (sameServer ? stored.workspaceId : undefined) ?? config.server?.workspaceId;
-  if (!token) {
-    throw new DmsError('auth', `No sign-in for ${serverUrl}. Run: drone-media-sync login --server ${serverUrl} --username <name> (or pass --token / DMS_TOKEN).`, { retryable: false });
-  }
-  if (!workspace) {
-    throw new DmsError('invalid-input', 'No workspace is set. Pass --workspace <id> or set DMS_WORKSPACE.', { retryable: false });
-  }
-  const api = new ApiClient({
-    baseUrl: serverUrl,
-    workspaceId: workspace,
-    token,
-    ...(config.caFile ? { dispatcher: dispatcherWithCa(loadCaFile(config.caFile)) } : {}),
-  });
-  let current = token;
-  const fromFile = !flags.token && !env.DMS_TOKEN;
-  const reloadToken = (): boolean => {
-    if (!fromFile) return false;
-    const s = readStoredToken(paths.token);
-    if (!s || s.server !== serverUrl || s.token === current) return false;
-    current = s.token;
-    api.setToken(s.token);
-    return true;
-  };
-  return { paths, config, api, logger, serverLabel: serverUrl, embedded: null, reloadToken, close: async () => {} };
 }

@@ -19,7 +19,8 @@ const collect = <T>(parse: (v: string) => T) => (v: string, prev: T[] = []) => [
 function serverOptions(cmd: Command): Command {
   return cmd
     .option('--server <url>', 'server base URL (env DMS_SERVER; default: settings, else the built-in local service)')
-    .option('--token <token>', 'access token (env DMS_TOKEN; default: the stored sign-in)')
+    .option('--token <token>', 'access token; visible in the process list: prefer DMS_TOKEN or --token-stdin (default: the stored sign-in)')
+    .option('--token-stdin', 'read the access token from standard input')
     .option('--workspace <id>', 'workspace id (env DMS_WORKSPACE)')
     .option('--state <dir>', 'state folder: settings, queue, sign-in (env DMS_STATE_DIR)')
     .option('-v, --verbose', 'log details to stderr');
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
     .description('upload everything under the folders, then exit (0 = all done)')
     .option('--json', 'one JSON line per file outcome and a final summary line')
     .option('--aircraft <key>', 'aircraft key for payload cameras that fit several drones, e.g. 0-89-0 (M350)')
+    .option('--aircraft-serial <sn>', "the aircraft's serial, for files that do not carry it (e.g. H20T photos)")
     .action(async (dirs: string[], opts: SyncFlags) => {
       process.exitCode = await (await import('./commands/sync.js')).syncCommand(dirs, opts);
     });

@@ -12,16 +12,16 @@ import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import { SyncEngine, type EngineState, type FileEvent } from './sync/engine.js';
 import type { ProgressSnapshot } from './sync/progress.js';
-import { folderSource, scanSource, type Source } from './sync/scan.js';
+import { scanSource } from './sync/scan.js';
+import type { DiscoverWarning } from './media/discover.js';
+import { cardSource, folderSource, type Source } from './sources/source.js';
 
-export interface SourceEvent {
-  type: 'source-added' | 'source-removed' | 'source-back' | 'scanned' | 'ejected' | 'eject-failed';
-  source: Source;
-  pending?: number;
-  alreadyDone?: number;
-  waiting?: number;
-  message?: string;
-}
+export type SourceEvent =
+  | { type: 'source-added' | 'source-back'; source: Source }
+  | { type: 'source-removed'; source: Source; waiting: number; message: string }
+  /** A scan recorded what it found; `skipped`: links out of the source, never read. */
+  | { type: 'scanned'; source: Source; pending: number; alreadyDone: number; skipped: DiscoverWarning[] }
+  | { type: 'ejected' | 'eject-failed'; source: Source; message: string };
 
 export interface AgentEvents {
   source: [SourceEvent];
@@ -144,7 +144,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   watchCards(monitor: CardMonitor): void {
     monitor.on('inserted', (card) => void this.addCard(card));
     monitor.on('removed', (card) => {
-      const w = this.watchers.get(`card:${card.id}`);
+      const w = this.watchers.get(cardSource(card).sourceId);
       if (w && w.source.root === card.root) {
         this.cards.delete(w.source.sourceId);
         this.watchers.delete(w.source.sourceId);
@@ -166,16 +166,15 @@ export class Agent extends EventEmitter<AgentEvents> {
   private async ejectFinishedCards(): Promise<void> {
     for (const [sourceId, card] of this.cards) {
       if (this.ejected.has(sourceId) || !this.cardSetting(card.id, 'ejectAfterSync')) continue;
-      const left = this.queue.list({ sourceId, states: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'], limit: 1 });
-      if (left.length > 0) continue;
+      if (this.queue.hasWork(sourceId)) continue;
       this.ejected.add(sourceId);
       const r = await ejectVolume(card.root, card.device);
-      this.emit('source', { type: r.ok ? 'ejected' : 'eject-failed', source: { sourceId, root: card.root, label: card.label }, message: r.message });
+      this.emit('source', { type: r.ok ? 'ejected' : 'eject-failed', source: cardSource(card), message: r.message });
     }
   }
 
   async addCard(card: Card): Promise<void> {
-    const source: Source = { sourceId: `card:${card.id}`, root: card.root, label: card.label };
+    const source = cardSource(card);
     this.cards.set(source.sourceId, card);
     this.ejected.delete(source.sourceId);
     const old = this.watchers.get(source.sourceId);
@@ -210,8 +209,8 @@ export class Agent extends EventEmitter<AgentEvents> {
 
   /** A source went away: its unfinished files wait for it, nothing is lost or marked deleted. */
   sourceGone(source: Source): number {
-    const waiting = this.engine.sourceRemoved(source.sourceId, `${source.label ?? source.root} was removed; its files will continue when it is back.`);
-    const message = `${source.label ?? source.root} was removed; ${waiting} file${waiting === 1 ? '' : 's'} will continue when it is inserted again.`;
+    const waiting = this.engine.sourceRemoved(source.sourceId, `${source.label} was removed; its files will continue when it is back.`);
+    const message = `${source.label} was removed; ${waiting} file${waiting === 1 ? '' : 's'} will continue when it is inserted again.`;
     this.emit('source', { type: 'source-removed', source, waiting, message });
     return waiting;
   }
@@ -261,9 +260,9 @@ export class Agent extends EventEmitter<AgentEvents> {
 
   private async rescan(source: Source): Promise<void> {
     try {
-      this.labels.set(source.sourceId, source.label ?? source.root);
+      this.labels.set(source.sourceId, source.label);
       const r = await scanSource(this.queue, source, this.config, this.controller.signal, { quietMs: this.quietMs });
-      this.engine.track(r.pending, source.label ?? source.root);
+      this.engine.track(r.pending, source.label);
       // Files too fresh to read (still being written when we looked) get
       // another look once the quiet period is over: the watcher only reports
       // files that change after it started.
@@ -271,7 +270,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         setTimeout(() => void this.rescan(source), this.quietMs + 100).unref();
       }
       if (r.pending.length) await this.matchFolders(source, r.pending);
-      this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone });
+      for (const w of r.skipped) this.log.warn({ source: source.sourceId, file: w.relPath }, w.message);
+      this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone, skipped: r.skipped });
       this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');
     } catch (err) {
       const e = toDmsError(err);

@@ -16,6 +16,11 @@ const httpUrl = z
   }, 'must be a web address starting with http:// or https://, like https://media.example.com');
 
 const deviceKey = z.string().regex(/^0-\d+-\d+$/, 'must be an aircraft key like 0-89-0 (M350)');
+/** An aircraft serial as DJI prints it on the aircraft and in the app (letters and digits). */
+const aircraftSerial = z
+  .string()
+  .trim()
+  .regex(/^[A-Za-z0-9-]{4,64}$/, 'must be the aircraft serial number (letters and digits, as printed on the aircraft)');
 
 /**
  * The settings file shared by the CLI and the desktop app. Every field has a
@@ -47,13 +52,32 @@ export const ConfigSchema = z.object({
     })
     .default({ files: 3, parts: 4 }),
   partSizeMiB: z.number().int().min(5, 'at least 5 MiB (the S3 minimum)').max(512).default(8),
+  /**
+   * After a callback whose answer was lost (timeout, cut connection, 5xx, an
+   * unreadable answer) the server may still be committing it: the check
+   * (fast-upload) and any re-post wait at least this long. Default 60 s, twice
+   * the 30-s request timeout; a server slower than that to commit could still
+   * get a second callback.
+   */
+  callbackSettleSeconds: z.number().int().min(0).max(3600).default(60),
   /** 0 = unlimited. */
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
   aircraftDefault: deviceKey.optional(),
+  /**
+   * The aircraft's serial, sent as `sn` for files that do not carry it
+   * themselves (payload cameras such as the H20T) when no other file of the
+   * flight does. Servers like DJI's sample server require an `sn`.
+   */
+  aircraftSerial: aircraftSerial.optional(),
   startAtLogin: z.boolean().default(true),
-  /** Per-card settings by card id (see `watch --json` / the app's card history); override the global ones. */
+  /** Per-card settings by card id (see `watch --json` / the app's card history); override the global ones (aircraftSerial: the card's aircraft). */
   cards: z
-    .record(z.string(), z.object({ autoSync: z.boolean().optional(), ejectAfterSync: z.boolean().optional() }).strict())
+    .record(
+      z.string(),
+      z
+        .object({ autoSync: z.boolean().optional(), ejectAfterSync: z.boolean().optional(), aircraftSerial: aircraftSerial.optional() })
+        .strict(),
+    )
     .default({}),
 });
 

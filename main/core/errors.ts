@@ -43,6 +43,8 @@ export interface DmsErrorOptions {
   retryAfterMs?: number;
   /** Override of the default retryability of the kind. */
   retryable?: boolean;
+  /** The sentence for a person, when the generic one of the kind would say less (what to do). */
+  plain?: string;
 }
 
 export class DmsError extends Error {
@@ -54,6 +56,7 @@ export class DmsError extends Error {
   readonly serverMessage?: string;
   readonly retryAfterMs?: number;
   readonly retryable: boolean;
+  readonly plain?: string;
 
   constructor(kind: ErrorKind, message: string, options: DmsErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -66,6 +69,7 @@ export class DmsError extends Error {
     if (options.serverMessage !== undefined) this.serverMessage = options.serverMessage;
     if (options.retryAfterMs !== undefined) this.retryAfterMs = options.retryAfterMs;
     this.retryable = options.retryable ?? RETRYABLE.has(kind);
+    if (options.plain !== undefined) this.plain = options.plain;
   }
 
   /** A JSON-safe view for logs, the queue and the UI (no cause chain, no secrets). */
@@ -80,6 +84,69 @@ export class DmsError extends Error {
       serverMessage: this.serverMessage,
     };
   }
+}
+
+/** The queue database is damaged (a bad header or page): it is set aside and rebuilt from a rescan. */
+export class QueueDamagedError extends DmsError {
+  constructor(file: string, cause: unknown) {
+    super('invalid-input', `The queue database ${file} is damaged.`, { cause, retryable: false });
+    this.name = 'QueueDamagedError';
+  }
+}
+
+/** Another agent (the app, `sync`, `watch`) holds this queue's lock. */
+export class QueueLockedError extends DmsError {
+  constructor(message: string, cause: unknown) {
+    super('invalid-input', message, { cause, retryable: false });
+    this.name = 'QueueLockedError';
+  }
+}
+
+/**
+ * The queue itself cannot be written (disk full, database failing): going on
+ * would do work that cannot be recorded, so the engine halts with this reason.
+ */
+export class QueueWriteError extends DmsError {
+  /** 'disk-full' when the disk holding the queue has no room left. */
+  readonly reason: 'disk-full' | 'database';
+  constructor(err: DmsError, reason: 'disk-full' | 'database') {
+    super(err.kind, err.message, { cause: err, retryable: true });
+    this.name = 'QueueWriteError';
+    this.reason = reason;
+  }
+}
+
+/** Kinds that say the server or the network as a whole is in trouble, not one file. */
+const SERVER_WIDE: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['network', 'timeout', 'server', 'throttled', 'malformed-response']);
+
+/** Worth trying again later by itself (the kind's default, or as the error says). */
+export function isTransient(err: DmsError): boolean {
+  return err.retryable;
+}
+
+/** A failure of the server or the network as a whole: everything waits together, not file by file. */
+export function isServerWide(err: DmsError): boolean {
+  return err.retryable && SERVER_WIDE.has(err.kind);
+}
+
+/** The first error code along the cause chain (undici wraps the socket error), with its message. */
+export function causeCode(err: unknown): { code: string; message: string } | undefined {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 8 && typeof cur === 'object' && cur !== null; depth++) {
+    const { code, message } = cur as { code?: unknown; message?: unknown };
+    if (typeof code === 'string') return { code, message: typeof message === 'string' ? message : '' };
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Failures that happen before a request can reach the server: it certainly did not act on it. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** True when the request never reached the server (refused connection, unknown host...). */
+export function neverReachedServer(err: DmsError): boolean {
+  const code = err.kind === 'network' ? causeCode(err.cause)?.code : undefined;
+  return code !== undefined && NEVER_SENT.has(code);
 }
 
 export function isDmsError(err: unknown): err is DmsError {
@@ -133,6 +200,7 @@ export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsErr
  * The technical message follows for the log and for support.
  */
 export function plainMessage(err: DmsError): string {
+  if (err.plain !== undefined) return err.plain;
   switch (err.kind) {
     case 'auth':
       return 'The server no longer accepts your sign-in. Sign in again; nothing is lost.';

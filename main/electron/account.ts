@@ -7,26 +7,27 @@
 import { ApiClient } from '../core/api/client.js';
 import { toDmsError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
+import { serverApi } from '../core/session/connection.js';
+import { LOCAL_LABEL, sameServer, tidyServerUrl } from '../core/session/target.js';
 import type { RunningService } from '../service/index.js';
-import { LOCAL_LABEL, sameServer } from './connection.js';
 import { connectionFailure, UserError } from './failures.js';
 import type { SecretStore, StoredToken } from './secrets.js';
-import { normaliseServerUrl, serverUrlProblem } from './settings.js';
+import { serverUrlProblem } from './settings.js';
 
 /** The cheapest authenticated call that also proves the workspace: one wayline. */
 const PROBE = { order_by: 'name asc', page: 1, page_size: 1 } as const;
 
 export function checkedUrl(serverUrl: string): string {
-  const url = normaliseServerUrl(serverUrl);
+  const url = tidyServerUrl(serverUrl);
   const problem = serverUrlProblem(url);
   if (problem) throw new UserError('invalid-input', problem, { serverUrl: problem });
   return url;
 }
 
-export async function signIn(serverUrl: string, username: string, password: string): Promise<StoredToken> {
+export async function signIn(serverUrl: string, username: string, password: string, caFile?: string): Promise<StoredToken> {
   const url = checkedUrl(serverUrl);
   try {
-    const r = await new ApiClient({ baseUrl: url, workspaceId: '' }).login(username, password);
+    const r = await serverApi({ serverUrl: url, workspaceId: '', ...(caFile ? { caFile } : {}) }).login(username, password);
     return { server: url, workspaceId: r.workspace_id, token: r.access_token };
   } catch (err) {
     throw connectionFailure(err, url, 'login');
@@ -43,11 +44,12 @@ export async function verifyToken(
   workspaceId: string,
   token: string,
   log: Logger,
+  caFile?: string,
 ): Promise<StoredToken> {
   const url = checkedUrl(serverUrl);
   const ws = workspaceId.trim();
   try {
-    await new ApiClient({ baseUrl: url, workspaceId: ws, token }).listWaylines(PROBE);
+    await serverApi({ serverUrl: url, workspaceId: ws, token, ...(caFile ? { caFile } : {}) }).listWaylines(PROBE);
   } catch (err) {
     const e = toDmsError(err);
     if (e.kind === 'auth' || e.kind === 'rejected' || e.kind === 'invalid-input')
@@ -63,10 +65,11 @@ export async function testConnection(o: {
   workspaceId: string;
   secrets: SecretStore;
   local: RunningService | null;
+  caFile?: string;
 }): Promise<{ message: string }> {
   let api: ApiClient;
   let label: string;
-  if (normaliseServerUrl(o.serverUrl) === '') {
+  if (tidyServerUrl(o.serverUrl) === '') {
     if (!o.local)
       return { message: 'The built-in local service runs inside this app; there is nothing to connect to.' };
     api = new ApiClient({ baseUrl: o.local.baseUrl, workspaceId: o.local.workspaceId, token: o.local.token });
@@ -82,7 +85,7 @@ export async function testConnection(o: {
       });
     }
     if (!mine) throw new UserError('auth', `Not signed in to ${url} yet. Sign in, then test again.`);
-    api = new ApiClient({ baseUrl: url, workspaceId: ws, token: mine.token });
+    api = serverApi({ serverUrl: url, workspaceId: ws, token: mine.token, ...(o.caFile ? { caFile: o.caFile } : {}) });
     label = url;
   }
   try {

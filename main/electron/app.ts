@@ -28,6 +28,7 @@ const NOTICE_ICONS: Record<Notice['kind'], IconName> = {
   synced: 'idle',
   problem: 'attention',
   'sign-in': 'attention',
+  halted: 'attention',
 };
 
 export async function runApp(): Promise<void> {

@@ -7,10 +7,12 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
-import { plainMessage, toDmsError } from '../core/errors.js';
+import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths, type StatePaths } from '../core/paths.js';
-import { Queue } from '../core/queue/queue.js';
+import type { Queue } from '../core/queue/queue.js';
+import { openSession, type Session } from '../core/session/open.js';
+import { LOCAL_LABEL } from '../core/session/target.js';
 import type {
   AppStateView,
   HistoryEntryView,
@@ -20,11 +22,10 @@ import type {
   WaylineQueryView,
 } from '../shared/ipc.js';
 import { signIn, testConnection, verifyToken } from './account.js';
-import { LOCAL_LABEL, resolveConnection } from './connection.js';
 import { UserError } from './failures.js';
 import type { Activity } from './notifications.js';
 import { listQueue, retryFailed, type QueueFilter } from './queue-query.js';
-import { LocalService, startRuntime, watchFolder, type Runtime } from './runtime.js';
+import { cardMonitor, LocalService, startRuntime, WaitingForSignIn, watchFolder, type Runtime } from './runtime.js';
 import type { SecretStore, StoredToken } from './secrets.js';
 import { applySettings, needsRestart, toSettingsView } from './settings.js';
 import { Pushes, type PushMessage } from './pushes.js';
@@ -52,11 +53,15 @@ export interface ControllerOptions {
   secrets: SecretStore;
   logger?: Logger;
   env?: NodeJS.ProcessEnv;
-  /** Test knobs: quiet period of growing files, card polling, push interval. */
+  /** Test knobs: quiet period of growing files, card polling, push interval, lock retries. */
   quietMs?: number;
   cardPollMs?: number;
   pushIntervalMs?: number;
+  lockRetryMs?: number;
 }
+
+/** While the command line holds the queue, the app looks again this often. */
+const LOCK_RETRY_MS = 5_000;
 
 export class AppController extends EventEmitter<ControllerEvents> {
   readonly paths: StatePaths;
@@ -66,8 +71,12 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private readonly labels = new Map<string, string>();
   private readonly push: Pushes;
   private config: Config = defaultConfig();
-  private queue: Queue | null = null;
+  private session: Session | null = null;
   private rt: Runtime | null = null;
+  /** No server chosen yet: cards are counted, nothing is sent ("Sign in to upload"). */
+  private waiting: WaitingForSignIn | null = null;
+  private lockRetry: NodeJS.Timeout | null = null;
+  private stopped = false;
   private startError: string | null = null;
   /** The user's pause outlives agent rebuilds (a settings change must not resume); an app restart resumes. */
   private userPaused = false;
@@ -88,49 +97,84 @@ export class AppController extends EventEmitter<ControllerEvents> {
 
   start(): Promise<void> {
     return this.serial(async () => {
-      try {
-        this.queue = new Queue(this.paths.queue);
-      } catch (err) {
-        // e.g. better-sqlite3 not rebuilt for this Electron, or the file locked by a crashed CLI.
-        this.startError = `The upload queue (${this.paths.queue}) cannot be opened: ${toDmsError(err).message}`;
-        this.log.error({ err: toDmsError(err).toJSON() }, 'queue did not open');
-        this.changed();
-        return;
-      }
       const config = this.readConfig();
       if (!config) {
-        // Running on defaults would mean the local service, and cards "synced" there would never
-        // reach the real server. Nothing runs until the file is fixed or the settings are saved.
+        // Running on defaults could sync cards to the wrong place. Nothing runs
+        // until the file is fixed or the settings are saved.
         this.changed();
         return;
       }
       this.config = config;
       this.emitConfig();
-      await this.build();
+      if (await this.openSession()) await this.build();
     });
+  }
+
+  /**
+   * The lock, the queue and the server, the same way the command line opens
+   * them (core/session): the app and `sync`/`watch` never drain one queue at
+   * once. While the command line holds it, the app says so and looks again.
+   */
+  private async openSession(): Promise<boolean> {
+    try {
+      this.session = await openSession({
+        stateDir: this.opts.stateDir,
+        config: this.config,
+        env: this.env,
+        tokens: this.opts.secrets,
+        noServer: 'sign-in',
+        localService: async () => ({ ...(await this.local.get()), dataDir: this.paths.service }),
+        what: 'Drone Media Sync',
+        lockWaitMs: 0,
+      });
+      if (this.session.notice) this.log.warn(this.session.notice);
+      return true;
+    } catch (err) {
+      // e.g. `sync` running in a terminal, or better-sqlite3 not rebuilt for this Electron.
+      const e = toDmsError(err);
+      const held = err instanceof QueueLockedError;
+      this.startError = held
+        ? `${e.message} The app takes over as soon as it has finished.`
+        : `The upload queue (${this.paths.queue}) cannot be opened: ${e.message}`;
+      this.log.error({ err: e.toJSON() }, 'queue did not open');
+      if (held && !this.stopped) {
+        this.lockRetry = setTimeout(() => {
+          this.lockRetry = null;
+          void this.serial(async () => {
+            if (!this.session && !this.stopped && (await this.openSession())) await this.build();
+          });
+        }, this.opts.lockRetryMs ?? LOCK_RETRY_MS);
+        this.lockRetry.unref();
+      }
+      this.changed();
+      return false;
+    }
   }
 
   /** Stops the agent (in-flight uploads keep their recorded parts), the local service and the queue. */
   stop(): Promise<void> {
+    this.stopped = true;
+    if (this.lockRetry) clearTimeout(this.lockRetry);
     return this.serial(async () => {
       await this.teardown();
       await this.local.close();
       this.push.cancel();
-      this.queue?.close();
-      this.queue = null;
+      this.session?.close();
+      this.session = null;
     });
   }
 
   state(): AppStateView {
     const rt = this.rt;
+    const waiting = this.waiting;
     return appStateView({
       engine: rt?.agent.engine ?? null,
-      signedIn: rt?.conn.signedIn ?? false,
-      serverLabel: rt?.conn.serverLabel ?? (this.config.server?.url || LOCAL_LABEL),
-      startError: rt ? null : (this.startError ?? 'The sync engine is not running.'),
-      failedCount: this.queue?.counts().failed.files ?? 0,
+      signedIn: rt ? rt.conn.kind === 'local' || rt.conn.signedIn : false,
+      serverLabel: rt?.conn.label ?? (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'no server yet')),
+      startError: rt ? null : (waiting?.attention() ?? this.startError ?? 'The sync engine is not running.'),
+      failedCount: rt ? this.session?.queue.counts().failed.files ?? 0 : 0,
       progress: this.push.progress,
-      cards: rt?.monitor?.cards() ?? [],
+      cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],
     });
   }
 
@@ -182,7 +226,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   settings(): SettingsView & { signedIn: boolean } {
-    return { ...toSettingsView(this.config), signedIn: this.rt?.conn.signedIn ?? false };
+    const conn = this.rt?.conn;
+    return { ...toSettingsView(this.config), signedIn: conn ? conn.kind === 'local' || conn.signedIn : false };
   }
 
   saveSettings(view: SettingsView): Promise<SettingsView & { signedIn: boolean }> {
@@ -195,11 +240,11 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   async login(serverUrl: string, username: string, password: string): Promise<{ workspaceId: string }> {
-    return this.useSignIn(await signIn(serverUrl, username, password));
+    return this.useSignIn(await signIn(serverUrl, username, password, this.config.caFile));
   }
 
   async setToken(serverUrl: string, workspaceId: string, token: string): Promise<{ workspaceId: string }> {
-    return this.useSignIn(await verifyToken(serverUrl, workspaceId, token, this.log));
+    return this.useSignIn(await verifyToken(serverUrl, workspaceId, token, this.log, this.config.caFile));
   }
 
   async signOut(): Promise<{ signedIn: false }> {
@@ -210,7 +255,13 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   testConnection(serverUrl: string, workspaceId: string): Promise<{ message: string }> {
-    return testConnection({ serverUrl, workspaceId, secrets: this.opts.secrets, local: this.local.instance });
+    return testConnection({
+      serverUrl,
+      workspaceId,
+      secrets: this.opts.secrets,
+      local: this.local.instance,
+      ...(this.config.caFile ? { caFile: this.config.caFile } : {}),
+    });
   }
 
   // ---------- internals ----------
@@ -232,13 +283,14 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   private requireQueue(): Queue {
-    if (!this.queue)
-      throw new UserError('unavailable', 'The app is starting or stopping; try again in a moment.');
-    return this.queue;
+    // Without a target (not signed in) there is nothing of this queue to show.
+    if (!this.session || !this.rt)
+      throw new UserError('unavailable', this.waiting?.attention() ?? this.startError ?? 'The app is starting or stopping; try again in a moment.');
+    return this.session.queue;
   }
 
   private requireRuntime(): Runtime {
-    if (!this.rt) throw new UserError('unavailable', this.startError ?? 'The sync engine is not running.');
+    if (!this.rt) throw new UserError('unavailable', this.waiting?.attention() ?? this.startError ?? 'The sync engine is not running.');
     return this.rt;
   }
 
@@ -290,23 +342,33 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private async teardown(): Promise<void> {
     const rt = this.rt;
     this.rt = null;
+    this.waiting?.stop();
+    this.waiting = null;
     this.push.progress = null;
     if (rt) await rt.agent.stop();
   }
 
   private async build(): Promise<void> {
-    const queue = this.requireQueue();
+    const session = this.session;
+    if (!session) return this.changed();
     try {
-      const conn = await resolveConnection({
-        config: this.config,
-        secrets: this.opts.secrets,
-        env: this.env,
-        localService: () => this.local.get(),
-      });
-      // Switched to a real server: the local one is not needed any more.
-      if (conn.serverUrl !== null) await this.local.close();
+      const conn = await session.reconnect(this.config);
+      // Switched to a real server (or to none): the local one is not needed any more.
+      if (conn.kind !== 'local') await this.local.close();
+      if (conn.kind === 'none') {
+        // Cards inserted before sign-in are counted and wait; never copied into a local bucket.
+        const monitor = this.config.autoSyncCards ? cardMonitor(this.config, this.opts.cardPollMs) : null;
+        this.waiting = new WaitingForSignIn(conn.reason, monitor, this.config, {
+          activity: (a) => this.emit('activity', a),
+          label: (id, label) => this.labels.set(id, label),
+          changed: () => this.changed(),
+        });
+        this.startError = null;
+        this.log.info('waiting for a sign-in: nothing is uploaded');
+        return this.changed();
+      }
       startRuntime({
-        queue,
+        queue: session.queue,
         config: this.config,
         conn,
         logger: this.log,
@@ -326,8 +388,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
       const { watchedFolders, autoSyncCards } = this.config;
       this.log.info(
         {
-          server: conn.serverLabel,
-          signedIn: conn.signedIn,
+          server: conn.label,
+          signedIn: conn.kind === 'local' || conn.signedIn,
           folders: watchedFolders.length,
           cards: autoSyncCards,
         },

@@ -17,10 +17,10 @@ export type Activity =
       outcome: 'uploaded' | 'fast-uploaded' | 'failed' | 'waiting-for-source' | 'retry-later';
       size: number;
     }
-  | { type: 'state'; state: EngineStateName; message: string | null };
+  | { type: 'state'; state: EngineStateName; message: string | null; halt?: 'disk-full' | 'database' };
 
 export interface Notice {
-  kind: 'card' | 'synced' | 'problem' | 'sign-in';
+  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted';
   title: string;
   body: string;
 }
@@ -67,6 +67,7 @@ export class NotificationPolicy {
   private lastSummaryAt = -Infinity;
   private held = false;
   private signInSaid = false;
+  private haltSaid = false;
 
   constructor(opts: PolicyOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -95,7 +96,7 @@ export class NotificationPolicy {
         else if (a.outcome === 'failed') this.batch.failed++;
         return [];
       case 'state':
-        return this.stateChanged(a.state, a.message);
+        return this.stateChanged(a.state, a.message, a.halt);
     }
   }
 
@@ -141,7 +142,7 @@ export class NotificationPolicy {
     return [{ kind: 'card', title: `Card ${scan.label} detected`, body: lines.join(' ') }];
   }
 
-  private stateChanged(state: EngineStateName, message: string | null): Notice[] {
+  private stateChanged(state: EngineStateName, message: string | null, halt?: 'disk-full' | 'database'): Notice[] {
     if (state === 'auth-required') {
       if (this.signInSaid) return [];
       this.signInSaid = true;
@@ -153,8 +154,18 @@ export class NotificationPolicy {
         },
       ];
     }
+    if (state === 'halted') {
+      // Once per halt: the reason (disk full...) and what to do, from the engine's own words.
+      if (this.haltSaid) return [];
+      this.haltSaid = true;
+      const body = message ?? 'The upload queue cannot be written. Fix the cause, then press Resume; nothing is lost.';
+      return [{ kind: 'halted', title: halt === 'disk-full' ? 'Disk full: syncing stopped' : 'Syncing stopped', body }];
+    }
     // Anything but auth-required means the sign-in works again (or the user resumed): a later expiry is news.
-    if (state === 'syncing' || state === 'idle') this.signInSaid = false;
+    if (state === 'syncing' || state === 'idle') {
+      this.signInSaid = false;
+      this.haltSaid = false;
+    }
     if (state !== 'idle') return [];
     const { uploaded, fastUploaded, failed } = this.batch;
     if (uploaded + fastUploaded + failed === 0) return [];

@@ -3,34 +3,22 @@
  * the user, then the latest finished files (newest first: after months of
  * use the oldest uploads are the least interesting).
  */
-import type { FileState, Queue, QueueRow } from '../core/queue/queue.js';
+import type { Queue, QueueRow } from '../core/queue/queue.js';
+import { isWorking, UNFINISHED_STATES } from '../core/queue/states.js';
 
 export type QueueFilter = 'all' | 'active' | 'failed' | 'done';
 
-/** Not finished and not failed: includes files waiting for their card to come back. */
-export const ACTIVE_STATES: FileState[] = [
-  'discovered',
-  'hashed',
-  'fast-upload-checked',
-  'uploading',
-  'uploaded',
-  'waiting-for-source',
-];
-
-/** Done rows, newest first. Queue.list only goes oldest first, so the ids are read directly. */
+/** Done rows, newest first. */
 function recentDone(queue: Queue, limit: number): QueueRow[] {
-  return queue.db
-    .prepare<[number], { id: number }>("SELECT id FROM files WHERE state = 'done' ORDER BY id DESC LIMIT ?")
-    .all(limit)
-    .map((r) => queue.get(r.id))
-    .filter((r) => r !== undefined);
+  return queue.list({ states: ['done'], limit, newestFirst: true });
 }
 
+/** "Active" in the window: not finished and not failed, files waiting for their card included. */
 export function listQueue(queue: Queue, filter: QueueFilter, limit: number): QueueRow[] {
-  if (filter === 'active') return queue.list({ states: ACTIVE_STATES, limit });
+  if (filter === 'active') return queue.list({ states: UNFINISHED_STATES, limit });
   if (filter === 'failed') return queue.list({ states: ['failed'], limit });
   if (filter === 'done') return recentDone(queue, limit);
-  const rows = queue.list({ states: ACTIVE_STATES, limit });
+  const rows = queue.list({ states: UNFINISHED_STATES, limit });
   if (rows.length < limit) rows.push(...queue.list({ states: ['failed'], limit: limit - rows.length }));
   if (rows.length < limit) rows.push(...recentDone(queue, limit - rows.length));
   return rows;
@@ -46,6 +34,6 @@ export function retryFailed(
   const count = queue.retry('all' in selector ? { all: true } : { ids });
   const rows = ids
     .map((id) => queue.get(id))
-    .filter((r): r is QueueRow => r !== undefined && queue.isActive(r.state));
+    .filter((r): r is QueueRow => r !== undefined && isWorking(r.state));
   return { count, rows };
 }

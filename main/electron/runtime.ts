@@ -6,18 +6,21 @@
  */
 import { Agent } from '../core/agent.js';
 import type { Config } from '../core/config.js';
-import { plainMessage, toDmsError } from '../core/errors.js';
+import { plainMessage, QueueWriteError, toDmsError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Queue } from '../core/queue/queue.js';
-import { CardMonitor } from '../core/sources/cards.js';
+import type { Connection } from '../core/session/connection.js';
+import { CardMonitor, type Card } from '../core/sources/cards.js';
+import { cardSource } from '../core/sources/source.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
+import { countSource } from '../core/sync/scan.js';
 import { startService, type RunningService } from '../service/index.js';
-import type { Connection } from './connection.js';
 import type { Activity } from './notifications.js';
 
+/** An agent at work for a target (a server, or the local service the user chose). */
 export interface Runtime {
   agent: Agent;
-  conn: Connection;
+  conn: Exclude<Connection, { kind: 'none' }>;
   monitor: CardMonitor | null;
 }
 
@@ -36,7 +39,7 @@ export interface RuntimeSink {
 export interface RuntimeOptions {
   queue: Queue;
   config: Config;
-  conn: Connection;
+  conn: Exclude<Connection, { kind: 'none' }>;
   logger: Logger;
   sink: RuntimeSink;
   quietMs?: number;
@@ -57,11 +60,7 @@ export function startRuntime(o: RuntimeOptions): Runtime {
   agent.start();
   for (const f of o.config.watchedFolders) watchFolder(agent, f, o.logger);
   if (o.config.autoSyncCards) {
-    // Same card discovery as `watch --cards`: the configured mount roots, else the OS's.
-    rt.monitor = new CardMonitor({
-      ...(o.config.mountRoots.length ? { mountRoots: o.config.mountRoots } : {}),
-      ...(o.cardPollMs ? { intervalMs: o.cardPollMs } : {}),
-    });
+    rt.monitor = cardMonitor(o.config, o.cardPollMs);
     agent.watchCards(rt.monitor);
   }
   return rt;
@@ -80,13 +79,13 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
   };
   agent.on('source', (e) => {
     const sourceId = e.source.sourceId;
-    const label = e.source.label ?? e.source.root;
+    const label = e.source.label;
     sink.label(sourceId, label);
-    if (e.type === 'source-added')
-      activity({ type: 'source-added', sourceId, label, isCard: sourceId.startsWith('card:') });
+    if (e.type === 'source-added') activity({ type: 'source-added', sourceId, label, isCard: e.source.kind === 'card' });
     else if (e.type === 'source-removed') activity({ type: 'source-removed', sourceId });
     else if (e.type === 'scanned') {
-      activity({ type: 'scanned', sourceId, pending: e.pending ?? 0, alreadyDone: e.alreadyDone ?? 0 });
+      activity({ type: 'scanned', sourceId, pending: e.pending, alreadyDone: e.alreadyDone });
+      for (const w of e.skipped) log.warn({ source: sourceId, file: w.relPath }, w.message);
     }
     if (live()) sink.changed();
   });
@@ -103,7 +102,7 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
     if (live()) sink.progress(p);
   });
   agent.on('state', (state, err) => {
-    activity({ type: 'state', state, message: err ? plainMessage(err) : null });
+    activity({ type: 'state', state, message: err ? plainMessage(err) : null, ...(err instanceof QueueWriteError ? { halt: err.reason } : {}) });
     if (!live()) return;
     refresh();
     sink.changed();
@@ -151,4 +150,67 @@ export class LocalService {
     this.current = null;
     if (r) await (await r.catch(() => null))?.close();
   }
+}
+
+/**
+ * No server yet (the app before its first sign-in): cards are noticed and
+ * counted, nothing is recorded or sent. The window says "Sign in to upload";
+ * signing in starts a real runtime, which scans and syncs them.
+ */
+export class WaitingForSignIn {
+  private readonly found = new Map<string, { card: Card; files: number }>();
+  private readonly controller = new AbortController();
+
+  constructor(
+    readonly reason: string,
+    readonly monitor: CardMonitor | null,
+    config: Config,
+    private readonly sink: Pick<RuntimeSink, 'activity' | 'label' | 'changed'>,
+  ) {
+    monitor?.on('inserted', (card) => {
+      const source = cardSource(card);
+      sink.label(source.sourceId, card.label);
+      sink.activity({ type: 'source-added', sourceId: source.sourceId, label: card.label, isCard: true });
+      countSource(source, config, this.controller.signal).then(
+        ({ files }) => {
+          this.found.set(card.id, { card, files });
+          sink.changed();
+        },
+        () => undefined, // pulled while counting: the removal says it
+      );
+    });
+    monitor?.on('removed', (card) => {
+      this.found.delete(card.id);
+      sink.activity({ type: 'source-removed', sourceId: cardSource(card).sourceId });
+      sink.changed();
+    });
+    monitor?.start();
+  }
+
+  /** Cards inserted, with the media files waiting on each. */
+  cards(): Array<{ id: string; label: string; root: string; files: number }> {
+    return [...this.found.values()].map(({ card, files }) => ({ id: card.id, label: card.label, root: card.root, files }));
+  }
+
+  /** "Sign in to upload: 212 files on M30T_CARD wait." */
+  attention(): string {
+    const cards = this.cards();
+    const files = cards.reduce((n, c) => n + c.files, 0);
+    if (files === 0) return this.reason;
+    const names = cards.map((c) => c.label).join(', ');
+    return `Sign in to upload: ${files} file${files === 1 ? '' : 's'} on ${names} ${files === 1 ? 'waits' : 'wait'}. Nothing is uploaded until you sign in.`;
+  }
+
+  stop(): void {
+    this.controller.abort();
+    this.monitor?.stop();
+  }
+}
+
+/** Card discovery as `watch --cards` does it: the configured mount roots, else the OS's. */
+export function cardMonitor(config: Config, cardPollMs?: number): CardMonitor {
+  return new CardMonitor({
+    ...(config.mountRoots.length ? { mountRoots: config.mountRoots } : {}),
+    ...(cardPollMs ? { intervalMs: cardPollMs } : {}),
+  });
 }

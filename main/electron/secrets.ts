@@ -7,12 +7,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
-import { readStoredToken, writeStoredToken, type StoredToken } from '../cli/context.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths } from '../core/paths.js';
+import { parseStoredToken, readTokenFile, writeTokenFile, type StoredToken, type TokenStore } from '../core/session/token-file.js';
 
-export type { StoredToken } from '../cli/context.js';
+export type { StoredToken } from '../core/session/token-file.js';
 
 /** The part of Electron's safeStorage used here (injected: tests pass a fake). */
 export interface SafeStorageLike {
@@ -23,15 +22,10 @@ export interface SafeStorageLike {
   getSelectedStorageBackend?(): string;
 }
 
-export interface SecretStore {
-  read(): StoredToken | null;
-  write(value: StoredToken): void;
-  clear(): void;
-}
+/** The app's sign-in store: the same contract as the CLI's token file. */
+export type SecretStore = TokenStore;
 
 export const ENCRYPTED_TOKEN_FILE = 'token.enc';
-
-const StoredSchema = z.object({ server: z.string(), workspaceId: z.string(), token: z.string().min(1) });
 
 function mtime(file: string): number {
   try {
@@ -74,7 +68,7 @@ export class SafeTokenStore implements SecretStore {
    */
   read(): StoredToken | null {
     const enc = fs.existsSync(this.encFile) ? this.readEncrypted() : null;
-    const plain = readStoredToken(this.plainFile);
+    const plain = readTokenFile(this.plainFile);
     if (enc && plain) return mtime(this.encFile) >= mtime(this.plainFile) ? enc : plain;
     return enc ?? plain;
   }
@@ -95,7 +89,7 @@ export class SafeTokenStore implements SecretStore {
         'No system keyring is available: the sign-in is kept in an owner-only file instead of encrypted storage.',
       );
     }
-    writeStoredToken(this.plainFile, value);
+    writeTokenFile(this.plainFile, value);
   }
 
   /** Signing out removes both files: a leftover copy would keep the machine signed in. */
@@ -109,9 +103,7 @@ export class SafeTokenStore implements SecretStore {
       return null;
     }
     try {
-      const text = this.opts.safeStorage.decryptString(fs.readFileSync(this.encFile));
-      const parsed = StoredSchema.safeParse(JSON.parse(text));
-      return parsed.success ? parsed.data : null;
+      return parseStoredToken(this.opts.safeStorage.decryptString(fs.readFileSync(this.encFile)));
     } catch {
       // Keyring reset or file from another user: the user signs in again.
       this.log.warn('The stored sign-in could not be decrypted; signing in again will replace it.');

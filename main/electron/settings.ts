@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigSchema, type Config } from '../core/config.js';
+import { tidyServerUrl } from '../core/session/target.js';
 import type { FieldErrors, SettingsView } from '../shared/ipc.js';
 
 type Field = keyof SettingsView | 'form';
@@ -25,6 +26,7 @@ const FIELD_RULES: Record<keyof SettingsView, string> = {
   partsConcurrency: 'Parts per file at once must be a whole number from 1 to 16.',
   bandwidthLimitKiBps: 'The bandwidth limit is a whole number of KiB/s (0 means no limit).',
   aircraftDefault: 'The default aircraft is a DJI key like 0-89-0 (M350), or empty.',
+  aircraftSerial: "The aircraft serial is the serial number printed on the aircraft (letters and digits), or empty.",
   startAtLogin: 'Choose on or off.',
 };
 
@@ -60,13 +62,9 @@ export function toSettingsView(config: Config): SettingsView {
     partsConcurrency: config.concurrency.parts,
     bandwidthLimitKiBps: config.bandwidthLimitKiBps,
     aircraftDefault: config.aircraftDefault ?? '',
+    aircraftSerial: config.aircraftSerial ?? '',
     startAtLogin: config.startAtLogin,
   };
-}
-
-/** Trailing slashes do not make another server ("https://a/" is "https://a"). */
-export function normaliseServerUrl(url: string): string {
-  return url.trim().replace(/\/+$/, '');
 }
 
 /** null when the address is usable, else the plain reason. */
@@ -101,7 +99,7 @@ export function applySettings(
   exists: (p: string) => boolean = isDirectory,
 ): SettingsOutcome {
   const fields: FieldErrors = {};
-  const serverUrl = normaliseServerUrl(view.serverUrl);
+  const serverUrl = tidyServerUrl(view.serverUrl);
   const workspaceId = view.workspaceId.trim();
   if (serverUrl !== '') {
     const problem = serverUrlProblem(serverUrl);
@@ -129,6 +127,7 @@ export function applySettings(
     concurrency: { files: view.filesConcurrency, parts: view.partsConcurrency },
     bandwidthLimitKiBps: view.bandwidthLimitKiBps,
     aircraftDefault: view.aircraftDefault === '' ? undefined : view.aircraftDefault,
+    aircraftSerial: view.aircraftSerial.trim() === '' ? undefined : view.aircraftSerial.trim(),
     startAtLogin: view.startAtLogin,
   };
   const parsed = ConfigSchema.safeParse(candidate);

@@ -53,7 +53,8 @@ export function trayView(s: AppStateView): TrayView {
     activityLine,
   });
 
-  if (s.engine === 'auth-required') return attention('Sign in needed');
+  if (s.engine === 'halted') return attention(s.halt?.reason === 'disk-full' ? 'Disk full: free space, then Resume' : 'Stopped: the queue cannot be written');
+  if (s.engine === 'auth-required') return attention(s.signedIn ? 'Sign in needed' : 'Sign in to upload');
   // Any other sentence without failed files is a problem of its own (the engine could not start).
   if (s.attention && s.failedCount === 0) return attention(s.attention);
   if (s.paused || s.engine === 'paused') {
@@ -85,7 +86,7 @@ export function trayMenuTemplate(
   s: AppStateView,
   a: TrayActions,
 ): MenuItemConstructorOptions[] {
-  const paused = s.paused || s.engine === 'paused';
+  const paused = s.paused || s.engine === 'paused' || s.engine === 'halted';
   return [
     { id: 'activity', label: view.activityLine, enabled: false },
     { type: 'separator' },
@@ -129,7 +130,7 @@ export class AppTray {
 
   update(s: AppStateView): void {
     const view = trayView(s);
-    const menuKey = `${view.activityLine}|${s.paused || s.engine === 'paused'}`;
+    const menuKey = `${view.activityLine}|${s.paused || s.engine === 'paused' || s.engine === 'halted'}`;
     if (this.shown?.icon !== view.icon) this.tray.setImage(this.image(view.icon));
     if (this.shown?.tooltip !== view.tooltip) this.tray.setToolTip(view.tooltip);
     // Linux app indicators only take a new menu, not changed items; rebuilt only when its text changes.

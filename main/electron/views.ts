@@ -5,9 +5,10 @@
  */
 import path from 'node:path';
 import type { Wayline, WaylineQuery } from '../core/api/types.js';
-import { DmsError, ERROR_KINDS, plainMessage, type ErrorKind } from '../core/errors.js';
+import { DmsError, ERROR_KINDS, plainMessage, QueueWriteError, type ErrorKind } from '../core/errors.js';
 import type { HistoryEntry } from '../core/history.js';
 import type { QueueRow } from '../core/queue/queue.js';
+import { sourceOf } from '../core/sources/source.js';
 import type { SyncEngine } from '../core/sync/engine.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
 import type {
@@ -61,9 +62,8 @@ export function errorView(kind: string | null, message: string | null): QueueIte
 
 /** What a person calls a source when no label was seen this run: the folder name, or "card". */
 export function fallbackSourceLabel(sourceId: string): string {
-  if (sourceId.startsWith('folder:')) return path.basename(sourceId.slice('folder:'.length)) || sourceId;
-  if (sourceId.startsWith('card:')) return 'card';
-  return sourceId;
+  const s = sourceOf(sourceId);
+  return s.kind === 'card' ? 'card' : path.basename(s.root) || sourceId;
 }
 
 export function queueItemView(row: QueueRow, sourceLabel: string): QueueItemView {
@@ -75,7 +75,7 @@ export function queueItemView(row: QueueRow, sourceLabel: string): QueueItemView
     source: sourceLabel,
     size: row.size,
     state: row.state,
-    outcome: row.outcome,
+    outcome: row.state === 'done' ? row.outcome : null,
     // bytes_sent counts every attempt, so it can pass the size after a restarted upload.
     progress: row.state === 'uploading' && row.size > 0 ? Math.min(1, row.bytesSent / row.size) : null,
     error: errorView(row.errorKind, row.errorMessage),
@@ -155,7 +155,7 @@ export interface AppStateInput {
   engine: Pick<SyncEngine, 'state' | 'paused' | 'error' | 'progress'> | null;
   signedIn: boolean;
   serverLabel: string;
-  /** Why there is no engine, when there is none. */
+  /** Why there is no engine, when there is none (not signed in: "Sign in to upload: ..."). */
   startError: string | null;
   failedCount: number;
   progress: ProgressView | null;
@@ -169,9 +169,11 @@ export interface AppStateInput {
  */
 export function appStateView(i: AppStateInput): AppStateView {
   const e = i.engine;
-  let engine = e?.state ?? 'offline';
+  let engine = e?.state ?? (i.signedIn ? 'offline' : 'auth-required');
   let attention: string | null = null;
+  const halt = e?.state === 'halted' && e.error instanceof QueueWriteError ? { reason: e.error.reason, message: e.error.message } : null;
   if (!e) attention = i.startError ?? 'The sync engine is not running.';
+  else if (halt) attention = halt.message;
   else if (!i.signedIn) {
     engine = 'auth-required';
     attention = `Sign in to ${i.serverLabel} to start uploading. Cards are queued meanwhile.`;
@@ -185,6 +187,7 @@ export function appStateView(i: AppStateInput): AppStateView {
     engine,
     paused: e?.paused ?? false,
     attention,
+    halt,
     failedCount: i.failedCount,
     progress: i.progress ?? (e ? progressView(e.progress.snapshot()) : NO_PROGRESS),
     serverLabel: i.serverLabel,

@@ -11,7 +11,7 @@ import { z } from 'zod';
 
 // ---------- values shown by the window ----------
 
-export type EngineStateName = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required';
+export type EngineStateName = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required' | 'halted';
 
 export interface ProgressView {
   filesTotal: number;
@@ -31,6 +31,8 @@ export interface AppStateView {
   paused: boolean;
   /** A plain sentence when something needs the user (sign in, failed files), else null. */
   attention: string | null;
+  /** Why the engine halted (engine 'halted'): the queue cannot be written. Resume once fixed. */
+  halt: { reason: 'disk-full' | 'database'; message: string } | null;
   failedCount: number;
   progress: ProgressView;
   /** "the built-in local service" or the server URL. */
@@ -118,6 +120,8 @@ export const SettingsSchema = z.object({
   partsConcurrency: z.number().int().min(1).max(16),
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000),
   aircraftDefault: z.string().regex(/^(0-\d+-\d+)?$/),
+  /** The aircraft's serial for files that do not carry it (H20T photos...); '' = none. */
+  aircraftSerial: z.string().trim().regex(/^([A-Za-z0-9-]{4,64})?$/),
   startAtLogin: z.boolean(),
 });
 export type SettingsView = z.infer<typeof SettingsSchema>;

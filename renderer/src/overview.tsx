@@ -198,7 +198,8 @@ function ProgressPanel(props: {
 }) {
   const { state, busy } = props;
   const p = state.progress;
-  const paused = state.paused || state.engine === 'paused';
+  // Halted (disk full...) resumes with the same button, once the cause is fixed.
+  const paused = state.paused || state.engine === 'paused' || state.engine === 'halted';
   const source = p.currentSource ?? state.cards[0]?.label ?? null;
   const pct = p.bytesTotal > 0 ? Math.min(100, Math.floor((p.bytesDone / p.bytesTotal) * 100)) : 0;
   const eta = formatEta(p.etaSeconds);

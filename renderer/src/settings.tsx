@@ -17,6 +17,7 @@ const FIELD_ORDER: FieldName[] = [
   'partsConcurrency',
   'bandwidthLimitKiBps',
   'aircraftDefault',
+  'aircraftSerial',
 ];
 
 function errId(field: string): string {
@@ -350,6 +351,20 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
               ))}
             </select>
             <FieldError field="aircraftDefault" error={e.aircraftDefault} />
+          </div>
+          <div class="field">
+            <label for="f-aircraftSerial">Aircraft serial, when the photos do not say</label>
+            <input
+              id="f-aircraftSerial"
+              data-field="aircraftSerial"
+              type="text"
+              spellcheck={false}
+              value={form.aircraftSerial}
+              onInput={(ev) => update({ aircraftSerial: ev.currentTarget.value })}
+              {...aria('aircraftSerial', e.aircraftSerial)}
+            />
+            <Hint field="aircraftSerial">Sent with photos from payload cameras (H20T…) that do not record the aircraft.</Hint>
+            <FieldError field="aircraftSerial" error={e.aircraftSerial} />
           </div>
           <label class="check">
             <input

@@ -18,6 +18,7 @@ export interface SettingsForm {
   partsConcurrency: string;
   bandwidthLimitKiBps: string;
   aircraftDefault: string;
+  aircraftSerial: string;
   startAtLogin: boolean;
 }
 
@@ -34,6 +35,7 @@ export function toForm(s: SettingsView): SettingsForm {
     partsConcurrency: String(s.partsConcurrency),
     bandwidthLimitKiBps: String(s.bandwidthLimitKiBps),
     aircraftDefault: s.aircraftDefault,
+    aircraftSerial: s.aircraftSerial,
     startAtLogin: s.startAtLogin,
   };
 }
@@ -104,6 +106,9 @@ export function validateSettings(
   if ('error' in bw) errors.bandwidthLimitKiBps = bw.error;
 
   if (!/^(0-\d+-\d+)?$/.test(f.aircraftDefault)) errors.aircraftDefault = 'Choose an aircraft from the list.';
+  const serial = f.aircraftSerial.trim();
+  if (serial !== '' && !/^[A-Za-z0-9-]{4,64}$/.test(serial))
+    errors.aircraftSerial = 'Enter the serial number printed on the aircraft (letters and digits), or leave it empty.';
 
   if (Object.keys(errors).length > 0 || 'error' in files || 'error' in parts || 'error' in bw)
     return { ok: false, errors };
@@ -121,6 +126,7 @@ export function validateSettings(
       partsConcurrency: parts.value,
       bandwidthLimitKiBps: bw.value,
       aircraftDefault: f.aircraftDefault,
+      aircraftSerial: serial,
       startAtLogin: f.startAtLogin,
     },
   };

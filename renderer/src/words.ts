@@ -22,6 +22,7 @@ export function progressSentence(p: ProgressView, engine: EngineStateName, pause
   const total = p.filesTotal.toLocaleString();
   const done = p.filesDone.toLocaleString();
   const leftText = `${formatBytes(Math.max(0, p.bytesTotal - p.bytesDone))} left`;
+  if (engine === 'halted') return `Stopped at ${done} of ${total} — ${leftText}`;
   if (paused || engine === 'paused') return `Paused at ${done} of ${total} — ${leftText}`;
   if (engine === 'syncing') {
     if (p.filesDone + p.filesFailed >= p.filesTotal) return `Finishing ${plural(p.filesTotal, 'file')}`;
@@ -41,10 +42,19 @@ export function banners(s: AppStateView): Banner[] {
   const out: Banner[] = [];
   const failed = s.failedCount;
   switch (s.engine) {
+    case 'halted':
+      // The reason stays on screen until Resume: "Disk full: free space on ... then press Resume."
+      out.push({
+        tone: 'error',
+        title: s.halt?.reason === 'disk-full' ? 'Disk full — syncing stopped' : 'Syncing stopped',
+        detail: s.halt?.message ?? s.attention ?? 'The upload queue cannot be written. Fix the cause, then press Resume.',
+        action: null,
+      });
+      break;
     case 'auth-required':
       out.push({
         tone: 'error',
-        title: 'Sign in again',
+        title: s.signedIn ? 'Sign in again' : 'Sign in to upload',
         detail:
           s.attention ??
           'The server no longer accepts this computer’s sign-in. Uploads wait until you sign in; nothing is lost.',

@@ -23,6 +23,7 @@ const state = (s: Partial<AppStateView> = {}): AppStateView => ({
   engine: 'idle',
   paused: false,
   attention: null,
+  halt: null,
   failedCount: 0,
   progress: progress(),
   serverLabel: 'the built-in local service',

@@ -15,7 +15,7 @@ import { ApiClient, type ApiClientOptions } from '../../main/core/api/client.js'
 import { parseConfig, type ConfigInput } from '../../main/core/config.js';
 import type { BackoffPolicy, Queue } from '../../main/core/queue/queue.js';
 import { SyncEngine, type EngineState, type FileEvent } from '../../main/core/sync/engine.js';
-import { folderSource } from '../../main/core/sync/scan.js';
+import { folderSource } from '../../main/core/sources/source.js';
 import { flightFolderOf } from '../../main/core/media/flight.js';
 import { startService, type MediaRecord, type RunningService } from '../../main/service/index.js';
 import { getObject, tempDir } from '../support/harness.js';
@@ -143,6 +143,11 @@ export function until(what: string, check: () => boolean, ms = 20_000, stepMs = 
 }
 
 export const FAST_BACKOFF: BackoffPolicy = { baseMs: 100, capMs: 1_000 };
+/**
+ * The wait before checking a callback whose answer was lost, shortened like
+ * the backoff (the product's default is 60 s; test/sync/sync.test.ts holds it).
+ */
+export const FAST_SETTLE: ConfigInput = { callbackSettleSeconds: 1 };
 
 export interface EngineRun {
   engine: SyncEngine;
@@ -164,7 +169,7 @@ export async function startEngine(opts: {
   const engine = new SyncEngine({
     queue: opts.queue,
     api: opts.api,
-    config: parseConfig(opts.config ?? {}),
+    config: parseConfig({ ...FAST_SETTLE, ...opts.config }),
     backoff: opts.backoff ?? FAST_BACKOFF,
   });
   const events: FileEvent[] = [];

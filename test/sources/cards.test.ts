@@ -131,7 +131,7 @@ it('auto-sync off: the card is announced but synced only on "Sync now"; eject af
     // Not a real mount point here, so the OS refuses to eject: reported, not retried, nothing deleted.
     await until('the eject attempt', () => events.some((e) => e.type === 'ejected' || e.type === 'eject-failed'));
     const ej = events.find((e) => e.type === 'ejected' || e.type === 'eject-failed')!;
-    expect(ej.message).toMatch(/MANUAL/);
+    expect('message' in ej && ej.message).toMatch(/MANUAL/);
     expect(fs.existsSync(path.join(folder, 'DJI_0001.JPG'))).toBe(true);
   } finally {
     await agent.stop();

@@ -9,7 +9,7 @@ import type { StsResult } from '../../main/core/api/types.js';
 import { parseConfig, type Config, type ConfigInput } from '../../main/core/config.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { SyncEngine, type FileEvent } from '../../main/core/sync/engine.js';
-import { folderSource } from '../../main/core/sync/scan.js';
+import { folderSource } from '../../main/core/sources/source.js';
 
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'dji');
 
@@ -52,7 +52,8 @@ export async function syncOnce(opts: {
   config?: ConfigInput;
 }): Promise<RunResult> {
   const queue = new Queue(opts.queueFile);
-  const config: Config = parseConfig(opts.config ?? {});
+  // A lost callback answer is checked after 1 s here instead of the product's 60 s.
+  const config: Config = parseConfig({ callbackSettleSeconds: 1, ...opts.config });
   const engine = new SyncEngine({ queue, api: opts.api, config });
   const events: FileEvent[] = [];
   engine.on('file', (e) => events.push(e));

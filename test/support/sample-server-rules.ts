@@ -34,42 +34,78 @@ export const KNOWN_MODEL_KEYS: readonly string[] = [
 const CREATED_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:\d{2})$/;
 const ORDER_BY = /^(name|update_time|create_time) (asc|desc)$/;
 
-/** Both model keys are required and must be in the server's enum (else Jackson fails). */
-function modelKeyError(ext: Obj, known: ReadonlySet<string>): string | undefined {
+/*
+ * The table "Exactly which fields the sample server requires" of
+ * shared/docs/service-facts.md, row by row: each name is `@NotNull` in DJI's
+ * v1.10 request classes. A JSON null or a missing key fails validation with
+ * code -1 and "<path>must not be null"; an empty string passes. Jackson runs
+ * first: a device key outside DeviceEnum, a sub_file_type other than 0/1, a
+ * number that is not a number, fail as "Cannot deserialize ...".
+ */
+const FAST_UPLOAD_FIELDS = ['fingerprint', 'name', 'ext'];
+const FAST_UPLOAD_EXT = ['drone_model_key', 'payload_model_key', 'is_original', 'tinny_fingerprint', 'sn'];
+const CALLBACK_FIELDS = ['fingerprint', 'name', 'object_key', 'sub_file_type', 'metadata', 'ext'];
+const CALLBACK_EXT = ['drone_model_key', 'payload_model_key', 'file_group_id', 'is_original', 'tinny_fingerprint', 'sn'];
+const METADATA_FIELDS = ['absolute_altitude', 'relative_altitude', 'gimbal_yaw_degree', 'created_time', 'shoot_position'];
+const POSITION_FIELDS = ['lat', 'lng'];
+const DOUBLES = ['absolute_altitude', 'relative_altitude', 'gimbal_yaw_degree'];
+
+const absent = (v: unknown): boolean => v === undefined || v === null;
+
+/** The first field of `names` missing in `o` (JSON null counts as missing), as the validator words it. */
+function missing(o: Obj, names: readonly string[], where: string): string | undefined {
+  const name = names.find((n) => absent(o[n]));
+  return name === undefined ? undefined : `${where}${name}must not be null`;
+}
+
+/** Jackson's part: values that cannot become the Java types (DeviceEnum, doubles, the sub-type enum). */
+function deserializeError(b: Obj, known: ReadonlySet<string>): string | undefined {
+  const ext = isObj(b['ext']) ? b['ext'] : {};
   for (const k of ['drone_model_key', 'payload_model_key']) {
     const v = ext[k];
-    if (typeof v !== 'string') return `ext.${k} must not be null`;
-    if (!known.has(v)) return `Cannot deserialize value of type DeviceEnum from String "${v}"`;
+    if (!absent(v) && (typeof v !== 'string' || !known.has(v))) {
+      return `JSON parse error: Cannot deserialize value of type \`DeviceEnum\` from String "${String(v)}": not one of the values accepted for Enum class`;
+    }
+  }
+  if (!absent(b['sub_file_type']) && b['sub_file_type'] !== 0 && b['sub_file_type'] !== 1) {
+    return `JSON parse error: Cannot deserialize value of type \`MediaSubTypeEnum\` from ${String(b['sub_file_type'])}`;
+  }
+  const meta = isObj(b['metadata']) ? b['metadata'] : {};
+  const pos = isObj(meta['shoot_position']) ? meta['shoot_position'] : {};
+  for (const [o, k] of [...DOUBLES.map((d) => [meta, d] as const), ...POSITION_FIELDS.map((p) => [pos, p] as const)]) {
+    const v = o[k];
+    if (!absent(v) && typeof v !== 'number') return `JSON parse error: Cannot deserialize value of type \`java.lang.Double\` from ${JSON.stringify(v)}`;
+  }
+  if (typeof meta['created_time'] === 'string' && !CREATED_TIME.test(meta['created_time'])) {
+    return `JSON parse error: Cannot deserialize value of type \`java.time.LocalDateTime\` from String "${meta['created_time']}"`;
   }
   return undefined;
 }
 
-/** Stricter than the contract: name and a full ext are required. */
+/** fast-upload (MediaFastUploadRequest + FastUploadExtension). */
 export function fastUploadError(b: Obj, known: ReadonlySet<string>): string | undefined {
-  const fp = b['fingerprint'];
-  if (typeof fp !== 'string' || fp === '') return 'fingerprint must not be blank';
-  if (typeof b['name'] !== 'string') return 'name must not be null';
-  const ext = b['ext'];
-  if (!isObj(ext)) return 'ext must not be null';
-  for (const k of ['is_original', 'tinny_fingerprint', 'sn']) {
-    if (ext[k] === undefined || ext[k] === null) return `ext.${k} must not be null`;
-  }
-  return modelKeyError(ext, known);
+  const bad = deserializeError(b, known);
+  if (bad !== undefined) return bad;
+  return missing(b, FAST_UPLOAD_FIELDS, '') ?? missing(b['ext'] as Obj, FAST_UPLOAD_EXT, 'ext.');
 }
 
-/** Five fields plus ext.file_group_id are required; created_time without fractions, with an offset. */
+/** upload-callback (MediaUploadCallbackRequest + MediaFileExtension + MediaFileMetadata + Position). */
 export function callbackError(b: Obj, known: ReadonlySet<string>): string | undefined {
-  for (const k of ['fingerprint', 'name', 'object_key', 'sub_file_type', 'metadata', 'ext']) {
-    if (b[k] === undefined || b[k] === null) return `${k} must not be null`;
-  }
-  const ext = b['ext'];
-  const meta = b['metadata'];
-  if (!isObj(ext) || !('file_group_id' in ext)) return 'ext.file_group_id must not be null';
-  const created = isObj(meta) ? meta['created_time'] : undefined;
-  if (typeof created !== 'string' || !CREATED_TIME.test(created)) {
-    return 'Cannot deserialize value of type `java.time.LocalDateTime` from metadata.created_time';
-  }
-  return modelKeyError(ext, known);
+  const bad = deserializeError(b, known);
+  if (bad !== undefined) return bad;
+  const top = missing(b, CALLBACK_FIELDS, '');
+  if (top !== undefined) return top;
+  const meta = b['metadata'] as Obj;
+  return (
+    missing(b['ext'] as Obj, CALLBACK_EXT, 'ext.') ??
+    missing(meta, METADATA_FIELDS, 'metadata.') ??
+    missing(meta['shoot_position'] as Obj, POSITION_FIELDS, 'metadata.shoot_position.')
+  );
+}
+
+/** sts reads no body at all; a client that sends one relies on something the server ignores. */
+export function stsError(body: unknown): string | undefined {
+  return body === undefined ? undefined : 'sts takes no request body (getTemporaryCredential reads none)';
 }
 
 /** order_by is required; page 1 and page_size 10 by default; filters as the sample server applies them. */

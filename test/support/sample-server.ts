@@ -7,6 +7,7 @@ import {
   isObj,
   KNOWN_MODEL_KEYS,
   SAMPLE_STS,
+  stsError,
   waylinePage,
 } from './sample-server-rules.js';
 import type { Obj } from './sample-server-rules.js';
@@ -17,8 +18,10 @@ export { KNOWN_MODEL_KEYS, SAMPLE_STS } from './sample-server-rules.js';
  * A stand-in that answers like DJI's Cloud API sample server
  * (shared/docs/service-facts.md), quirks included: 401 with an EMPTY body for
  * a bad token, failures as HTTP 200 `{"code":-1,"message":...}` without `data`,
- * `order_by` required, strict callback/fast-upload validation, fast-upload
- * "known" only after a callback with that fingerprint, and -1 for a duplicate.
+ * `order_by` required, the whole required-fields table of the facts (every
+ * `@NotNull`, the device enum, the time pattern, no body on sts: see
+ * sample-server-rules.ts), fast-upload "known" only after a callback with
+ * that fingerprint, and -1 for a duplicate.
  */
 
 export interface RecordedCall {
@@ -48,6 +51,8 @@ export interface RawAnswer {
   delayMs?: number;
   /** Drop the connection without answering. */
   destroy?: boolean;
+  /** Handle the request as usual (a callback is stored), then apply delayMs/destroy to its answer. */
+  passThrough?: boolean;
 }
 export type Hook = (call: RecordedCall) => RawAnswer | undefined;
 
@@ -182,7 +187,11 @@ export async function startSampleServer(opts: SampleServerOptions = {}): Promise
       const page = waylinePage(waylines, call.query);
       return 'error' in page ? fail(page.error) : ok(page);
     }
-    if (leaf === 'sts') return ok(sts === 'no-credentials' ? { ...SAMPLE_STS, credentials: undefined } : sts);
+    if (leaf === 'sts') {
+      const bad = stsError(body);
+      if (bad !== undefined) return fail(bad);
+      return ok(sts === 'no-credentials' ? { ...SAMPLE_STS, credentials: undefined } : sts);
+    }
     if (body === undefined) return fail('Required request body is missing');
     if (!isObj(body)) return fail('JSON parse error: Cannot deserialize the request body');
     return leaf === 'fast-upload' ? fastUpload(ws, b) : uploadCallback(ws, b);
@@ -209,7 +218,8 @@ export async function startSampleServer(opts: SampleServerOptions = {}): Promise
         body,
       };
       calls.push(call);
-      const answer = hook?.(call) ?? route(call);
+      const hooked = hook?.(call);
+      const answer = hooked?.passThrough ? { ...route(call), ...hooked } : (hooked ?? route(call));
       const write = () => {
         if (res.destroyed) return;
         if (answer.destroy === true) return req.socket.destroy();

@@ -1,16 +1,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import S3rver from 's3rver';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { SAMPLE_STS, startSampleServer, type SampleServer } from '../support/sample-server.js';
-import { DJI_FILES, FIXTURES, getObject, makeCard, syncOnce, tempDir } from '../support/harness.js';
+import { FIXTURES, getObject, makeCard, syncOnce, tempDir } from '../support/harness.js';
 
-// The engine against a stand-in that answers like DJI's sample server
-// (401 with empty body, code -1 without data, data "" / code "0", callback
-// data as a bare string, strict required fields and model-key enum), with a
-// real s3rver as the bucket.
+// The engine against a stand-in that refuses what DJI's sample server refuses
+// (the whole required-fields table of service-facts.md, the device enum, the
+// time pattern, no body on sts; 401 with an empty body, code -1 without data,
+// data "" / code "0", the callback's data as a bare string), with a real
+// s3rver as the bucket.
+
+/** Every real DJI photo in the fixtures (the same bytes as shared/fixtures/dji). */
+const PHOTOS = fs
+  .readdirSync(FIXTURES, { recursive: true, encoding: 'utf8' })
+  .filter((f) => /\.jpe?g$/i.test(f))
+  .sort();
+/** Cameras in DJI's cloud device list: each must reach exactly one accepted callback. */
+const CLOUD = PHOTOS.filter((f) => !f.startsWith('M2EA'));
+const H20T = PHOTOS.filter((f) => f.startsWith('ZH20T'));
+
 let dir: string;
 let server: SampleServer;
 let s3: S3rver;
@@ -25,10 +36,7 @@ beforeAll(async () => {
     endpoint: `http://127.0.0.1:${port}`,
     credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
   };
-  server = await startSampleServer({
-    sts: bucketSts,
-    style: { stringCode: true, emptyData: '' },
-  });
+  server = await startSampleServer({ sts: bucketSts, style: { stringCode: true, emptyData: '' } });
 });
 afterAll(async () => {
   await server.close();
@@ -36,38 +44,100 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-it('syncs real DJI files through the sample server quirks, once each', async () => {
-  const card = makeCard(path.join(dir, 'card'), 'DJI_202208311455_008_Waypoint1', [...DJI_FILES, 'M2EA/M2EA_IR.JPG']);
-  const api = new ApiClient({ baseUrl: server.baseUrl, workspaceId: server.workspaceId, token: 'sample-token' });
-  const queueFile = path.join(dir, 'state', 'queue.db');
-  const run = await syncOnce({ queueFile, api, roots: [card] });
+const api = () => new ApiClient({ baseUrl: server.baseUrl, workspaceId: server.workspaceId, token: 'sample-token' });
+const calls = (leaf: string) => server.calls.filter((c) => c.path.endsWith(`/${leaf}`));
+const body = (c: { body: unknown }) => c.body as { name: string; ext: { sn?: string } };
 
-  expect(run.events.filter((e) => e.outcome === 'uploaded')).toHaveLength(DJI_FILES.length);
-  // One callback per file: the sample server has no dedupe and breaks on duplicates.
-  const callbacks = server.calls.filter((c) => c.path.endsWith('/upload-callback'));
-  const names = callbacks.map((c) => (c.body as { name: string }).name);
-  expect(new Set(names).size).toBe(names.length);
-  expect(server.media).toHaveLength(DJI_FILES.length);
-  for (const m of server.media) {
-    expect(m.body.path).toBe('DJI_202208311455_008_Waypoint1');
-    const original = DJI_FILES.find((f) => path.basename(f) === m.name)!;
-    expect((await getObject(bucketSts, m.objectKey)).equals(fs.readFileSync(path.join(FIXTURES, original)))).toBe(true);
-  }
-  // The waylines call always carries order_by (the sample server requires it).
-  await api.listWaylines({});
-  expect(server.calls.at(-1)!.query.get('order_by')).toBe('update_time desc');
+describe('against a stand-in that enforces the whole required-fields table', () => {
+  it('every photo of a cloud camera reaches one accepted callback; the H20T ones carry an sn; the rest is refused before upload', async () => {
+    expect(H20T.length).toBeGreaterThan(0);
+    // One flight folder per aircraft, as on real cards (a flight's files share its aircraft serial).
+    const card = path.join(dir, 'card-a');
+    const folders = new Map<string, string>();
+    for (const f of PHOTOS) {
+      const folder = f.startsWith('ZH20T') ? 'DJI_202209021517_001_Waypoint1' : f.startsWith('M2EA') ? '100MEDIA' : `DJI_202404241446_00${folders.size + 2}_${path.dirname(f)}`;
+      folders.set(f, folder);
+      makeCard(card, folder, [f]);
+    }
+    const queueFile = path.join(dir, 'state', 'queue.db');
+    const before = server.calls.length;
+    const run = await syncOnce({ queueFile, api: api(), roots: [card] });
 
-  // Mavic 2 Enterprise Advanced is not in the cloud device list: refused with a clear reason, kept for the user.
-  const failed = run.events.find((e) => e.relPath.endsWith('M2EA_IR.JPG'))!;
-  expect(failed.outcome).toBe('failed');
-  const q = new Queue(queueFile);
-  const row = q.list({ states: ['failed'] })[0]!;
-  expect(row.errorKind).toBe('rejected');
-  expect(row.errorMessage).toMatch(/model|device|Mavic 2/i);
-  q.close();
+    expect(run.events.filter((e) => e.outcome === 'uploaded')).toHaveLength(CLOUD.length);
+    // One callback per file: the sample server has no dedupe and breaks on duplicates.
+    const posted = calls('upload-callback').map((c) => body(c).name);
+    expect(posted.sort()).toEqual(CLOUD.map((f) => path.basename(f)).sort());
+    expect(server.media).toHaveLength(CLOUD.length);
+    for (const m of server.media) {
+      const original = CLOUD.find((f) => path.basename(f) === m.name)!;
+      expect(m.body.path).toBe(folders.get(original));
+      expect((await getObject(bucketSts, m.objectKey)).equals(fs.readFileSync(path.join(FIXTURES, original)))).toBe(true);
+    }
+    // The H20T does not record its aircraft: `sn` is still sent, on both requests (here "": nothing configured).
+    for (const leaf of ['fast-upload', 'upload-callback']) {
+      const h20t = server.calls.slice(before).filter((c) => c.path.endsWith(leaf) && H20T.some((f) => path.basename(f) === body(c).name));
+      expect(h20t.length).toBeGreaterThanOrEqual(H20T.length);
+      for (const c of h20t) expect(body(c).ext.sn).toBe('');
+    }
+    // Mavic 2 Enterprise Advanced is outside the device list: refused at fast-upload, nothing of it sent.
+    const m2ea = run.events.find((e) => e.relPath.endsWith('M2EA_IR.JPG'))!;
+    expect(m2ea.outcome).toBe('failed');
+    expect(m2ea.error?.message).toMatch(/Nothing of it was uploaded/);
+    expect(m2ea.error?.message).toMatch(/Mavic 2 Enterprise Advanced is not in DJI's cloud device list/);
+    expect(m2ea.error?.plain).toMatch(/another way|administrator/);
+    const q = new Queue(queueFile);
+    const failed = q.list({ states: ['failed'] });
+    expect(failed.map((r) => r.relPath)).toEqual([expect.stringMatching(/M2EA_IR\.JPG$/)]);
+    expect(failed[0]!.bytesSent).toBe(0);
+    expect(failed[0]!.errorKind).toBe('rejected');
+    q.close();
+    expect(run.bytesSent).toBe(CLOUD.reduce((n, f) => n + fs.statSync(path.join(FIXTURES, f)).size, 0));
 
-  // Re-run: nothing is re-sent, the failed file waits for `retry`.
-  const before = server.calls.length;
-  await syncOnce({ queueFile, api, roots: [card] });
-  expect(server.calls.length).toBe(before);
+    // Re-run: nothing is re-sent, the failed file waits for `retry`.
+    const calledBefore = server.calls.length;
+    await syncOnce({ queueFile, api: api(), roots: [card] });
+    expect(server.calls.length).toBe(calledBefore);
+  });
+
+  it('fast-upload confirms each on a second card: no byte, no second record', async () => {
+    const card = makeCard(path.join(dir, 'card-b'), 'DJI_202209021517_001_Waypoint1', CLOUD);
+    const records = server.media.length;
+    const run = await syncOnce({ queueFile: path.join(dir, 'state-b', 'queue.db'), api: api(), roots: [card] });
+    expect(run.events.map((e) => e.outcome)).toEqual(CLOUD.map(() => 'fast-uploaded'));
+    expect(run.bytesSent).toBe(0);
+    expect(server.media).toHaveLength(records);
+  });
+
+  it('sends the serial the crew set for the aircraft when the photo does not carry one', async () => {
+    const card = makeCard(path.join(dir, 'card-c'), 'DJI_202209021600_002', ['ZH20T/DJI_H20T.jpg']);
+    const from = server.calls.length;
+    await syncOnce({ queueFile: path.join(dir, 'state-c', 'queue.db'), api: api(), roots: [card], config: { aircraftSerial: '1ZNBJ7R00C00PH' } });
+    const sent = server.calls.slice(from).filter((c) => c.path.endsWith('/fast-upload'));
+    expect(sent.map((c) => body(c).ext.sn)).toEqual(['1ZNBJ7R00C00PH']);
+  });
+
+  it('a lost callback answer still gives exactly one record', async () => {
+    const fresh = await startSampleServer({ sts: bucketSts });
+    try {
+      // The first callback is stored, but its connection is cut before the answer.
+      let cut = 0;
+      fresh.setHook((call) => (call.path.endsWith('/upload-callback') && cut++ === 0 ? { passThrough: true, destroy: true } : undefined));
+      const card = makeCard(path.join(dir, 'card-d'), 'DJI_202209021517_001_Waypoint1', ['M3T/M3T_IR.JPG']);
+      const client = new ApiClient({ baseUrl: fresh.baseUrl, workspaceId: fresh.workspaceId, token: 'sample-token' });
+      const run = await syncOnce({ queueFile: path.join(dir, 'state-d', 'queue.db'), api: client, roots: [card] });
+      expect(run.events.at(-1)?.outcome).toBe('uploaded');
+      expect(cut).toBeGreaterThan(0);
+      expect(fresh.media).toHaveLength(1);
+      expect(fresh.calls.filter((c) => c.path.endsWith('/upload-callback'))).toHaveLength(1);
+      // ... and the check before re-posting asked fast-upload, which said "known".
+      expect(fresh.calls.filter((c) => c.path.endsWith('/fast-upload'))).toHaveLength(2);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('waylines always carry order_by (the sample server requires it)', async () => {
+    await api().listWaylines({});
+    expect(server.calls.at(-1)!.query.get('order_by')).toBe('update_time desc');
+  });
 });

@@ -124,6 +124,7 @@ export function installTestBridge(options: BridgeOptions): void {
     engine: syncing ? 'syncing' : 'idle',
     paused: false,
     attention: idle ? null : '2 files could not be uploaded. Read why in the list and choose Retry.',
+    halt: null,
     failedCount: failedCount(),
     progress: syncing
       ? {
@@ -262,6 +263,7 @@ export function installTestBridge(options: BridgeOptions): void {
     partsConcurrency: 4,
     bandwidthLimitKiBps: 0,
     aircraftDefault: '',
+    aircraftSerial: '',
     startAtLogin: true,
   };
   let pickFolder: string | null = 'D:\\Survey\\2024-03-12';
@@ -345,6 +347,7 @@ export function installTestBridge(options: BridgeOptions): void {
       partsConcurrency: int(o.partsConcurrency, 1, 16, 'partsConcurrency'),
       bandwidthLimitKiBps: int(o.bandwidthLimitKiBps, 0, 10_000_000, 'bandwidthLimitKiBps'),
       aircraftDefault: str(o.aircraftDefault, 0, 32, 'aircraftDefault'),
+      aircraftSerial: str(o.aircraftSerial, 0, 64, 'aircraftSerial').trim(),
       startAtLogin: bool(o.startAtLogin, 'startAtLogin'),
     };
     if (s.watchedFolders.length > 50 || s.watchedFolders.some((f) => typeof f !== 'string' || f.length === 0))

@@ -1,10 +1,11 @@
 import readline from 'node:readline';
-import { ApiClient } from '../../core/api/client.js';
 import { loadConfig, saveConfig } from '../../core/config.js';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
-import { dispatcherWithCa, loadCaFile } from '../../core/tls.js';
-import { resolveStateDir, writeStoredToken } from '../context.js';
+import { serverApi } from '../../core/session/connection.js';
+import { tidyServerUrl } from '../../core/session/target.js';
+import { writeTokenFile } from '../../core/session/token-file.js';
+import { resolveStateDir } from '../context.js';
 
 /** Reads the password without echoing it on a terminal, or from piped stdin. */
 async function readPassword(prompt: string): Promise<string> {
@@ -32,14 +33,11 @@ export async function loginCommand(flags: { server: string; username: string; st
   const password = await readPassword(`Password for ${flags.username}: `);
   if (!password) throw new DmsError('invalid-input', 'No password given.', { retryable: false });
   const config = loadConfig(paths.config);
-  const api = new ApiClient({
-    baseUrl: flags.server,
-    workspaceId: '',
-    ...(config.caFile ? { dispatcher: dispatcherWithCa(loadCaFile(config.caFile)) } : {}),
-  });
+  const server = tidyServerUrl(flags.server);
+  const api = serverApi({ serverUrl: server, workspaceId: '', ...(config.caFile ? { caFile: config.caFile } : {}) });
   const result = await api.login(flags.username, password);
-  writeStoredToken(paths.token, { server: flags.server, workspaceId: result.workspace_id, token: result.access_token });
-  saveConfig(paths.config, { ...config, server: { url: flags.server, workspaceId: result.workspace_id }, useLocalService: false });
-  process.stdout.write(`Signed in to ${flags.server} as ${flags.username} (workspace ${result.workspace_id}).\n`);
+  writeTokenFile(paths.token, { server, workspaceId: result.workspace_id, token: result.access_token });
+  saveConfig(paths.config, { ...config, server: { url: server, workspaceId: result.workspace_id }, useLocalService: false });
+  process.stdout.write(`Signed in to ${server} as ${flags.username} (workspace ${result.workspace_id}).\n`);
   return 0;
 }

@@ -1,17 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
-import { acquireAgentLock, type AgentLock } from '../../core/queue/lock.js';
-import { openQueue } from '../../core/queue/open.js';
-import { FILE_STATES } from '../../core/queue/queue.js';
+import { NOT_DONE_STATES } from '../../core/queue/states.js';
+import { folderSource } from '../../core/sources/source.js';
 import { SyncEngine, type FileEvent } from '../../core/sync/engine.js';
-import { folderSource } from '../../core/sync/scan.js';
-import { openContext, type ServerFlags } from '../context.js';
+import { openAgentContext, type ServerFlags } from '../context.js';
 import { formatBytes, printJson, ProgressBar } from '../output.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
   aircraft?: string;
+  aircraftSerial?: string;
 }
 
 /** Exit codes (also in program.ts, which must not load this module to know them). */
@@ -29,17 +29,17 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       throw new DmsError('source-missing', `${r} is not a folder that exists. Is the card inserted?`, { retryable: false });
     }
   }
-  const ctx = await openContext(flags);
-  let lock: AgentLock;
-  try {
-    lock = acquireAgentLock(ctx.paths.root);
-  } catch (err) {
-    await ctx.close();
-    throw err;
-  }
-  const { queue, notice } = openQueue(ctx.paths.queue);
+  const ctx = await openAgentContext(flags);
+  const { queue, notice } = ctx.session;
   if (notice) process.stderr.write(`${notice}\n`);
-  const config = flags.aircraft ? { ...ctx.config, aircraftDefault: flags.aircraft } : ctx.config;
+  const config = parseConfig(
+    {
+      ...ctx.config,
+      ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
+      ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
+    },
+    'options',
+  );
   const engine = new SyncEngine({ queue, api: ctx.api, config, logger: ctx.logger });
   const bar = new ProgressBar();
   const counts = { uploaded: 0, fastUploaded: 0, skipped: 0, failed: 0, pending: 0 };
@@ -62,6 +62,11 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     for (const root of roots) {
       const r = await engine.scan(folderSource(root), controller.signal);
       counts.skipped += r.alreadyDone;
+      // Links out of the card are never read: named, so nobody wonders where a file went.
+      for (const w of r.skipped) {
+        if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
+        else process.stderr.write(`Skipped: ${w.message}\n`);
+      }
     }
     await engine.run({ mode: 'until-idle', signal: controller.signal });
   } finally {
@@ -73,13 +78,11 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // What is not done is reported from the queue itself: the truth survives us.
   // Only unfinished rows are read: loading (and parsing) every done row of a
   // card seen before cost more than recognising them did.
-  const unfinished = FILE_STATES.filter((s) => s !== 'done');
-  const leftovers = roots.flatMap((root) =>
-    queue.list({ sourceId: folderSource(root).sourceId, states: unfinished, limit: 1_000_000 }).filter((r) => r.state !== 'done'),
-  );
+  const leftovers = roots.flatMap((root) => queue.list({ sourceId: folderSource(root).sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }));
   counts.failed = leftovers.filter((r) => r.state === 'failed').length;
   counts.pending = leftovers.length - counts.failed;
-  const authError = engine.state === 'auth-required' || engine.paused ? engine.error : null;
+  // Why the run stopped short, when it did: a sign-in to renew, or a halt (disk full...).
+  const authError = engine.state === 'auth-required' || engine.state === 'halted' ? engine.error : null;
   const summary = {
     type: 'summary',
     server: ctx.serverLabel,
@@ -105,8 +108,6 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     if (leftovers.length > 50) out.write(`  ... and ${leftovers.length - 50} more (drone-media-sync status)\n`);
   }
   engine.close();
-  queue.close();
-  lock.release();
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
   return leftovers.length === 0 ? EXIT.ok : EXIT.notAllDone;

@@ -1,10 +1,8 @@
 import path from 'node:path';
 import { Agent } from '../../core/agent.js';
 import { plainMessage } from '../../core/errors.js';
-import { acquireAgentLock, type AgentLock } from '../../core/queue/lock.js';
-import { openQueue } from '../../core/queue/open.js';
 import { CardMonitor } from '../../core/sources/cards.js';
-import { openContext, type ServerFlags } from '../context.js';
+import { openAgentContext, type ServerFlags } from '../context.js';
 import { formatBytes, printJson } from '../output.js';
 
 export interface WatchFlags extends ServerFlags {
@@ -18,25 +16,21 @@ export interface WatchFlags extends ServerFlags {
  * summary (or JSON lines with --json); runs until SIGINT/SIGTERM.
  */
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
-  const ctx = await openContext(flags);
-  let lock: AgentLock;
-  try {
-    lock = acquireAgentLock(ctx.paths.root);
-  } catch (err) {
-    await ctx.close();
-    throw err;
-  }
-  const { queue, notice } = openQueue(ctx.paths.queue);
+  const ctx = await openAgentContext(flags);
+  const { queue, notice } = ctx.session;
   const agent = new Agent({ queue, api: ctx.api, config: ctx.config, logger: ctx.logger });
   const say = (json: Record<string, unknown>, text: string) => (flags.json ? printJson(json) : process.stdout.write(text + '\n'));
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
 
   agent.on('source', (e) => {
-    const name = e.source.label ?? e.source.root;
+    const name = e.source.label;
     if (e.type === 'source-added') say({ type: 'source-added', id: e.source.sourceId, root: e.source.root, label: name }, `Found ${name} (${e.source.root})`);
-    else if (e.type === 'source-removed') say({ type: 'source-removed', id: e.source.sourceId, waiting: e.waiting, message: e.message }, e.message ?? `${name} removed`);
-    else if (e.type === 'ejected' || e.type === 'eject-failed') say({ type: e.type, id: e.source.sourceId, message: e.message }, e.message ?? '');
-    else if (e.type === 'scanned' && (e.pending ?? 0) > 0) say({ type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone }, `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`);
+    else if (e.type === 'source-removed') say({ type: 'source-removed', id: e.source.sourceId, waiting: e.waiting, message: e.message }, e.message);
+    else if (e.type === 'ejected' || e.type === 'eject-failed') say({ type: e.type, id: e.source.sourceId, message: e.message }, e.message);
+    else if (e.type === 'scanned') {
+      for (const w of e.skipped) say({ type: 'skipped', id: e.source.sourceId, path: w.path, reason: w.message }, `Skipped: ${w.message}`);
+      if (e.pending > 0) say({ type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone }, `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`);
+    }
   });
   agent.on('file', (e) => {
     if (e.outcome === 'uploaded') {
@@ -52,6 +46,11 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   // pick it up and continue, without a restart.
   let tokenWatch: NodeJS.Timeout | null = null;
   agent.on('state', (state, err) => {
+    if (state === 'halted' && err) {
+      // No Resume button here: look again every 30 s; it halts again if the cause is still there.
+      say({ type: 'halted', message: plainMessage(err) }, `${plainMessage(err)} (watch tries again every 30 s)`);
+      setTimeout(() => agent.engine.resume(), 30_000).unref();
+    }
     if (state === 'auth-required' && err) {
       say({ type: 'auth-required', message: plainMessage(err) }, `${plainMessage(err)} Run: drone-media-sync login --server ${ctx.serverLabel} --username <name>`);
       tokenWatch ??= setInterval(() => {
@@ -98,8 +97,6 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   clearInterval(keepAlive);
   if (tokenWatch) clearInterval(tokenWatch);
   await agent.stop();
-  queue.close();
-  lock.release();
   await ctx.close();
   return 0;
 }

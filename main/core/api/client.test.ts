@@ -24,7 +24,13 @@ const CALLBACK: UploadCallbackInput = {
   fingerprint: FP.toLowerCase(),
   path: 'DJI_202208311455_008_Waypoint1',
   sub_file_type: 0,
-  metadata: { created_time: '2022-08-31T15:16:16+08:00', shoot_position: { lat: 22.5, lng: 113.9 } },
+  metadata: {
+    absolute_altitude: 112.6,
+    relative_altitude: 40.2,
+    gimbal_yaw_degree: -12.3,
+    created_time: '2022-08-31T15:16:16+08:00',
+    shoot_position: { lat: 22.5, lng: 113.9 },
+  },
   ext: { ...EXT, file_group_id: 'job-1' },
 };
 const WAYLINES: Wayline[] = [
@@ -253,7 +259,8 @@ describe('fast-upload and upload-callback', () => {
     const err = await failure(client.uploadCallback(noMetadata));
     expect(err.kind).toBe('rejected');
     expect(err.serverCode).toBe(-1);
-    expect(err.serverMessage).toBe('metadata must not be null');
+    // The sample server joins the field path and the message without a space (service-facts.md).
+    expect(err.serverMessage).toBe('metadatamust not be null');
     expect(err.path).toBe('/media/api/v1/workspaces/ws-1/upload-callback');
     expect(server.media).toHaveLength(0);
   });

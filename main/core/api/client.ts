@@ -121,6 +121,11 @@ export class ApiClient {
     return this.#workspaceId;
   }
 
+  /** The server's base URL (no query, no fragment). */
+  get baseUrl(): string {
+    return this.#base.href;
+  }
+
   get hasToken(): boolean {
     return this.#token !== undefined;
   }

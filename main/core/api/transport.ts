@@ -1,4 +1,4 @@
-import { DmsError, isAbortError } from '../errors.js';
+import { causeCode, DmsError, isAbortError } from '../errors.js';
 import { redact } from './envelope.js';
 import type { RawResponse, RequestContext } from './envelope.js';
 import type { Exchange, HttpAnswer } from './exchange.js';
@@ -122,17 +122,6 @@ const NETWORK_TEXT: Record<string, string> = {
   EPIPE: 'the connection was closed while sending',
 };
 
-/** The first error code found along the cause chain (undici wraps the socket error). */
-function findCode(err: unknown): { code: string; message: string } | undefined {
-  let cur: unknown = err;
-  for (let depth = 0; depth < 6 && typeof cur === 'object' && cur !== null; depth++) {
-    const { code, message } = cur as { code?: unknown; message?: unknown };
-    if (typeof code === 'string') return { code, message: typeof message === 'string' ? message : '' };
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 interface AbortState {
   caller: AbortSignal | undefined;
   /** Whether the call's deadline fired. */
@@ -156,7 +145,7 @@ export function classifyFailure(err: unknown, ctx: RequestContext, state: AbortS
     );
   }
   if (isAbortError(err)) return new DmsError('cancelled', `The request ${w} was cancelled.`, opts);
-  const found = findCode(err);
+  const found = causeCode(err);
   if (found !== undefined && (TLS_CODES.has(found.code) || found.code.startsWith('ERR_SSL_'))) {
     // Never retried insecurely: the user must fix the certificate or trust its CA.
     return new DmsError(

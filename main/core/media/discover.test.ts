@@ -35,7 +35,7 @@ const EXPECTED = [
   `${FLIGHT}/DJI_20220831151700_0006_W.MP4`,
   `${FLIGHT}/DJI_20220831151800_0007_W.jpg`,
   'DCIM/PANORAMA/100_0001/DJI_0001.JPG',
-  'DCIM/link-to-outside.JPG',
+  'DCIM/link-inside.JPG',
 ];
 /** Present on the card but never media. */
 const NOISE = [
@@ -58,13 +58,19 @@ beforeAll(async () => {
   card = join(tmp, 'card');
   // Created in reverse order, so a sorted result is our doing, not the file system's.
   for (const rel of [...EXPECTED, ...NOISE].reverse()) {
-    if (rel === 'DCIM/link-to-outside.JPG') continue;
+    if (rel === 'DCIM/link-inside.JPG') continue;
     await mkdir(dirname(join(card, rel)), { recursive: true });
     await writeFile(join(card, rel), `content of ${rel}`);
   }
   await writeFile(join(card, `${FLIGHT}/DJI_20220831151801_0008_W.JPG`), ''); // zero bytes: cut short
   await writeFile(join(tmp, 'outside.JPG'), 'a real file outside the card');
+  // Links out of the card (a file, a folder) are never followed; a link within it is.
   await symlink(join(tmp, 'outside.JPG'), join(card, 'DCIM/link-to-outside.JPG'));
+  await mkdir(join(tmp, 'home/.ssh'), { recursive: true });
+  await writeFile(join(tmp, 'home/.ssh/id_ed25519'), 'PRIVATE KEY');
+  await symlink(join(tmp, 'home/.ssh/id_ed25519'), join(card, 'DCIM/100MEDIA/DJI_0777.JPG'));
+  await symlink(join(tmp, 'home'), join(card, 'DCIM/HOME'));
+  await symlink(join(card, 'DCIM/100MEDIA/DJI_0001.JPG'), join(card, 'DCIM/link-inside.JPG'));
   await symlink(card, join(card, 'DCIM/zz-loop')); // a loop back to the root
   await symlink(join(tmp, 'gone'), join(card, 'DCIM/zz-broken')); // dangling link
 });
@@ -90,8 +96,16 @@ describe('discoverMedia', () => {
     expect(first.size).toBe(Buffer.byteLength('content of DCIM/100MEDIA/DJI_0001.JPG'));
     expect(first.mtimeMs).toBeGreaterThan(0);
 
-    const warned = warnings.map((w) => basename(w.path)).sort();
-    expect(warned).toEqual(['LOCKED', 'zz-broken', 'zz-loop']);
+    const warned = warnings.map((w) => `${w.kind} ${basename(w.path)}`).sort();
+    expect(warned).toEqual([
+      'broken-link zz-broken',
+      'loop zz-loop',
+      'outside-root DJI_0777.JPG',
+      'outside-root HOME',
+      'outside-root link-to-outside.JPG',
+      'unreadable LOCKED',
+    ]);
+    expect(warnings.find((w) => w.relPath === 'DCIM/100MEDIA/DJI_0777.JPG')?.message).toMatch(/link to .*id_ed25519.*skipped/);
     expect(warnings.find((w) => basename(w.path) === 'LOCKED')?.message).toMatch(/EACCES/);
   });
 

@@ -37,6 +37,13 @@ export interface DiscoveredFile {
 
 export interface DiscoverWarning {
   path: string;
+  /** Relative to the root, "/"-separated. */
+  relPath: string;
+  /**
+   * outside-root: a link leading out of the card or folder (never followed);
+   * broken-link, unreadable, loop: skipped for what they are.
+   */
+  kind: 'outside-root' | 'broken-link' | 'unreadable' | 'loop';
   message: string;
   cause?: unknown;
 }
@@ -54,6 +61,12 @@ export interface DiscoverOptions {
   signal?: AbortSignal;
   /** Unreadable folders, broken links and files that vanished are reported here, then skipped. */
   onWarning?: (warning: DiscoverWarning) => void;
+}
+
+/** True when `real` is `root` or below it (both real paths). */
+export function isInside(real: string, root: string): boolean {
+  const prefix = root.endsWith(sep) ? root : root + sep;
+  return real === root || real.startsWith(prefix);
 }
 
 export function normaliseExtension(ext: string): string {
@@ -107,8 +120,10 @@ interface Walk {
   root: string;
   include: ReadonlySet<string>;
   exclude: Matcher;
+  /** The root's real path: a link whose real target is not under it is never followed. */
+  realRoot: string;
   signal: AbortSignal | undefined;
-  warn: (path: string, message: string, cause?: unknown) => void;
+  warn: (w: DiscoverWarning) => void;
   /** Real paths of folders entered through a symlink: a second visit is a loop or a duplicate. */
   linkedTargets: Set<string>;
 }
@@ -133,7 +148,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       entries.push({ name: e.name, dir: e.isDirectory(), file: e.isFile(), link: e.isSymbolicLink() });
     }
   } catch (err) {
-    w.warn(dir, `Cannot read folder: ${(err as Error).message}`, err);
+    w.warn({ path: dir, relPath: rel, kind: 'unreadable', message: `Cannot read folder: ${(err as Error).message}`, cause: err });
     return;
   }
   entries.sort((a, b) => byName(a.name, b.name));
@@ -150,10 +165,22 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     let realChild = join(realDir, e.name);
     if (e.link) {
       try {
-        st = await stat(full);
         realChild = await realpath(full);
+        st = await stat(realChild);
       } catch (err) {
-        w.warn(full, `Broken link skipped: ${(err as Error).message}`, err);
+        w.warn({ path: full, relPath: relChild, kind: 'broken-link', message: `Broken link skipped: ${(err as Error).message}`, cause: err });
+        continue;
+      }
+      // Card contents are not trusted: a link to ~/.ssh/id_ed25519 named
+      // DJI_0777.JPG, or to the home folder, must never be read, let alone
+      // uploaded. The check is on the real target, not on the link's name.
+      if (!isInside(realChild, w.realRoot)) {
+        w.warn({
+          path: full,
+          relPath: relChild,
+          kind: 'outside-root',
+          message: `${relChild} is a link to ${realChild}, outside ${w.root}: skipped, nothing of it is read or sent.`,
+        });
         continue;
       }
       isDir = st.isDirectory();
@@ -166,7 +193,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
         if (isAncestor || w.linkedTargets.has(realChild)) {
-          w.warn(full, 'Link to a folder already walked (a loop or a duplicate) skipped.');
+          w.warn({ path: full, relPath: relChild, kind: 'loop', message: 'Link to a folder already walked (a loop or a duplicate) skipped.' });
           continue;
         }
         w.linkedTargets.add(realChild);
@@ -183,7 +210,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         st = await stat(full);
       } catch (err) {
         // Deleted between listing and stat, or the card is going away.
-        w.warn(full, `Cannot read file: ${(err as Error).message}`, err);
+        w.warn({ path: full, relPath: relChild, kind: 'unreadable', message: `Cannot read file: ${(err as Error).message}`, cause: err });
         continue;
       }
     }
@@ -205,9 +232,7 @@ export async function* discoverMedia(
 ): AsyncGenerator<DiscoveredFile> {
   const include = new Set((opts.include ?? DEFAULT_MEDIA_EXTENSIONS).map(normaliseExtension));
   const exclude = compileExcludes(opts.exclude ?? []);
-  const warn = (path: string, message: string, cause?: unknown): void => {
-    opts.onWarning?.(cause === undefined ? { path, message } : { path, message, cause });
-  };
+  const warn = (w: DiscoverWarning): void => opts.onWarning?.(w);
 
   // Check every root first, so a missing card fails the scan before any file is queued.
   const resolved: { root: string; real: string }[] = [];
@@ -230,7 +255,7 @@ export async function* discoverMedia(
   const linkedTargets = new Set<string>();
   for (const { root, real } of resolved) {
     checkAbort(opts.signal);
-    const w: Walk = { root, include, exclude, signal: opts.signal, warn, linkedTargets };
+    const w: Walk = { root, realRoot: real, include, exclude, signal: opts.signal, warn, linkedTargets };
     yield* walkDir(w, root, '', real);
   }
 }

@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
-import { DmsError } from '../errors.js';
+import { DmsError, QueueDamagedError } from '../errors.js';
 
 /**
  * Schema history. Each entry runs once, in order, inside a transaction;
@@ -78,6 +78,84 @@ const MIGRATIONS: readonly string[] = [
     how TEXT NOT NULL
   );
   `,
+  `
+  -- Where the work goes: a server (its base URL) and workspace, or the
+  -- built-in local service. A file is done FOR A TARGET: switching servers
+  -- syncs the card again for the new one and keeps the old rows as history.
+  CREATE TABLE targets (
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    label TEXT NOT NULL,
+    workspace_id TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    last_used_at INTEGER NOT NULL
+  );
+  -- Rows written before targets existed went to a server we can no longer
+  -- name: they stay as history, and the next sync asks the current target.
+  INSERT INTO targets (id, key, label, created_at, last_used_at)
+    VALUES (1, 'legacy:', 'the server used before version 3 of the queue', 0, 0);
+  CREATE TABLE files_v3 (
+    id INTEGER PRIMARY KEY,
+    target_id INTEGER NOT NULL REFERENCES targets (id),
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    abs_path TEXT NOT NULL,
+    state TEXT NOT NULL,
+    resume_state TEXT,
+    fingerprint TEXT,
+    tiny_fingerprint TEXT,
+    info_json TEXT,
+    object_key TEXT,
+    upload_id TEXT,
+    part_size INTEGER,
+    outcome TEXT,
+    callback_unknown INTEGER NOT NULL DEFAULT 0,
+    bytes_sent INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL DEFAULT 0,
+    error_kind TEXT,
+    error_message TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    done_at INTEGER,
+    UNIQUE (target_id, source_id, rel_path, size, mtime_ms)
+  );
+  INSERT INTO files_v3 SELECT id, 1, source_id, rel_path, size, mtime_ms, abs_path, state, resume_state,
+    fingerprint, tiny_fingerprint, info_json, object_key, upload_id, part_size, outcome, callback_unknown,
+    bytes_sent, attempts, next_attempt_at, error_kind, error_message, created_at, updated_at, done_at FROM files;
+  DROP TABLE files;
+  ALTER TABLE files_v3 RENAME TO files;
+  CREATE INDEX files_due ON files (target_id, state, next_attempt_at);
+  CREATE INDEX files_abs_path ON files (abs_path);
+  CREATE INDEX files_fingerprint ON files (target_id, fingerprint);
+  CREATE INDEX files_source ON files (target_id, source_id, state);
+  ALTER TABLE history ADD COLUMN target_id INTEGER NOT NULL DEFAULT 1;
+  -- Waylines belong to a workspace: a folder's match is per target.
+  CREATE TABLE folder_waylines_v3 (
+    target_id INTEGER NOT NULL,
+    folder TEXT NOT NULL,
+    wayline_id TEXT,
+    wayline_name TEXT,
+    how TEXT NOT NULL,
+    PRIMARY KEY (target_id, folder)
+  );
+  INSERT INTO folder_waylines_v3 SELECT 1, folder, wayline_id, wayline_name, how FROM folder_waylines;
+  DROP TABLE folder_waylines;
+  ALTER TABLE folder_waylines_v3 RENAME TO folder_waylines;
+  -- The aircraft serial a flight's files carry (XMP DroneSerialNumber), so
+  -- files of that flight without one (payload cameras, videos) send it too.
+  CREATE TABLE flight_serials (
+    source_id TEXT NOT NULL,
+    file_group_id TEXT NOT NULL,
+    sn TEXT NOT NULL,
+    PRIMARY KEY (source_id, file_group_id)
+  );
+  INSERT OR IGNORE INTO flight_serials
+    SELECT source_id, json_extract(info_json, '$.fileGroupId'), json_extract(info_json, '$.sn') FROM files
+    WHERE json_extract(info_json, '$.sn') IS NOT NULL AND json_extract(info_json, '$.fileGroupId') IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -124,12 +202,23 @@ function migrate(db: Db): void {
       { retryable: false },
     );
   }
-  for (let v = current; v < MIGRATIONS.length; v++) {
-    const sql = MIGRATIONS[v] as string;
-    db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+  if (current === MIGRATIONS.length) return;
+  // A migration may rebuild a table (SQLite's way to change a constraint):
+  // with foreign keys on, dropping the old table would delete its parts.
+  // The switch only works outside a transaction; the check runs before commit.
+  db.pragma('foreign_keys = OFF');
+  try {
+    for (let v = current; v < MIGRATIONS.length; v++) {
+      const sql = MIGRATIONS[v] as string;
+      db.transaction(() => {
+        db.exec(sql);
+        const broken = db.pragma('foreign_key_check') as unknown[];
+        if (broken.length > 0) throw new Error(`migration ${v + 1} left ${broken.length} dangling references`);
+        db.pragma(`user_version = ${v + 1}`);
+      })();
+    }
+  } finally {
+    db.pragma('foreign_keys = ON');
   }
 }
 
@@ -141,9 +230,7 @@ function describeOpenError(file: string, err: unknown): DmsError {
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') {
     return new DmsError('invalid-input', `The disk holding ${file} is full. Free some space; the queue is kept.`, { cause: err });
   }
-  if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') {
-    return new DmsError('invalid-input', `The queue database ${file} is damaged.`, { cause: err, retryable: false });
-  }
+  if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') return new QueueDamagedError(file, err);
   const message = err instanceof Error ? err.message : String(err);
   return new DmsError('invalid-input', `The queue database ${file} cannot be opened: ${message}`, { cause: err });
 }

@@ -1,30 +1,101 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { QueueLockedError } from '../errors.js';
 import { acquireAgentLock } from './lock.js';
 import { openQueue } from './open.js';
 
+// The other agent is a real process running the built lock module (npm test builds first).
+const BUILT_LOCK = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/main/core/queue/lock.js');
+
 let dir: string;
+const children: ChildProcess[] = [];
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-lock-'));
+  expect(fs.existsSync(BUILT_LOCK), `${BUILT_LOCK} is missing: run npm run build`).toBe(true);
 });
-afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
 
-it('refuses a second agent on the same queue while the first runs, and takes over a dead one', async () => {
-  // A real other process holds the lock.
-  const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)']);
-  await new Promise((r) => child.once('spawn', r));
-  fs.writeFileSync(path.join(dir, 'agent.lock'), `${child.pid}\n`);
-  expect(() => acquireAgentLock(dir)).toThrow(new RegExp(`process ${child.pid}\\) is already syncing`));
-  child.kill('SIGKILL');
-  await new Promise((r) => child.once('exit', r));
-  // Its owner is gone (as after a crash): the lock is taken over.
+/** A script that takes the lock of the folder in argv[2], says so, and keeps running. */
+function holdScript(): string {
+  const file = path.join(dir, 'hold.mjs');
+  fs.writeFileSync(
+    file,
+    `const m = await import(${JSON.stringify(BUILT_LOCK)});\nm.acquireAgentLock(process.argv[2]);\nconsole.log('held ' + process.pid);\nsetInterval(() => {}, 1000);\n`,
+  );
+  return file;
+}
+
+/** Starts `command` and resolves with the pid it prints once it holds the lock. */
+async function holder(command: string, args: string[]): Promise<number> {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const give = setTimeout(() => reject(new Error(`no lock holder after 10 s: ${out}`)), 10_000);
+    const read = (b: Buffer): void => {
+      out += String(b);
+      const m = /held (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(give);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+  });
+}
+
+function procState(pid: number): string | null {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ')[0] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+it('refuses a second agent while another process holds the queue, naming it', async () => {
+  const pid = await holder(process.execPath, [holdScript(), dir]);
+  expect(() => acquireAgentLock(dir, 'Drone Media Sync', 0)).toThrow(QueueLockedError);
+  expect(() => acquireAgentLock(dir, 'Drone Media Sync', 0)).toThrow(new RegExp(`process ${pid}\\) is already syncing`));
+});
+
+it.runIf(process.platform === 'linux')(
+  'takes the lock at once after SIGKILL, while the killed agent is still an unreaped zombie',
+  async () => {
+    // sh starts the agent in the background, prints its pid and becomes `sleep`,
+    // which never reaps it: after SIGKILL it stays a zombie, as a crashed agent
+    // under a slow init does. The old pid lock took it for alive and refused.
+    const pid = await holder('sh', ['-c', '"$0" "$1" "$2" & exec sleep 60', process.execPath, holdScript(), dir]);
+    expect(() => acquireAgentLock(dir)).toThrow(QueueLockedError);
+    process.kill(pid, "SIGKILL");
+    const until = Date.now() + 10_000;
+    while (procState(pid) !== 'Z' && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(procState(pid)).toBe('Z');
+    const lock = acquireAgentLock(dir);
+    lock.release();
+  },
+);
+
+it('is immune to pid reuse: a live pid in an old lock file does not hold the queue', () => {
+  // The pid of a process that is certainly alive (this one's parent), as the old lock file held it.
+  fs.writeFileSync(path.join(dir, 'agent.lock'), `${process.ppid}\n`);
   const lock = acquireAgentLock(dir);
-  expect(fs.readFileSync(path.join(dir, 'agent.lock'), 'utf8').trim()).toBe(String(process.pid));
-  lock.release();
   expect(fs.existsSync(path.join(dir, 'agent.lock'))).toBe(false);
+  lock.release();
+});
+
+it('refuses a second lock in the same process until the first is released', () => {
+  const first = acquireAgentLock(dir);
+  expect(() => acquireAgentLock(dir, 'Drone Media Sync', 0)).toThrow(QueueLockedError);
+  first.release();
+  acquireAgentLock(dir).release();
 });
 
 it('keeps a damaged queue aside, says so, and starts a fresh one', () => {
@@ -35,6 +106,7 @@ it('keeps a damaged queue aside, says so, and starts a fresh one', () => {
   const kept = fs.readdirSync(dir).filter((f) => f.startsWith('queue.db.damaged-'));
   expect(kept).toHaveLength(1);
   expect(fs.readFileSync(path.join(dir, kept[0]!)).equals(Buffer.alloc(8192, 0x41))).toBe(true);
+  queue.bindTarget({ key: 'k', label: 'l', workspaceId: 'w' });
   expect(queue.counts().done.files).toBe(0);
   queue.close();
   // a healthy queue opens without a notice

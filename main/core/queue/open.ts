@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { DmsError } from '../errors.js';
+import { QueueDamagedError } from '../errors.js';
 import { Queue } from './queue.js';
 
 export interface OpenedQueue {
@@ -19,8 +19,7 @@ export function openQueue(file: string, now = Date.now()): OpenedQueue {
   try {
     return { queue: new Queue(file), notice: null };
   } catch (err) {
-    const damaged = err instanceof DmsError && /damaged/.test(err.message);
-    if (!damaged) throw err;
+    if (!(err instanceof QueueDamagedError)) throw err;
     const aside = `${file}.damaged-${new Date(now).toISOString().replace(/[:.]/g, '-')}`;
     fs.renameSync(file, aside);
     for (const ext of ['-wal', '-shm']) fs.rmSync(file + ext, { force: true });

@@ -3,9 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DmsError } from '../errors.js';
+import { DmsError, QueueDamagedError } from '../errors.js';
 import { SCHEMA_VERSION } from './db.js';
-import { backoffDelay, Queue } from './queue.js';
+import type { FileInfo } from './file-info.js';
+import { backoffDelay, Queue, type TargetRef } from './queue.js';
 
 let dir: string;
 let file: string;
@@ -14,6 +15,26 @@ beforeEach(() => {
   file = path.join(dir, 'queue.db');
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const SERVER_A: TargetRef = { key: 'https://a.example#ws-1', label: 'https://a.example', workspaceId: 'ws-1' };
+const SERVER_B: TargetRef = { key: 'https://b.example#ws-9', label: 'https://b.example', workspaceId: 'ws-9' };
+
+/** A queue bound to a target, as every session binds it. */
+function open(now?: () => number, target = SERVER_A): Queue {
+  const q = new Queue(file, now);
+  q.bindTarget(target);
+  return q;
+}
+
+const info = (name: string, extra: Partial<FileInfo> = {}): FileInfo => ({
+  name,
+  path: '',
+  fileGroupId: 'group-1',
+  metadata: {},
+  subFileType: 0,
+  isOriginal: true,
+  ...extra,
+});
 
 const f = (rel: string, size = 10, mtimeMs = 1000) => ({
   sourceId: 'card-1',
@@ -49,14 +70,14 @@ describe('Queue', () => {
   });
 
   it('recognises done files by path+size+mtime across restarts, and re-queues changed ones', () => {
-    let q = new Queue(file);
+    let q = open();
     const first = q.observe([f('a.jpg'), f('b.jpg')]);
     expect(first.pending).toHaveLength(2);
-    q.setHashed(first.pending[0]!.id, 'a'.repeat(32), 'tiny', { x: 1 });
+    q.setHashed(first.pending[0]!.id, 'a'.repeat(32), 'tiny', info('a.jpg'));
     q.setDone(first.pending[0]!.id, 'uploaded');
     q.close();
 
-    q = new Queue(file);
+    q = open();
     const second = q.observe([f('a.jpg'), f('b.jpg')]);
     expect(second.alreadyDone).toBe(1);
     expect(second.pending.map((r) => r.relPath)).toEqual(['b.jpg']);
@@ -64,15 +85,16 @@ describe('Queue', () => {
     // a.jpg changed on the card: new version to upload, old done row kept as history
     const third = q.observe([f('a.jpg', 11, 2000)]);
     expect(third.pending).toHaveLength(1);
-    expect(third.pending[0]!.fingerprint).toBeNull();
+    expect(third.pending[0]!.state).toBe('discovered');
+    expect('fingerprint' in third.pending[0]!).toBe(false);
     expect(q.list().filter((r) => r.relPath === 'a.jpg')).toHaveLength(2);
     q.close();
   });
 
   it('drops the unfinished row of a file that changed (never uploads a stale fingerprint)', () => {
-    const q = new Queue(file);
+    const q = open();
     const [row] = q.observe([f('c.jpg')]).pending;
-    q.setHashed(row!.id, 'c'.repeat(32), 'tiny', {});
+    q.setHashed(row!.id, 'c'.repeat(32), 'tiny', info('c.jpg'));
     q.observe([f('c.jpg', 99, 5000)]);
     const rows = q.list().filter((r) => r.relPath === 'c.jpg');
     expect(rows).toHaveLength(1);
@@ -82,16 +104,17 @@ describe('Queue', () => {
   });
 
   it('keeps multipart parts across a restart and clears them once uploaded', () => {
-    let q = new Queue(file);
+    let q = open();
     const [row] = q.observe([f('big.mp4', 100)]).pending;
+    q.setHashed(row!.id, 'b'.repeat(32), 'tiny', info('big.mp4'));
     q.setMultipartStarted(row!.id, 'prefix/big.mp4', 'upload-1', 8);
     q.addPart(row!.id, { partNumber: 1, etag: '"e1"', size: 8 });
     q.addPart(row!.id, { partNumber: 2, etag: '"e2"', size: 8 });
     q.close();
-    q = new Queue(file);
+    q = open();
     const again = q.get(row!.id)!;
     expect(again.state).toBe('uploading');
-    expect(again.uploadId).toBe('upload-1');
+    expect(again.state === 'uploading' && again.multipart?.uploadId).toBe('upload-1');
     expect(q.parts(row!.id).map((p) => p.partNumber)).toEqual([1, 2]);
     q.setUploaded(row!.id, 'prefix/big.mp4');
     expect(q.parts(row!.id)).toEqual([]);
@@ -100,8 +123,9 @@ describe('Queue', () => {
   });
 
   it('parks a removed source and resumes where it stopped when it comes back', () => {
-    const q = new Queue(file);
+    const q = open();
     const { pending } = q.observe([f('1.jpg'), f('2.jpg')]);
+    q.setHashed(pending[0]!.id, '1'.repeat(32), 'tiny', info('1.jpg'));
     q.setMultipartStarted(pending[0]!.id, 'k', 'u', 8);
     q.addPart(pending[0]!.id, { partNumber: 1, etag: 'e', size: 8 });
     expect(q.parkSource('card-1', 'Card removed')).toBe(2);
@@ -115,7 +139,7 @@ describe('Queue', () => {
 
   it('schedules retries with capped backoff and keeps failures for the user until retry', () => {
     let t = 1_000_000;
-    const q = new Queue(file, () => t);
+    const q = open(() => t);
     const [row] = q.observe([f('x.jpg')]).pending;
     const delay = q.scheduleRetry(row!.id, new DmsError('network', 'down'));
     expect(delay).toBeGreaterThanOrEqual(1000);
@@ -139,12 +163,152 @@ describe('Queue', () => {
   });
 
   it('records 10,000 files in one transaction quickly enough to be a single scan', () => {
-    const q = new Queue(file);
+    const q = open();
     const files = Array.from({ length: 10_000 }, (_, i) => f(`DCIM/${i}.JPG`, 5, i));
     q.observe(files);
     const again = q.observe(files);
     expect(again.pending).toHaveLength(10_000);
     expect(q.counts().discovered.files).toBe(10_000);
+    q.close();
+  });
+
+  it('keeps work per target: done for one server is still to do for another, and the old rows stay', () => {
+    let q = open();
+    const [row] = q.observe([f('a.jpg')]).pending;
+    q.setHashed(row!.id, 'a'.repeat(32), 'tiny', info('a.jpg'));
+    q.setUploaded(row!.id, 'ws-1/a.jpg');
+    q.setDone(row!.id, 'uploaded');
+    const [mid] = q.observe([f('b.jpg', 100)]).pending;
+    q.setHashed(mid!.id, 'b'.repeat(32), 'tiny', info('b.jpg'));
+    q.setMultipartStarted(mid!.id, 'ws-1/b.mp4', 'upload-of-a', 8);
+    q.close();
+
+    q = open(undefined, SERVER_B);
+    const forB = q.observe([f('a.jpg'), f('b.jpg', 100)]);
+    expect(forB.alreadyDone).toBe(0);
+    expect(forB.pending.map((r) => [r.relPath, r.state])).toEqual([
+      ['a.jpg', 'discovered'],
+      ['b.jpg', 'discovered'],
+    ]);
+    // Nothing of A's upload (key, upload id) is reachable from B.
+    expect(q.ready(10).map((r) => r.id)).not.toContain(mid!.id);
+    expect(q.counts().done.files).toBe(0);
+    const targets = q.targets();
+    expect(targets.map((t) => t.key)).toEqual([SERVER_B.key, SERVER_A.key, 'legacy:']);
+    expect(targets[1]!.counts.done.files).toBe(1);
+    expect(targets[1]!.counts.uploading.files).toBe(1);
+    q.close();
+
+    // Back on A: its row continues where it was, with its own upload id.
+    q = open();
+    const back = q.observe([f('b.jpg', 100)]).pending[0]!;
+    expect(back.id).toBe(mid!.id);
+    expect(back.state === 'uploading' && back.multipart?.uploadId).toBe('upload-of-a');
+    q.close();
+  });
+
+  it('status and retry bind to the target the last agent worked for', () => {
+    open(undefined, SERVER_B).close();
+    const q = new Queue(file);
+    expect(q.bindLastTarget()).toBe(true);
+    expect(q.target?.key).toBe(SERVER_B.key);
+    q.close();
+    fs.rmSync(file);
+    const fresh = new Queue(file);
+    expect(fresh.bindLastTarget()).toBe(false);
+    fresh.close();
+  });
+
+  it('upgrades a version-2 queue in place: its rows and parts become history of an unnamed target', () => {
+    // A queue as version 2 wrote it, with a file mid-multipart.
+    const v2 = new Database(file);
+    v2.exec(`
+      CREATE TABLE files (id INTEGER PRIMARY KEY, source_id TEXT NOT NULL, rel_path TEXT NOT NULL, size INTEGER NOT NULL,
+        mtime_ms INTEGER NOT NULL, abs_path TEXT NOT NULL, state TEXT NOT NULL, resume_state TEXT, fingerprint TEXT,
+        tiny_fingerprint TEXT, info_json TEXT, object_key TEXT, upload_id TEXT, part_size INTEGER, outcome TEXT,
+        callback_unknown INTEGER NOT NULL DEFAULT 0, bytes_sent INTEGER NOT NULL DEFAULT 0, attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NOT NULL DEFAULT 0, error_kind TEXT, error_message TEXT, created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL, done_at INTEGER, UNIQUE (source_id, rel_path, size, mtime_ms));
+      CREATE INDEX files_state ON files (state, next_attempt_at);
+      CREATE INDEX files_abs_path ON files (abs_path);
+      CREATE TABLE parts (file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE, part_number INTEGER NOT NULL,
+        etag TEXT NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (file_id, part_number));
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE history (id INTEGER PRIMARY KEY, session INTEGER NOT NULL, source_id TEXT NOT NULL, label TEXT NOT NULL,
+        folder TEXT NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER, files INTEGER NOT NULL DEFAULT 0,
+        bytes INTEGER NOT NULL DEFAULT 0, fast_uploaded INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (session, folder));
+      CREATE TABLE folder_waylines (folder TEXT PRIMARY KEY, wayline_id TEXT, wayline_name TEXT, how TEXT NOT NULL);
+      INSERT INTO files (id, source_id, rel_path, size, mtime_ms, abs_path, state, fingerprint, tiny_fingerprint, info_json,
+        object_key, upload_id, part_size, created_at, updated_at)
+        VALUES (7, 'card-1', 'v.mp4', 100, 1000, '/media/card/v.mp4', 'uploading', '${'d'.repeat(32)}', 'tiny',
+        '${JSON.stringify(info('v.mp4', { sn: 'SN123' }))}', 'old/v.mp4', 'old-upload', 8, 1, 1);
+      INSERT INTO parts VALUES (7, 1, 'e1', 8), (7, 2, 'e2', 8);
+      INSERT INTO folder_waylines VALUES ('DJI_202208311455_008_W1', 'w-1', 'W1', 'exact');
+      PRAGMA user_version = 2;`);
+    v2.close();
+
+    const q = open();
+    expect(q.parts(7).map((p) => p.partNumber)).toEqual([1, 2]); // the table rebuild kept them
+    expect(q.targets().find((t) => t.key === 'legacy:')!.counts.uploading.files).toBe(1);
+    expect(q.flightSerial('card-1', 'group-1')).toBe('SN123');
+    // The current target sees the card afresh: never the old key or upload id.
+    const pending = q.observe([{ sourceId: 'card-1', relPath: 'v.mp4', absPath: '/media/card/v.mp4', size: 100, mtimeMs: 1000 }]).pending;
+    expect(pending[0]!.id).not.toBe(7);
+    expect(pending[0]!.state).toBe('discovered');
+    const db = new Database(file, { readonly: true });
+    expect(db.pragma('foreign_key_check')).toEqual([]);
+    expect(db.prepare('SELECT target_id, folder FROM folder_waylines').all()).toEqual([{ target_id: 1, folder: 'DJI_202208311455_008_W1' }]);
+    db.close();
+    q.close();
+  });
+
+  it('reads a row that contradicts its state as damage, not as a half-row', () => {
+    const q = open();
+    const [row] = q.observe([f('x.jpg')]).pending;
+    q.db.prepare("UPDATE files SET state = 'uploaded' WHERE id = ?").run(row!.id);
+    expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
+    q.db.prepare("UPDATE files SET state = 'hashed', fingerprint = 'f', tiny_fingerprint = 't', info_json = '{\"name\":1}' WHERE id = ?").run(row!.id);
+    expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
+    q.close();
+  });
+
+  it('knows the aircraft serial of a flight from any of its files', () => {
+    const q = open();
+    const [a, b] = q.observe([f('DJI_0001_W.JPG'), f('DJI_0002_W.MP4')]).pending;
+    q.setHashed(b!.id, 'b'.repeat(32), 't', info('DJI_0002_W.MP4'));
+    expect(q.flightSerial('card-1', 'group-1')).toBeUndefined();
+    q.setHashed(a!.id, 'a'.repeat(32), 't', info('DJI_0001_W.JPG', { sn: '1581F5FJD22BR00C8V55' }));
+    expect(q.flightSerial('card-1', 'group-1')).toBe('1581F5FJD22BR00C8V55');
+    expect(q.flightSerial('card-2', 'group-1')).toBeUndefined();
+    q.close();
+  });
+
+  it('puts a row aside without a failure, and wakes it when its twin finishes', () => {
+    let t = 5_000;
+    const q = open(() => t);
+    const [a, b] = q.observe([f('card/a.jpg'), f('copy/a.jpg')]).pending;
+    for (const r of [a!, b!]) q.setHashed(r.id, 'E'.repeat(32), 't', info('a.jpg'));
+    q.defer(b!.id, 600_000, 'Waiting for card/a.jpg (the same content) to reach the server first.');
+    expect(q.ready(10).map((r) => r.id)).toEqual([a!.id]);
+    expect(q.get(b!.id)!.attempts).toBe(0);
+    expect(q.nextWakeAt()).toBe(0);
+    q.setDone(a!.id, 'uploaded');
+    expect(q.hasDoneTwin('E'.repeat(32), b!.id)).toBe(true);
+    expect(q.nextWakeAt()).toBe(605_000);
+    expect(q.wakeTwins('E'.repeat(32))).toBe(1);
+    expect(q.ready(10).map((r) => r.id)).toEqual([b!.id]);
+    t += 1;
+    expect(q.hasWork('card-1')).toBe(true);
+    q.close();
+  });
+
+  it('leaves rows tried too often out of the next wake of a one-shot run', () => {
+    const q = open(() => 0);
+    const [row] = q.observe([f('x.jpg')]).pending;
+    for (let i = 0; i < 3; i++) q.scheduleRetry(row!.id, new DmsError('network', 'down'));
+    expect(q.nextWakeAt()).toBeGreaterThan(0);
+    expect(q.nextWakeAt(3)).toBeNull();
     q.close();
   });
 });

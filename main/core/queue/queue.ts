@@ -1,24 +1,14 @@
 import type Database from 'better-sqlite3';
+import type { DmsError } from '../errors.js';
+import type { FinishedPart } from '../storage/types.js';
 import type { Db } from './db.js';
 import { openDatabase } from './db.js';
-import type { FinishedPart } from '../storage/types.js';
-import type { DmsError } from '../errors.js';
+import type { FileInfo } from './file-info.js';
+import { parseRow, type Outcome, type QueueRow, type RawRow, type RowPatch, type WorkingRow } from './rows.js';
+import { FILE_STATES, isWorking, sqlStates, WORKING_STATES, type FileState } from './states.js';
 
-/** Where a file stands. Only `done` means the server acknowledged it. */
-export const FILE_STATES = [
-  'discovered', // seen on disk, not hashed yet
-  'hashed', // fingerprint and metadata known
-  'fast-upload-checked', // the server did not know the fingerprint: upload needed
-  'uploading', // object being written (multipart parts in `parts`)
-  'uploaded', // object complete in the bucket, callback not acknowledged yet
-  'done', // server acknowledged (callback or fast-upload)
-  'failed', // needs the user (rejected by the server, unsupported file...)
-  'waiting-for-source', // the card or folder went away; continues when it is back
-] as const;
-export type FileState = (typeof FILE_STATES)[number];
-
-/** States in which the engine still has work to do. */
-const ACTIVE: readonly FileState[] = ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
+export { FILE_STATES, type FileState } from './states.js';
+export type { QueueRow, WorkingRow } from './rows.js';
 
 export interface ObservedFile {
   sourceId: string;
@@ -26,89 +16,6 @@ export interface ObservedFile {
   absPath: string;
   size: number;
   mtimeMs: number;
-}
-
-export interface QueueRow {
-  id: number;
-  sourceId: string;
-  relPath: string;
-  absPath: string;
-  size: number;
-  mtimeMs: number;
-  state: FileState;
-  resumeState: FileState | null;
-  fingerprint: string | null;
-  tinyFingerprint: string | null;
-  info: unknown;
-  objectKey: string | null;
-  uploadId: string | null;
-  partSize: number | null;
-  outcome: 'uploaded' | 'fast-uploaded' | null;
-  callbackUnknown: boolean;
-  bytesSent: number;
-  attempts: number;
-  nextAttemptAt: number;
-  errorKind: string | null;
-  errorMessage: string | null;
-  createdAt: number;
-  updatedAt: number;
-  doneAt: number | null;
-}
-
-interface RawRow {
-  id: number;
-  source_id: string;
-  rel_path: string;
-  abs_path: string;
-  size: number;
-  mtime_ms: number;
-  state: FileState;
-  resume_state: FileState | null;
-  fingerprint: string | null;
-  tiny_fingerprint: string | null;
-  info_json: string | null;
-  object_key: string | null;
-  upload_id: string | null;
-  part_size: number | null;
-  outcome: 'uploaded' | 'fast-uploaded' | null;
-  callback_unknown: number;
-  bytes_sent: number;
-  attempts: number;
-  next_attempt_at: number;
-  error_kind: string | null;
-  error_message: string | null;
-  created_at: number;
-  updated_at: number;
-  done_at: number | null;
-}
-
-function fromRaw(r: RawRow): QueueRow {
-  return {
-    id: r.id,
-    sourceId: r.source_id,
-    relPath: r.rel_path,
-    absPath: r.abs_path,
-    size: r.size,
-    mtimeMs: r.mtime_ms,
-    state: r.state,
-    resumeState: r.resume_state,
-    fingerprint: r.fingerprint,
-    tinyFingerprint: r.tiny_fingerprint,
-    info: r.info_json === null ? null : (JSON.parse(r.info_json) as unknown),
-    objectKey: r.object_key,
-    uploadId: r.upload_id,
-    partSize: r.part_size,
-    outcome: r.outcome,
-    callbackUnknown: r.callback_unknown === 1,
-    bytesSent: r.bytes_sent,
-    attempts: r.attempts,
-    nextAttemptAt: r.next_attempt_at,
-    errorKind: r.error_kind,
-    errorMessage: r.error_message,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    doneAt: r.done_at,
-  };
 }
 
 export interface ObserveResult {
@@ -136,49 +43,91 @@ export function backoffDelay(attempts: number, policy: BackoffPolicy = DEFAULT_B
 export type StateCounts = Record<FileState, { files: number; bytes: number }>;
 
 /**
+ * Where the work goes. `key` identifies it for good: a server's normalised
+ * base URL and the workspace (`https://media.example.com#ws-1`), or the
+ * built-in local service by its data folder (`local:/home/u/.config/...#ws`).
+ */
+export interface TargetRef {
+  key: string;
+  /** What a person calls it: the server URL or "the built-in local service". */
+  label: string;
+  workspaceId: string;
+}
+
+export interface TargetSummary extends TargetRef {
+  id: number;
+  lastUsedAt: number;
+  counts: StateCounts;
+}
+
+const WORKING = sqlStates(WORKING_STATES);
+
+function emptyCounts(): StateCounts {
+  return Object.fromEntries(FILE_STATES.map((s) => [s, { files: 0, bytes: 0 }])) as StateCounts;
+}
+
+/**
  * The persistent work queue. Every transition is one small synchronous
  * statement (better-sqlite3), committed before the engine takes the next step,
  * so a crash at any point leaves a state the next run can continue from.
+ *
+ * Rows belong to a target (bindTarget): a file done for one server is not
+ * done for another. Everything that reads or writes work is scoped to the
+ * bound target; other targets' rows stay as history.
  */
 export class Queue {
   readonly db: Db;
+  private readonly file: string;
   private readonly stmts;
+  private bound: (TargetRef & { id: number }) | null = null;
 
-  constructor(file: string, private readonly now: () => number = Date.now) {
+  constructor(
+    file: string,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.file = file;
     this.db = openDatabase(file);
     const db = this.db;
     this.stmts = {
-      find: db.prepare<[string, string, number, number], RawRow>(
-        'SELECT * FROM files WHERE source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
+      target: db.prepare<[string], { id: number }>('SELECT id FROM targets WHERE key = ?'),
+      addTarget: db.prepare(
+        'INSERT INTO targets (key, label, workspace_id, created_at, last_used_at) VALUES (@key, @label, @workspaceId, @now, @now)',
+      ),
+      touchTarget: db.prepare('UPDATE targets SET label = ?, last_used_at = ? WHERE id = ?'),
+      find: db.prepare<[number, string, string, number, number], RawRow>(
+        'SELECT * FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
       ),
       insert: db.prepare(
-        `INSERT INTO files (source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at)
-         VALUES (@sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now)`,
+        `INSERT INTO files (target_id, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at)
+         VALUES (@targetId, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now)`,
       ),
       // A file whose size or mtime changed is a new version: unfinished rows of
       // the old version are dropped (never recorded with a stale fingerprint);
       // finished ones stay as history.
       dropStale: db.prepare(
-        `DELETE FROM files WHERE source_id = ? AND rel_path = ? AND (size != ? OR mtime_ms != ?) AND state != 'done'`,
+        `DELETE FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND (size != ? OR mtime_ms != ?) AND state != 'done'`,
       ),
       setAbsPath: db.prepare('UPDATE files SET abs_path = ? WHERE id = ? AND abs_path != ?'),
       get: db.prepare<[number], RawRow>('SELECT * FROM files WHERE id = ?'),
-      // The due rows of each active state, oldest first, straight from the
-      // files_state index (state, next_attempt_at, id): never-failed rows
-      // (next_attempt_at 0) come in id order with no sort, and due retries are
-      // few. The engine asks on every file finished, so this must not cost
-      // O(rows pending), as one sort of all active rows by id did.
-      readyIds: db.prepare<{ now: number; limit: number }, { id: number }>(
+      // The due rows of each working state, oldest first, straight from the
+      // files_due index (target_id, state, next_attempt_at, id): never-failed
+      // rows (next_attempt_at 0) come in id order with no sort, and due
+      // retries are few. This must not cost O(rows pending).
+      readyIds: db.prepare<{ t: number; now: number; limit: number }, { id: number }>(
         [
-          ...ACTIVE.map(
-            (s) => `SELECT id FROM (SELECT id FROM files WHERE state = '${s}' AND next_attempt_at = 0 ORDER BY id LIMIT @limit)`,
+          ...WORKING_STATES.map(
+            (s) =>
+              `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state = '${s}' AND next_attempt_at = 0 ORDER BY id LIMIT @limit)`,
           ),
-          `SELECT id FROM (SELECT id FROM files WHERE state IN (${ACTIVE.map((s) => `'${s}'`).join(',')})
+          `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state IN (${WORKING})
            AND next_attempt_at > 0 AND next_attempt_at <= @now ORDER BY id LIMIT @limit)`,
         ].join(' UNION ALL '),
       ),
-      nextWake: db.prepare<[], { t: number | null }>(
-        `SELECT MIN(next_attempt_at) AS t FROM files WHERE state IN ('discovered','hashed','fast-upload-checked','uploading','uploaded')`,
+      nextWake: db.prepare<{ t: number; maxAttempts: number }, { t: number | null }>(
+        `SELECT MIN(next_attempt_at) AS t FROM files WHERE target_id = @t AND state IN (${WORKING}) AND attempts < @maxAttempts`,
+      ),
+      hasWork: db.prepare<[number, string], { one: number }>(
+        `SELECT 1 AS one FROM files WHERE target_id = ? AND source_id = ? AND state IN (${WORKING}) LIMIT 1`,
       ),
       parts: db.prepare<[number], { part_number: number; etag: string; size: number }>(
         'SELECT part_number, etag, size FROM parts WHERE file_id = ? ORDER BY part_number',
@@ -186,14 +135,87 @@ export class Queue {
       addPart: db.prepare('INSERT OR REPLACE INTO parts (file_id, part_number, etag, size) VALUES (?, ?, ?, ?)'),
       clearParts: db.prepare('DELETE FROM parts WHERE file_id = ?'),
       addBytes: db.prepare('UPDATE files SET bytes_sent = bytes_sent + ? WHERE id = ?'),
-      counts: db.prepare<[], { state: FileState; files: number; bytes: number }>(
-        'SELECT state, COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files GROUP BY state',
+      counts: db.prepare<[number], { state: FileState; files: number; bytes: number }>(
+        'SELECT state, COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files WHERE target_id = ? GROUP BY state',
+      ),
+      doneTwin: db.prepare<[number, string, number], { id: number }>(
+        `SELECT id FROM files WHERE target_id = ? AND fingerprint = ? AND state = 'done' AND id != ? LIMIT 1`,
+      ),
+      wakeTwins: db.prepare<[number, number, string]>(
+        `UPDATE files SET next_attempt_at = 0, error_message = NULL, updated_at = ?
+         WHERE target_id = ? AND fingerprint = ? AND state IN (${WORKING}) AND error_kind IS NULL AND next_attempt_at > 0`,
+      ),
+      addSerial: db.prepare('INSERT OR IGNORE INTO flight_serials (source_id, file_group_id, sn) VALUES (?, ?, ?)'),
+      serial: db.prepare<[string, string], { sn: string }>('SELECT sn FROM flight_serials WHERE source_id = ? AND file_group_id = ?'),
+      parkSource: db.prepare<[string, number, number, string]>(
+        `UPDATE files SET resume_state = state, state = 'waiting-for-source', error_kind = 'source-missing',
+         error_message = ?, updated_at = ? WHERE target_id = ? AND source_id = ? AND state IN (${WORKING})`,
       ),
     };
+    // Read as the last agent left it until a session binds another target.
+    this.bindLastTarget();
+  }
+
+  /** The database file (named in messages: "the disk holding ... is full"). */
+  get path(): string {
+    return this.file;
   }
 
   close(): void {
     this.db.close();
+  }
+
+  /** Scopes the queue to a target (created on first use); returns its id. */
+  bindTarget(target: TargetRef): number {
+    const now = this.now();
+    let id = this.stmts.target.get(target.key)?.id;
+    if (id === undefined) id = Number(this.stmts.addTarget.run({ ...target, now }).lastInsertRowid);
+    else this.stmts.touchTarget.run(target.label, now, id);
+    this.bound = { ...target, id };
+    this.setMeta('current_target', target.key);
+    return id;
+  }
+
+  /**
+   * Binds to the target the last agent worked for (status, retry: they run
+   * beside it without a server); false when there is none yet.
+   */
+  bindLastTarget(): boolean {
+    const key = this.getMeta('current_target');
+    const row =
+      key === undefined
+        ? undefined
+        : this.db.prepare<[string], { id: number; label: string; workspace_id: string }>('SELECT id, label, workspace_id FROM targets WHERE key = ?').get(key);
+    if (key === undefined || !row) return false;
+    this.bound = { key, label: row.label, workspaceId: row.workspace_id, id: row.id };
+    return true;
+  }
+
+  /** The bound target, or null before bindTarget. */
+  get target(): (TargetRef & { id: number }) | null {
+    return this.bound;
+  }
+
+  private get targetId(): number {
+    if (!this.bound) throw new Error('The queue is not bound to a target (server and workspace) yet.');
+    return this.bound.id;
+  }
+
+  /** Every target this queue has worked for, most recently used first, with its counts. */
+  targets(): TargetSummary[] {
+    const rows = this.db
+      .prepare<[], { id: number; key: string; label: string; workspace_id: string; last_used_at: number }>(
+        'SELECT id, key, label, workspace_id, last_used_at FROM targets ORDER BY last_used_at DESC, id DESC',
+      )
+      .all();
+    return rows.map((t) => ({
+      id: t.id,
+      key: t.key,
+      label: t.label,
+      workspaceId: t.workspace_id,
+      lastUsedAt: t.last_used_at,
+      counts: this.countsFor(t.id),
+    }));
   }
 
   /**
@@ -202,32 +224,37 @@ export class Queue {
    */
   observe(files: readonly ObservedFile[]): ObserveResult {
     const now = this.now();
+    const targetId = this.targetId;
     const pending: QueueRow[] = [];
     let alreadyDone = 0;
     let failed = 0;
     this.db.transaction(() => {
       for (const f of files) {
-        let row = this.stmts.find.get(f.sourceId, f.relPath, f.size, f.mtimeMs);
-        if (!row) {
-          this.stmts.dropStale.run(f.sourceId, f.relPath, f.size, f.mtimeMs);
-          const info = this.stmts.insert.run({ ...f, now });
-          row = this.mustGet(Number(info.lastInsertRowid));
-        } else if (row.abs_path !== f.absPath) {
-          this.stmts.setAbsPath.run(f.absPath, row.id, f.absPath);
-          row.abs_path = f.absPath;
+        let raw = this.stmts.find.get(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
+        if (!raw) {
+          this.stmts.dropStale.run(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
+          const info = this.stmts.insert.run({ ...f, targetId, now });
+          raw = this.mustGet(Number(info.lastInsertRowid));
+        } else if (raw.abs_path !== f.absPath) {
+          this.stmts.setAbsPath.run(f.absPath, raw.id, f.absPath);
+          raw.abs_path = f.absPath;
         }
-        if (row.state === 'done') alreadyDone++;
-        else if (row.state === 'failed') failed++;
+        if (raw.state === 'done') alreadyDone++;
+        else if (raw.state === 'failed') failed++;
         else {
-          if (row.state === 'waiting-for-source') {
-            this.patch(row.id, { state: row.resume_state ?? 'discovered', resume_state: null, next_attempt_at: 0, error_kind: null, error_message: null });
-            row = this.mustGet(row.id);
+          if (raw.state === 'waiting-for-source') {
+            this.patch(raw.id, { state: raw.resume_state ?? 'discovered', resume_state: null, next_attempt_at: 0, error_kind: null, error_message: null });
+            raw = this.mustGet(raw.id);
           }
-          pending.push(fromRaw(row));
+          pending.push(this.parse(raw));
         }
       }
     })();
     return { pending, alreadyDone, failed };
+  }
+
+  private parse(raw: RawRow): QueueRow {
+    return parseRow(raw, this.file);
   }
 
   private mustGet(id: number): RawRow {
@@ -238,57 +265,64 @@ export class Queue {
 
   get(id: number): QueueRow | undefined {
     const r = this.stmts.get.get(id);
-    return r ? fromRaw(r) : undefined;
+    return r ? this.parse(r) : undefined;
   }
 
   /**
-   * Rows whose next attempt is due, oldest first. Ids in `skip` (rows the
-   * caller already has in hand) count towards `limit` but are not read.
-   */
-  ready(limit: number, skip?: { has(id: number): boolean }): QueueRow[] {
-    // The same rows as "state IN (active) AND next_attempt_at <= now ORDER BY
-    // id LIMIT limit", gathered per state from the index and merged here.
-    const ids = this.stmts.readyIds.all({ now: this.now(), limit }).map((r) => r.id);
-    ids.sort((a, b) => a - b);
-    if (ids.length > limit) ids.length = limit;
-    const out: QueueRow[] = [];
-    for (const id of ids) {
-      if (skip?.has(id)) continue;
-      const r = this.stmts.get.get(id);
-      if (r) out.push(fromRaw(r));
-    }
-    return out;
-  }
-
-  /**
-   * Ids of due rows, oldest first (what ready() reads), for a caller that
-   * takes them a few at a time and checks each with dueRow() when it does.
+   * Ids of due rows, oldest first, for a caller that takes them a few at a
+   * time and checks each with dueRow() when it does.
    */
   readyIds(limit: number): number[] {
-    const ids = this.stmts.readyIds.all({ now: this.now(), limit }).map((r) => r.id);
+    const ids = this.stmts.readyIds.all({ t: this.targetId, now: this.now(), limit }).map((r) => r.id);
     ids.sort((a, b) => a - b);
     if (ids.length > limit) ids.length = limit;
     return ids;
   }
 
-  /** The row if it is still active and due now (it may have moved on since its id was listed). */
-  dueRow(id: number): QueueRow | undefined {
-    const r = this.stmts.get.get(id);
-    if (!r || !ACTIVE.includes(r.state) || r.next_attempt_at > this.now()) return undefined;
-    return fromRaw(r);
+  /** Rows whose next attempt is due, oldest first. */
+  ready(limit: number): WorkingRow[] {
+    return this.readyIds(limit)
+      .map((id) => this.dueRow(id))
+      .filter((r) => r !== undefined);
   }
 
-  /** Epoch ms of the earliest scheduled retry, or null when nothing is pending. */
-  nextWakeAt(): number | null {
-    return this.stmts.nextWake.get()?.t ?? null;
+  /** The row if it is still working and due now (it may have moved on since its id was listed). */
+  dueRow(id: number): WorkingRow | undefined {
+    const r = this.stmts.get.get(id);
+    if (!r || r.target_id !== this.targetId || !isWorking(r.state) || r.next_attempt_at > this.now()) return undefined;
+    return this.parse(r) as WorkingRow;
+  }
+
+  /**
+   * Epoch ms of the earliest attempt due among working rows tried fewer than
+   * `maxAttempts` times (0 = due now), or null when there is none.
+   */
+  nextWakeAt(maxAttempts = Number.MAX_SAFE_INTEGER): number | null {
+    return this.stmts.nextWake.get({ t: this.targetId, maxAttempts })?.t ?? null;
+  }
+
+  /** True while a source has files the engine is still working on. */
+  hasWork(sourceId: string): boolean {
+    return this.stmts.hasWork.get(this.targetId, sourceId) !== undefined;
   }
 
   parts(id: number): FinishedPart[] {
     return this.stmts.parts.all(id).map((p) => ({ partNumber: p.part_number, etag: p.etag, size: p.size }));
   }
 
-  setHashed(id: number, fingerprint: string, tinyFingerprint: string, info: unknown): void {
-    this.patch(id, { state: 'hashed', fingerprint, tiny_fingerprint: tinyFingerprint, info_json: JSON.stringify(info) });
+  setHashed(id: number, fingerprint: string, tinyFingerprint: string, info: FileInfo): void {
+    this.db.transaction(() => {
+      this.patch(id, { state: 'hashed', fingerprint, tiny_fingerprint: tinyFingerprint, info_json: JSON.stringify(info) });
+      if (info.sn) {
+        const row = this.stmts.get.get(id);
+        if (row) this.stmts.addSerial.run(row.source_id, info.fileGroupId, info.sn);
+      }
+    })();
+  }
+
+  /** The aircraft serial another file of the same flight (file group) on this source carries. */
+  flightSerial(sourceId: string, fileGroupId: string): string | undefined {
+    return this.stmts.serial.get(sourceId, fileGroupId)?.sn;
   }
 
   setFastUploadChecked(id: number): void {
@@ -317,6 +351,14 @@ export class Queue {
     })();
   }
 
+  /** Forgets where the object was going (a key under another prefix): the upload starts afresh. */
+  resetUpload(id: number): void {
+    this.db.transaction(() => {
+      this.stmts.clearParts.run(id);
+      this.patch(id, { state: 'fast-upload-checked', object_key: null, upload_id: null, part_size: null });
+    })();
+  }
+
   addBytesSent(id: number, bytes: number): void {
     this.stmts.addBytes.run(bytes, id);
   }
@@ -339,7 +381,7 @@ export class Queue {
     this.patch(id, { callback_unknown: 0 });
   }
 
-  setDone(id: number, outcome: 'uploaded' | 'fast-uploaded'): void {
+  setDone(id: number, outcome: Outcome): void {
     this.db.transaction(() => {
       this.stmts.clearParts.run(id);
       this.patch(id, {
@@ -355,13 +397,33 @@ export class Queue {
     })();
   }
 
-  /** A transient failure: try again later, with backoff. */
-  scheduleRetry(id: number, err: DmsError, policy: BackoffPolicy = DEFAULT_BACKOFF): number {
+  /** A transient failure: try again later, with backoff (never sooner than `minDelayMs`). */
+  scheduleRetry(id: number, err: DmsError, policy: BackoffPolicy = DEFAULT_BACKOFF, minDelayMs = 0): number {
     const row = this.stmts.get.get(id);
     const attempts = (row?.attempts ?? 0) + 1;
-    const delay = Math.max(backoffDelay(attempts, policy), err.retryAfterMs ?? 0);
+    const delay = Math.max(backoffDelay(attempts, policy), err.retryAfterMs ?? 0, minDelayMs);
     this.patch(id, { attempts, next_attempt_at: this.now() + delay, error_kind: err.kind, error_message: err.message });
     return delay;
+  }
+
+  /**
+   * Puts a row aside for `ms` without counting a failure: another row with
+   * the same content is on its way to the server (it then asks fast-upload;
+   * `wakeTwins` ends the wait early), or a callback that was cut may still be
+   * committing. `message` says why, for the lists.
+   */
+  defer(id: number, ms: number, message: string | null): void {
+    this.patch(id, { next_attempt_at: this.now() + ms, error_kind: null, error_message: message });
+  }
+
+  /** The row carrying `fingerprint` finished (or stopped): the rows waiting for it are due now. */
+  wakeTwins(fingerprint: string): number {
+    return this.stmts.wakeTwins.run(this.now(), this.targetId, fingerprint).changes;
+  }
+
+  /** Another row of this target with the same content is done: the server holds it. */
+  hasDoneTwin(fingerprint: string, exceptId: number): boolean {
+    return this.stmts.doneTwin.get(this.targetId, fingerprint, exceptId) !== undefined;
   }
 
   /** A failure that needs the user: kept with its reason until `retry`. */
@@ -386,27 +448,19 @@ export class Queue {
 
   /** Parks every unfinished file of a source; returns how many. */
   parkSource(sourceId: string, message: string): number {
-    return this.db
-      .prepare(
-        `UPDATE files SET resume_state = state, state = 'waiting-for-source', error_kind = 'source-missing',
-         error_message = ?, updated_at = ? WHERE source_id = ? AND state IN ('discovered','hashed','fast-upload-checked','uploading','uploaded')`,
-      )
-      .run(message, this.now(), sourceId).changes;
+    return this.stmts.parkSource.run(message, this.now(), this.targetId, sourceId).changes;
   }
 
-  /** Puts failed files (all, or the given ids / absolute paths) back in line. */
+  /** Puts failed files (all, or the given ids / absolute paths) of the bound target back in line. */
   retry(selector: { all: true } | { ids: number[] } | { absPaths: string[] }): number {
-    let where: string;
-    let params: unknown[];
-    if ('all' in selector) {
-      where = "state = 'failed'";
-      params = [];
-    } else if ('ids' in selector) {
-      where = `state = 'failed' AND id IN (${selector.ids.map(() => '?').join(',') || 'NULL'})`;
-      params = selector.ids;
-    } else {
-      where = `state = 'failed' AND abs_path IN (${selector.absPaths.map(() => '?').join(',') || 'NULL'})`;
-      params = selector.absPaths;
+    let where = `target_id = ? AND state = 'failed'`;
+    const params: unknown[] = [this.targetId];
+    if ('ids' in selector) {
+      where += ` AND id IN (${selector.ids.map(() => '?').join(',') || 'NULL'})`;
+      params.push(...selector.ids);
+    } else if ('absPaths' in selector) {
+      where += ` AND abs_path IN (${selector.absPaths.map(() => '?').join(',') || 'NULL'})`;
+      params.push(...selector.absPaths);
     }
     return this.db
       .prepare(
@@ -416,15 +470,21 @@ export class Queue {
       .run(this.now(), ...params).changes;
   }
 
+  /** Files and bytes per state, for the bound target. */
   counts(): StateCounts {
-    const out = Object.fromEntries(FILE_STATES.map((s) => [s, { files: 0, bytes: 0 }])) as StateCounts;
-    for (const r of this.stmts.counts.all()) out[r.state] = { files: r.files, bytes: r.bytes };
+    return this.countsFor(this.targetId);
+  }
+
+  private countsFor(targetId: number): StateCounts {
+    const out = emptyCounts();
+    for (const r of this.stmts.counts.all(targetId)) out[r.state] = { files: r.files, bytes: r.bytes };
     return out;
   }
 
-  list(opts: { states?: readonly FileState[]; sourceId?: string; limit?: number } = {}): QueueRow[] {
-    const clauses: string[] = [];
-    const params: unknown[] = [];
+  /** Rows of the bound target, oldest first (or newest first). */
+  list(opts: { states?: readonly FileState[]; sourceId?: string; limit?: number; newestFirst?: boolean } = {}): QueueRow[] {
+    const clauses = ['target_id = ?'];
+    const params: unknown[] = [this.targetId];
     if (opts.states?.length) {
       clauses.push(`state IN (${opts.states.map(() => '?').join(',')})`);
       params.push(...opts.states);
@@ -433,15 +493,10 @@ export class Queue {
       clauses.push('source_id = ?');
       params.push(opts.sourceId);
     }
-    const where = clauses.length ? `WHERE ${clauses.join(' AND ')}` : '';
     return this.db
-      .prepare<unknown[], RawRow>(`SELECT * FROM files ${where} ORDER BY id LIMIT ?`)
+      .prepare<unknown[], RawRow>(`SELECT * FROM files WHERE ${clauses.join(' AND ')} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`)
       .all(...params, opts.limit ?? 1000)
-      .map(fromRaw);
-  }
-
-  isActive(state: FileState): boolean {
-    return ACTIVE.includes(state);
+      .map((r) => this.parse(r));
   }
 
   getMeta(key: string): string | undefined {
@@ -455,14 +510,12 @@ export class Queue {
   private readonly patchCache = new Map<string, Database.Statement>();
 
   /** Updates some columns of a row; statements are prepared once per column set. */
-  private patch(id: number, fields: Record<string, string | number | null>): void {
+  private patch(id: number, fields: RowPatch): void {
     const keys = Object.keys(fields);
     const sig = keys.join(',');
     let stmt = this.patchCache.get(sig);
     if (!stmt) {
-      stmt = this.db.prepare(
-        `UPDATE files SET ${keys.map((k) => `${k} = @${k}`).join(', ')}, updated_at = @updated_at WHERE id = @id`,
-      );
+      stmt = this.db.prepare(`UPDATE files SET ${keys.map((k) => `${k} = @${k}`).join(', ')}, updated_at = @updated_at WHERE id = @id`);
       this.patchCache.set(sig, stmt);
     }
     stmt.run({ ...fields, updated_at: this.now(), id });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
-import type { Source } from '../sync/scan.js';
+import type { Source } from './source.js';
 
 export interface FolderWatcherEvents {
   /** Files whose size has been stable for the quiet period, batched. */

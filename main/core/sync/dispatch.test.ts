@@ -6,7 +6,7 @@ import type { ApiClient } from '../api/client.js';
 import { parseConfig } from '../config.js';
 import { Queue } from '../queue/queue.js';
 import { SyncEngine } from './engine.js';
-import { folderSource } from './scan.js';
+import { folderSource } from '../sources/source.js';
 
 // The dispatcher against a real SQLite queue and real files; the server is a
 // stand-in whose fast-upload answers "known" in bursts, so that many rows
@@ -40,7 +40,8 @@ it('hands every row to exactly one worker, also when refills empty the listed id
     },
   } as unknown as ApiClient;
   const queue = new Queue(path.join(dir, 'queue.db'));
-  const engine = new SyncEngine({ queue, api, config: parseConfig({}), hashConcurrency: 8, apiConcurrency: 64 });
+  const target = { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' };
+  const engine = new SyncEngine({ queue, api, target, config: parseConfig({}), hashConcurrency: 8, apiConcurrency: 64 });
   try {
     await engine.scan(folderSource(path.join(dir, 'card')));
     await engine.run({ mode: 'until-idle' });

@@ -1,25 +1,47 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
-import { DmsError, plainMessage, toDmsError } from '../errors.js';
+import { DmsError, isServerWide, plainMessage, QueueWriteError, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow } from '../queue/queue.js';
+import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow, type TargetRef } from '../queue/queue.js';
+import type { WorkingRow } from '../queue/rows.js';
+import { isWorking } from '../queue/states.js';
+import { serverTarget } from '../session/target.js';
 import { createUploader } from '../storage/create.js';
 import type { Uploader, UploaderOptions } from '../storage/types.js';
 import type { StorageProvider } from '../api/types.js';
 import { loadCaFile, trustedCas } from '../tls.js';
 import { Limiter } from './limiter.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
-import { scanSource, type Source } from './scan.js';
-import { callbackStep, FileChangedError, fastUploadStep, hashStep, uploadStep, type StepContext } from './steps.js';
+import { scanSource, type ScanResult } from './scan.js';
+import type { Source } from '../sources/source.js';
+import {
+  CallbackOutcomeUnknown,
+  callbackStep,
+  doneByTwin,
+  FileChangedError,
+  fastUploadStep,
+  hashStep,
+  UNCLEAR_ANSWER_TRIES,
+  UnclearAnswerError,
+  uploadStep,
+  type StepContext,
+} from './steps.js';
 import { StsCache } from './sts-cache.js';
 import { BandwidthLimiter } from './throttle.js';
 
-/** Failure kinds that concern the server or the network as a whole, not one file. */
-const SERVER_WIDE: ReadonlySet<string> = new Set(['network', 'timeout', 'server', 'throttled', 'malformed-response']);
+/**
+ * idle / syncing; paused (the user's); offline (the server or network is
+ * failing: everything waits together); auth-required (sign in again);
+ * halted (the queue cannot be written: disk full, database failing), with
+ * its reason in `error`.
+ */
+export type EngineState = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required' | 'halted';
 
-export type EngineState = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required';
+/** How long a row waits for another row with the same content before it goes on by itself. */
+const TWIN_MAX_WAIT_MS = 10 * 60_000;
 
 export type FileOutcome = 'uploaded' | 'fast-uploaded' | 'failed' | 'waiting-for-source' | 'retry-later';
 
@@ -43,6 +65,8 @@ export interface EngineOptions {
   queue: Queue;
   api: ApiClient;
   config: Config;
+  /** Where the work goes; default: the API's server and workspace (sessions bind the queue themselves). */
+  target?: TargetRef;
   logger?: Logger;
   /** Injectable for tests (e.g. a mocked Alibaba OSS). */
   createUploader?: (provider: StorageProvider, opts: UploaderOptions) => Uploader;
@@ -82,6 +106,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly uploaders = new Map<string, Uploader>();
   private readonly makeUploader: NonNullable<EngineOptions['createUploader']>;
   private readonly inFlight = new Map<number, { promise: Promise<void>; controller: AbortController; sourceId: string }>();
+  /** Content (fingerprint) -> the row carrying it to the server: at most one row per content in flight. */
+  private readonly claims = new Map<string, number>();
   private readonly tracked = new Set<number>();
   /** Due row ids listed by the last dispatch and not taken yet, oldest first. */
   private candidates: number[] = [];
@@ -91,6 +117,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private stateValue: EngineState = 'idle';
   private lastError: DmsError | null = null;
   private pausedFlag = false;
+  /** The queue could not be written: nothing runs until resume(). */
+  private halted = false;
   private haltController = new AbortController();
   private lastProgressEmit = 0;
   private readonly backoff: BackoffPolicy;
@@ -101,6 +129,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   constructor(opts: EngineOptions) {
     super();
     this.queue = opts.queue;
+    if (opts.target) this.queue.bindTarget(opts.target);
+    else if (!this.queue.target) this.queue.bindTarget(serverTarget(opts.api.baseUrl, opts.api.workspaceId));
     this.api = opts.api;
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
@@ -134,10 +164,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   /** Finds media under a source and records it; returns what needs work. */
-  async scan(source: Source, signal?: AbortSignal): Promise<{ pending: number; alreadyDone: number; failed: number }> {
+  async scan(source: Source, signal?: AbortSignal): Promise<Omit<ScanResult, 'pending'> & { pending: number }> {
     const result = await scanSource(this.queue, source, this.config, signal);
-    this.track(result.pending, source.label ?? source.root);
-    return { pending: result.pending.length, alreadyDone: result.alreadyDone, failed: result.failed };
+    this.track(result.pending, source.label);
+    return { ...result, pending: result.pending.length };
   }
 
   /**
@@ -176,12 +206,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   pause(): void {
     this.pausedFlag = true;
     this.haltController.abort(new DmsError('cancelled', 'Paused.'));
-    this.setState('paused');
+    // A halt keeps its reason on screen: pausing does not hide a full disk.
+    if (!this.halted) this.setState('paused');
   }
 
-  /** Resumes after pause or after a new sign-in. */
+  /** Resumes after a pause, a halt (the user freed space) or a new sign-in. */
   resume(): void {
     this.pausedFlag = false;
+    this.halted = false;
     if (this.haltController.signal.aborted) this.haltController = new AbortController();
     this.lastError = null;
     this.setState('idle');
@@ -204,8 +236,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       while (!signal?.aborted) {
         if (this.stateValue === 'auth-required' && opts.mode === 'until-idle') break;
         // A queue failure halts a one-shot run too: it reports and exits.
-        if (this.pausedFlag && this.lastError && opts.mode === 'until-idle') break;
-        const blocked = this.pausedFlag || this.stateValue === 'auth-required';
+        if (this.halted && opts.mode === 'until-idle') break;
+        const blocked = this.pausedFlag || this.halted || this.stateValue === 'auth-required';
         const holdMs = this.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatch(maxAttempts, opts.mode, signal);
         if (!blocked && holdMs > 0 && this.inFlight.size === 0) {
@@ -244,7 +276,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const width = this.config.concurrency.files * 2 + 4;
     const room = width - this.inFlight.size;
     if (room <= 0) return;
-    const rows: QueueRow[] = [];
+    const rows: WorkingRow[] = [];
     // Ids taken in this call are not in inFlight yet: a second listing below
     // must not hand the same row out twice (two uploads of one file at once).
     const taken = new Set<number>();
@@ -280,13 +312,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** When the loop should look again, or null when nothing is pending. */
   private nextWake(maxAttempts: number, mode: RunOptions['mode']): number | null {
-    if (mode === 'until-idle') {
-      const left = this.queue.list({ states: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'], limit: 100_000 });
-      const retriable = left.filter((r) => r.attempts < maxAttempts);
-      if (retriable.length === 0) return null;
-      return Math.min(...retriable.map((r) => r.nextAttemptAt));
-    }
-    return this.queue.nextWakeAt();
+    return this.queue.nextWakeAt(mode === 'until-idle' ? maxAttempts : undefined);
   }
 
   private sleep(ms: number | null): Promise<void> {
@@ -299,7 +325,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     });
   }
 
-  private async process(start: QueueRow, sources: readonly AbortSignal[]): Promise<void> {
+  private async process(start: WorkingRow, sources: readonly AbortSignal[]): Promise<void> {
     // One AbortSignal.any per row (the row, the run, a pause): it is not
     // cheap in Node 20, and showed in profiles of thousands of small files.
     const signal = AbortSignal.any([...sources, this.haltController.signal]);
@@ -309,38 +335,79 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       sts: this.sts,
       uploaderFor: (p) => this.uploaderFor(p as StorageProvider),
       signal,
+      config: this.config,
       contents: this.contents,
       onBytes: (n, sent) => {
         this.progress.moved(n, sent);
         this.emitProgress(false);
       },
-      ...(this.config.aircraftDefault ? { aircraftDefault: this.config.aircraftDefault } : {}),
     };
-    let row = start;
+    let row: WorkingRow = start;
+    let claimed: string | null = null;
     try {
       if (row.state === 'discovered') {
-        await this.hashLimiter.run(() => hashStep(ctx, row));
+        const discovered = row;
+        await this.hashLimiter.run(() => hashStep(ctx, discovered));
         row = this.reload(row.id);
       }
+      if (row.state === 'discovered') return;
+      // At most one row per content on its way to the server: a copy of the
+      // same file (the card and a watched folder, a card under a new id)
+      // waits, then asks fast-upload, so bytes and callback go once.
+      claimed = this.claim(row);
+      if (claimed === null) return;
+      if (row.state !== 'hashed' && this.queue.hasDoneTwin(row.fingerprint, row.id)) {
+        const waited = row;
+        if (await this.apiLimiter.run(() => doneByTwin(ctx, waited))) return this.finished(row, 'fast-uploaded');
+      }
       if (row.state === 'hashed') {
-        const known = await this.apiLimiter.run(() => fastUploadStep(ctx, row));
+        const hashed = row;
+        const known = await this.apiLimiter.run(() => fastUploadStep(ctx, hashed));
         if (known === 'known') return this.finished(row, 'fast-uploaded');
         row = this.reload(row.id);
       }
       if (row.state === 'fast-upload-checked' || row.state === 'uploading') {
-        await this.uploadLimiter.run(() => uploadStep(ctx, row));
+        const checked = row;
+        await this.uploadLimiter.run(() => uploadStep(ctx, checked));
         row = this.reload(row.id);
       }
       if (row.state === 'uploaded') {
-        await this.apiLimiter.run(() => callbackStep(ctx, row));
+        const uploaded = row;
+        await this.apiLimiter.run(() => callbackStep(ctx, uploaded));
         return this.finished(row, 'uploaded');
       }
     } catch (err) {
       try {
         this.failed(row, toDmsError(err));
       } catch (bookkeeping) {
-        this.haltOnQueueError(toDmsError(bookkeeping));
+        this.haltOnQueueError(bookkeeping);
       }
+    } finally {
+      if (claimed !== null) this.release(claimed, row.id);
+    }
+  }
+
+  /** Claims the row's content for it; null (and the row put aside) when another row carries it. */
+  private claim(row: Exclude<WorkingRow, { state: 'discovered' }>): string | null {
+    const fp = row.fingerprint.toLowerCase();
+    const holder = this.claims.get(fp);
+    if (holder !== undefined && holder !== row.id) {
+      const other = this.queue.get(holder);
+      const what = other ? other.relPath : 'another file';
+      this.queue.defer(row.id, TWIN_MAX_WAIT_MS, `Waiting for ${what} (the same content) to reach the server first.`);
+      return null;
+    }
+    this.claims.set(fp, row.id);
+    return fp;
+  }
+
+  private release(fp: string, id: number): void {
+    if (this.claims.get(fp) !== id) return;
+    this.claims.delete(fp);
+    try {
+      if (this.queue.wakeTwins(fp) > 0) this.wake();
+    } catch (err) {
+      this.haltOnQueueError(err);
     }
   }
 
@@ -348,18 +415,27 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    * The queue itself cannot be written (disk full, database failing): going
    * on would do work we cannot record. Stop, say why, and wait for the user.
    */
-  private haltOnQueueError(err: DmsError): void {
+  private haltOnQueueError(raw: unknown): void {
+    const e = toDmsError(raw);
+    const code = (raw as { code?: unknown } | null)?.code;
+    const full = code === 'SQLITE_FULL' || code === 'ENOSPC';
+    const where = path.dirname(this.queue.path);
+    const message = full
+      ? `Disk full: free space on the disk holding ${where}, then press Resume. Nothing is lost.`
+      : `The upload queue (${this.queue.path}) cannot be written: ${e.message} Fix the cause, then press Resume. Nothing is lost.`;
+    const err = new QueueWriteError(new DmsError(e.kind, message, { cause: raw }), full ? 'disk-full' : 'database');
     this.lastError = err;
-    this.pausedFlag = true;
+    this.halted = true;
     this.haltController.abort(err);
-    this.log.error({ kind: err.kind }, err.message);
-    this.setState('paused', err);
+    this.log.error({ kind: err.kind, reason: err.reason }, err.message);
+    this.setState('halted', err);
   }
 
-  private reload(id: number): QueueRow {
+  private reload(id: number): WorkingRow {
     const row = this.queue.get(id);
     if (!row) throw new DmsError('source-missing', 'The file was replaced by a newer version.');
-    return row;
+    if (!isWorking(row.state)) throw new DmsError('cancelled', `${row.relPath} moved on to ${row.state} meanwhile.`);
+    return row as WorkingRow;
   }
 
   private finished(row: QueueRow, outcome: 'uploaded' | 'fast-uploaded'): void {
@@ -376,7 +452,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private failed(row: QueueRow, err: DmsError): void {
     const event = (outcome: FileOutcome) =>
       this.emit('file', { ...fileBase(row), outcome, error: { kind: err.kind, message: err.message, plain: plainMessage(err) } });
-    if (err.kind === 'cancelled') return;
+    if (err.kind === 'cancelled') {
+      // Cut while a callback was on its way: it may still be committing.
+      if (err instanceof CallbackOutcomeUnknown) this.queue.defer(row.id, this.config.callbackSettleSeconds * 1000, null);
+      return;
+    }
     if (err.kind === 'auth') {
       // No retry storm: stop everything until the user signs in again.
       this.lastError = err;
@@ -412,9 +492,19 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       event('waiting-for-source');
       return;
     }
+    if (err instanceof UnclearAnswerError && row.attempts + 1 >= UNCLEAR_ANSWER_TRIES) {
+      // Tried enough for this file alone; the rest of the queue never waited for it.
+      this.queue.setFailed(row.id, new DmsError(err.kind, err.message, { retryable: false }));
+      this.progress.fileFailed();
+      this.log.warn({ file: row.relPath, kind: err.kind }, err.message);
+      event('failed');
+      return;
+    }
     if (err.retryable) {
-      const delay = this.queue.scheduleRetry(row.id, err, this.backoff);
-      if (SERVER_WIDE.has(err.kind)) {
+      // A callback whose answer was lost is checked no sooner than its settle time.
+      const settle = err instanceof CallbackOutcomeUnknown ? this.config.callbackSettleSeconds * 1000 : 0;
+      const delay = this.queue.scheduleRetry(row.id, err, this.backoff, settle);
+      if (isServerWide(err)) {
         this.serverFailures++;
         this.holdUntil = Math.max(this.holdUntil, Date.now() + Math.max(backoffDelay(this.serverFailures, this.backoff), err.retryAfterMs ?? 0));
         this.setState('offline', err);

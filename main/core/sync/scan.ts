@@ -1,19 +1,13 @@
 import type { Config } from '../config.js';
-import { discoverMedia } from '../media/discover.js';
+import { discoverMedia, type DiscoverWarning } from '../media/discover.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
+import type { Source } from '../sources/source.js';
 
-/** A place media comes from: a card (by its identity) or a watched folder. */
-export interface Source {
-  /** Stable identity: the card's id, or `folder:<absolute path>`. */
-  sourceId: string;
-  /** Where it is mounted / lives now. */
-  root: string;
-  /** What a person calls it ("Card M30T-01", a folder name). */
-  label?: string;
-}
-
-export function folderSource(root: string): Source {
-  return { sourceId: `folder:${root}`, root, label: root };
+export interface ScanResult extends ObserveResult {
+  /** Files too fresh to read yet (still being copied). */
+  deferred: number;
+  /** Links out of the source: never read, named to the user. */
+  skipped: DiscoverWarning[];
 }
 
 /**
@@ -27,11 +21,11 @@ export async function scanSource(
   config: Config,
   signal?: AbortSignal,
   opts: { quietMs?: number; now?: number } = {},
-): Promise<ObserveResult & { deferred: number }> {
+): Promise<ScanResult> {
   // Files modified within the quiet period may still be being copied: leave
   // them for the watcher, which reports them once their size is stable.
   const settledBefore = opts.quietMs ? (opts.now ?? Date.now()) - opts.quietMs : Infinity;
-  const total: ObserveResult & { deferred: number } = { pending: [], alreadyDone: 0, failed: 0, deferred: 0 };
+  const total: ScanResult = { pending: [], alreadyDone: 0, failed: 0, deferred: 0, skipped: [] };
   let batch: ObservedFile[] = [];
   const flush = () => {
     const r = queue.observe(batch);
@@ -43,6 +37,9 @@ export async function scanSource(
   for await (const f of discoverMedia([source.root], {
     include: config.include,
     exclude: config.exclude,
+    onWarning: (w) => {
+      if (w.kind === 'outside-root') total.skipped.push(w);
+    },
     ...(signal ? { signal } : {}),
   })) {
     if (f.mtimeMs > settledBefore) {
@@ -54,4 +51,18 @@ export async function scanSource(
   }
   flush();
   return total;
+}
+
+/**
+ * What a source holds, without recording anything (no target yet: the app
+ * before sign-in shows "212 files wait").
+ */
+export async function countSource(source: Source, config: Config, signal?: AbortSignal): Promise<{ files: number; bytes: number }> {
+  let files = 0;
+  let bytes = 0;
+  for await (const f of discoverMedia([source.root], { include: config.include, exclude: config.exclude, ...(signal ? { signal } : {}) })) {
+    files++;
+    bytes += f.size;
+  }
+  return { files, bytes };
 }

@@ -2,24 +2,29 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
-import { DmsError, toDmsError } from '../errors.js';
+import type { Config } from '../config.js';
+import { DmsError, neverReachedServer, toDmsError } from '../errors.js';
+import { isInside } from '../media/discover.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
 import { flightFolderOf } from '../media/flight.js';
 import { readMediaInfo } from '../media/metadata.js';
-import type { Queue, QueueRow } from '../queue/queue.js';
+import type { FileInfo } from '../queue/file-info.js';
+import type { Queue } from '../queue/queue.js';
+import type { CheckedRow, DiscoveredRow, HashedRow, QueueRow, UploadedRow } from '../queue/rows.js';
 import { buildObjectKey } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import type { Uploader } from '../storage/types.js';
+import { fastUploadVerdict } from './answers.js';
+import { aircraftSerial, callbackBody, fastUploadBody, type FileRef } from './requests.js';
 import type { StsCache } from './sts-cache.js';
-import { callbackBody, fastUploadBody, type FileInfo } from './file-info.js';
 
 /** Everything a step needs; owned by the engine. */
 export interface StepContext {
   queue: Queue;
   api: ApiClient;
   sts: StsCache;
+  config: Config;
   uploaderFor: (provider: string) => Uploader;
-  aircraftDefault?: string;
   signal: AbortSignal;
   onBytes: (bytes: number, sent: boolean) => void;
   /**
@@ -39,6 +44,9 @@ export const READ_WHOLE_BELOW = 1024 * 1024;
  */
 export const KEEP_BUDGET_BYTES = 48 * 1024 * 1024;
 
+/** Tries of a file whose pre-callback check keeps getting an unclear answer, before it is failed. */
+export const UNCLEAR_ANSWER_TRIES = 5;
+
 function keptBytes(contents: Map<number, Buffer>): number {
   let n = 0;
   for (const b of contents.values()) n += b.length;
@@ -52,6 +60,29 @@ export class FileChangedError extends DmsError {
   }
 }
 
+/** The callback's outcome is unknown: check (and maybe re-post) only after config.callbackSettleSeconds. */
+export class CallbackOutcomeUnknown extends DmsError {
+  constructor(err: DmsError) {
+    super(err.kind, err.message, {
+      cause: err,
+      ...(err.status === undefined ? {} : { status: err.status }),
+      ...(err.retryAfterMs === undefined ? {} : { retryAfterMs: err.retryAfterMs }),
+    });
+  }
+}
+
+/**
+ * The server gave an answer that is neither "known" nor "not known" where the
+ * engine must know (before re-posting a callback). Retried for this file only,
+ * UNCLEAR_ANSWER_TRIES times, then the file is failed with the server's words.
+ */
+export class UnclearAnswerError extends DmsError {
+  constructor(name: string, code: number | string, message: string) {
+    const text = `The server could not say whether it already has ${name} (its answer: "${message}", code ${code}). It was not posted again, so that the server holds one record of it. Check the workspace; if the file is missing there, choose Retry.`;
+    super('rejected', text, { serverCode: code, serverMessage: message, retryable: true, plain: text });
+  }
+}
+
 /** The file cannot be opened or stat'ed: gone (card pulled) or unreadable for now. */
 function missing(row: QueueRow, err: unknown): DmsError {
   const code = (err as { code?: string }).code;
@@ -61,8 +92,30 @@ function missing(row: QueueRow, err: unknown): DmsError {
   });
 }
 
-/** Checks the file is still the version the row was made for. */
+/**
+ * The card or folder the row came from: its absolute path minus the
+ * relative one. Its contents are not trusted: a file swapped for a link
+ * since the scan must not lead the read out of it.
+ */
+async function assertInsideSource(row: QueueRow): Promise<void> {
+  const root = row.absPath.slice(0, row.absPath.length - row.relPath.length - 1);
+  let real: string;
+  let realRoot: string;
+  try {
+    [real, realRoot] = await Promise.all([fs.realpath(row.absPath), fs.realpath(root)]);
+  } catch (err) {
+    throw missing(row, err);
+  }
+  if (!isInside(real, realRoot)) {
+    throw new DmsError('invalid-input', `${row.relPath} is now a link to ${real}, outside ${root}: it was not read or sent.`, {
+      retryable: false,
+    });
+  }
+}
+
+/** Checks the file is still the version the row was made for (and still on its card). */
 async function assertUnchanged(row: QueueRow): Promise<void> {
+  await assertInsideSource(row);
   let st;
   try {
     st = await fs.stat(row.absPath);
@@ -73,10 +126,11 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 }
 
 /** discovered -> hashed: content MD5 (one streamed read) and metadata. */
-export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
-  const mediaOpts = { relPath: row.relPath, ...(ctx.aircraftDefault ? { aircraftDefault: ctx.aircraftDefault } : {}) };
+export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<void> {
+  const mediaOpts = { relPath: row.relPath, ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}) };
   let md5: string;
   let media: Awaited<ReturnType<typeof readMediaInfo>>;
+  await assertInsideSource(row);
   if (row.size < READ_WHOLE_BELOW) {
     const content = await readWhole(row);
     md5 = createHash('md5').update(content).digest('hex');
@@ -115,6 +169,7 @@ export async function hashStep(ctx: StepContext, row: QueueRow): Promise<void> {
     ...(media.droneModelKey ? { droneModelKey: media.droneModelKey } : {}),
     ...(media.payloadModelKey ? { payloadModelKey: media.payloadModelKey } : {}),
     ...(media.sn ? { sn: media.sn } : {}),
+    ...(media.cameraSerial ? { cameraSerial: media.cameraSerial } : {}),
     ...(media.cameraModel ? { cameraModel: media.cameraModel } : {}),
     ...(media.unsupportedReason ? { unsupportedReason: media.unsupportedReason } : {}),
     ...(media.warnings.length ? { warnings: media.warnings } : {}),
@@ -155,55 +210,94 @@ async function readWhole(row: QueueRow): Promise<Buffer> {
   }
 }
 
-/** hashed -> done (server already has it) or fast-upload-checked. */
-export async function fastUploadStep(ctx: StepContext, row: QueueRow): Promise<'known' | 'unknown'> {
-  const info = row.info as FileInfo;
-  const outcome = await ctx.api.fastUpload(fastUploadBody(info, row.fingerprint!, row.tinyFingerprint!), {
-    signal: ctx.signal,
-  });
-  if (outcome.known) {
+/** Asks the server about a file's content: its verdict, and the answer's words. */
+async function askServer(ctx: StepContext, row: FileRef & { id: number }) {
+  const sn = aircraftSerial(row, ctx.queue, ctx.config);
+  const answer = await ctx.api.fastUpload(fastUploadBody(row, sn), { signal: ctx.signal });
+  return { verdict: fastUploadVerdict(answer), code: answer.known ? 0 : answer.code, message: answer.known ? '' : answer.message };
+}
+
+/**
+ * hashed -> done (the server already has it) or fast-upload-checked. A server
+ * that refuses the request as described (a camera outside its device list, a
+ * required field it rejects) will refuse the callback too: the file is failed
+ * here, before any byte is sent. An unclear answer means upload: no callback
+ * was posted for this file yet, so nothing can be recorded twice.
+ */
+export async function fastUploadStep(ctx: StepContext, row: HashedRow): Promise<'known' | 'unknown'> {
+  const { verdict, code, message } = await askServer(ctx, row);
+  if (verdict === 'known') {
     ctx.queue.setDone(row.id, 'fast-uploaded');
     return 'known';
   }
+  if (verdict === 'refused') throw refusedBeforeUpload(row.info, code, message);
   ctx.queue.setFastUploadChecked(row.id);
   return 'unknown';
 }
 
+function refusedBeforeUpload(info: FileInfo, code: number | string, message: string): DmsError {
+  const why = info.unsupportedReason ? ` ${info.unsupportedReason}.` : '';
+  const todo = info.unsupportedReason
+    ? ' Upload it another way, or ask the administrator of the server to accept this camera.'
+    : ' Fix the cause (for example the aircraft or its serial in the settings), then choose Retry.';
+  const text = `The server refuses ${info.name}: "${message}". Nothing of it was uploaded.${why}${todo}`;
+  return new DmsError('rejected', text, { serverCode: code, serverMessage: message, retryable: false, plain: text });
+}
+
+/**
+ * A row that waited for another row with the same content, which is now
+ * done: ask the server before uploading or posting anything of our own.
+ * Returns true when the server holds it (the row is then done).
+ */
+export async function doneByTwin(ctx: StepContext, row: CheckedRow | UploadedRow): Promise<boolean> {
+  const { verdict } = await askServer(ctx, row);
+  if (verdict !== 'known') return false;
+  ctx.queue.setDone(row.id, row.callbackUnknown ? 'uploaded' : 'fast-uploaded');
+  return true;
+}
+
 /** fast-upload-checked / uploading -> uploaded, resuming stored parts. */
-export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void> {
+export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<void> {
   const content = ctx.contents.get(row.id);
   // Bytes kept from the hash step are the fingerprinted version whatever the
   // disk holds now: the check after the upload is the one that matters.
   if (!content) await assertUnchanged(row);
   const target = await ctx.sts.get({ signal: ctx.signal });
   const uploader = ctx.uploaderFor(target.provider);
-  const info = row.info as FileInfo;
-  const key =
-    row.objectKey ??
-    buildObjectKey({
-      prefix: target.objectKeyPrefix,
-      fingerprint: row.fingerprint!,
-      relPath: row.relPath,
-      ...(info.path ? { flightFolder: info.path } : {}),
-    });
+  const fresh = buildObjectKey({
+    prefix: target.objectKeyPrefix,
+    fingerprint: row.fingerprint,
+    relPath: row.relPath,
+    ...(row.info.path ? { flightFolder: row.info.path } : {}),
+  });
+  // A key under another prefix (the server's storage was reconfigured) is
+  // never reused, nor its upload id: start afresh under the current one.
+  let objectKey = row.objectKey;
+  let multipart = row.multipart;
+  if (objectKey !== null && !objectKey.startsWith(`${target.objectKeyPrefix}/`)) {
+    ctx.queue.resetUpload(row.id);
+    objectKey = null;
+    multipart = null;
+  }
+  const key = objectKey ?? fresh;
   // After a crash between "multipart complete" and our record of it, the
   // object is already there under its content-addressed key: nothing to send
   // again. Only for multipart: such an object exists only once Complete
   // succeeded, whereas a cut single PUT can leave a truncated object behind
   // on some stores (s3rver), which must never be taken for the file.
-  if (row.state === 'uploading' && row.uploadId && (await uploader.exists(key, ctx.signal))) {
+  if (row.state === 'uploading' && multipart && (await uploader.exists(key, ctx.signal))) {
     ctx.queue.setUploaded(row.id, key);
     return;
   }
   // (A small file's single PUT takes milliseconds and is simply sent again
   // after a crash: recording "uploading" first would cost a commit per file.)
-  if (!content && row.objectKey !== key) ctx.queue.setUploading(row.id, key);
-  const resume = row.uploadId && row.partSize ? { uploadId: row.uploadId, partSize: row.partSize, parts: ctx.queue.parts(row.id) } : null;
+  if (!content && objectKey !== key) ctx.queue.setUploading(row.id, key);
+  const resume = multipart ? { ...multipart, parts: ctx.queue.parts(row.id) } : null;
   const result = await uploader.upload({
     filePath: row.absPath,
     size: row.size,
     key,
-    md5Hex: row.fingerprint!,
+    md5Hex: row.fingerprint,
     ...(content ? { content } : {}),
     resume,
     onMultipartStarted: (s) => ctx.queue.setMultipartStarted(row.id, key, s.uploadId, s.partSize),
@@ -219,49 +313,36 @@ export async function uploadStep(ctx: StepContext, row: QueueRow): Promise<void>
 }
 
 /** uploaded -> done: the callback, exactly once even when an answer is lost. */
-export async function callbackStep(ctx: StepContext, row: QueueRow): Promise<'posted' | 'already-recorded'> {
-  const info = row.info as FileInfo;
+export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<'posted' | 'already-recorded'> {
   if (row.callbackUnknown) {
     // An earlier callback may have been stored with its answer lost. Servers
-    // in the wild record every callback and break on duplicates: ask first.
-    const check = await ctx.api.fastUpload(fastUploadBody(info, row.fingerprint!, row.tinyFingerprint!), {
-      signal: ctx.signal,
-    });
-    if (check.known) {
+    // in the wild record every callback and break on duplicates: ask first,
+    // and re-post only on a definite "this fingerprint is not known".
+    const { verdict, code, message } = await askServer(ctx, row);
+    if (verdict === 'known') {
       ctx.queue.setDone(row.id, 'uploaded');
       return 'already-recorded';
     }
-    // Re-post only on a definite "this fingerprint is not known". Any other
-    // refusal (a server error wrapped in an envelope) leaves the outcome of
-    // the first callback unknown: try the check again later instead.
-    if (!isUnknownFingerprint(check.code, check.message)) {
-      throw new DmsError('server', `The server could not say whether it already has ${info.name}: ${check.message}`, {
-        serverCode: check.code,
-        serverMessage: check.message,
-      });
-    }
+    if (verdict !== 'unknown') throw new UnclearAnswerError(row.info.name, code, message);
   }
+  const sn = aircraftSerial(row, ctx.queue, ctx.config);
   ctx.queue.setCallbackUnknown(row.id);
   try {
-    await ctx.api.uploadCallback(callbackBody(info, row.fingerprint!, row.tinyFingerprint!, row.objectKey!), {
-      signal: ctx.signal,
-    });
+    await ctx.api.uploadCallback(callbackBody(row, sn, row.objectKey), { signal: ctx.signal });
   } catch (err) {
-    // A refusal is a definite answer: nothing was stored, no check needed next time.
-    if (err instanceof DmsError && err.kind === 'rejected') ctx.queue.clearCallbackUnknown(row.id);
-    throw err;
+    const e = toDmsError(err);
+    // A refusal, or a request that never reached the server, is a definite
+    // answer: nothing was stored, no check needed next time.
+    if (e.kind === 'rejected' || e.kind === 'auth' || e.kind === 'throttled' || neverReachedServer(e)) {
+      ctx.queue.clearCallbackUnknown(row.id);
+      throw e;
+    }
+    // Cut, timed out, a 5xx, an unreadable answer, or stopped by us while on
+    // its way: the server may have it.
+    throw new CallbackOutcomeUnknown(e);
   }
   ctx.queue.setDone(row.id, 'uploaded');
   return 'posted';
-}
-
-/**
- * The answers servers give for an unknown fingerprint: the reference
- * service's 404001, and the sample server's -1 "<fingerprint>don't exist.".
- */
-export function isUnknownFingerprint(code: number | string, message: string): boolean {
-  if (Number(code) === 404001) return true;
-  return /don'?t exist|does not exist|not (be )?found|not known|unknown fingerprint/i.test(message);
 }
 
 /** `YYYY-MM-DDTHH:mm:ss±hh:mm` in the machine's zone (fallback capture time). */

@@ -1,0 +1,37 @@
+import { z } from 'zod';
+
+const Position = z.object({ lat: z.number().optional(), lng: z.number().optional() });
+
+/**
+ * What the queue keeps of a hashed file (info_json): everything the
+ * fast-upload and callback requests need, so a restart never re-reads the
+ * card for metadata. No secrets in here. Parsed (and so checked) once, when
+ * a row is read.
+ */
+export const FileInfoSchema = z.object({
+  name: z.string(),
+  /** Wayline flight folder (`DJI_<YYYYMMDDHHMM>_<NNN>_<name>`) or ''. */
+  path: z.string(),
+  missionName: z.string().optional(),
+  fileGroupId: z.string(),
+  metadata: z.object({
+    absolute_altitude: z.number().optional(),
+    relative_altitude: z.number().optional(),
+    gimbal_yaw_degree: z.number().optional(),
+    created_time: z.string().optional(),
+    shoot_position: Position.optional(),
+  }),
+  subFileType: z.number().int(),
+  droneModelKey: z.string().optional(),
+  payloadModelKey: z.string().optional(),
+  /** The aircraft serial the file itself carries (XMP DroneSerialNumber); see requests.ts for the fallbacks. */
+  sn: z.string().optional(),
+  /** The camera's own serial, for the manifest and support (never sent as `sn`). */
+  cameraSerial: z.string().optional(),
+  isOriginal: z.boolean(),
+  cameraModel: z.string().optional(),
+  unsupportedReason: z.string().optional(),
+  warnings: z.array(z.string()).optional(),
+});
+
+export type FileInfo = z.infer<typeof FileInfoSchema>;

@@ -1,0 +1,160 @@
+/**
+ * A queue row as the engine uses it: parsed once when read, into a type
+ * narrowed by its state (a hashed row has its fingerprint and file info, an
+ * uploaded one its object key), so no step has to assert what it holds.
+ * A row whose columns contradict its state is damage, reported as such.
+ */
+import { QueueDamagedError } from '../errors.js';
+import { FileInfoSchema, type FileInfo } from './file-info.js';
+import type { FileState } from './states.js';
+
+export type Outcome = 'uploaded' | 'fast-uploaded';
+
+/** The columns of `files`, as SQLite returns them. */
+export interface RawRow {
+  id: number;
+  target_id: number;
+  source_id: string;
+  rel_path: string;
+  abs_path: string;
+  size: number;
+  mtime_ms: number;
+  state: FileState;
+  resume_state: FileState | null;
+  fingerprint: string | null;
+  tiny_fingerprint: string | null;
+  info_json: string | null;
+  object_key: string | null;
+  upload_id: string | null;
+  part_size: number | null;
+  outcome: Outcome | null;
+  callback_unknown: number;
+  bytes_sent: number;
+  attempts: number;
+  next_attempt_at: number;
+  error_kind: string | null;
+  error_message: string | null;
+  created_at: number;
+  updated_at: number;
+  done_at: number | null;
+}
+
+/** Columns a transition may set (everything but the identity and the timestamps it keeps itself). */
+export type RowPatch = Partial<Omit<RawRow, 'id' | 'target_id' | 'source_id' | 'rel_path' | 'size' | 'mtime_ms' | 'created_at' | 'updated_at'>>;
+
+interface RowBase {
+  id: number;
+  targetId: number;
+  sourceId: string;
+  relPath: string;
+  absPath: string;
+  size: number;
+  mtimeMs: number;
+  resumeState: FileState | null;
+  bytesSent: number;
+  attempts: number;
+  nextAttemptAt: number;
+  errorKind: string | null;
+  errorMessage: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Known once the file was read: its content fingerprint and what the requests say about it. */
+export interface Identity {
+  fingerprint: string;
+  tinyFingerprint: string;
+  info: FileInfo;
+}
+
+interface Upload {
+  /** The key the object is (being) written under; null until the first upload attempt. */
+  objectKey: string | null;
+  /** A multipart upload in progress (its finished parts are in `parts`). */
+  multipart: { uploadId: string; partSize: number } | null;
+  /** A callback was sent whose answer we did not get: ask before sending it again. */
+  callbackUnknown: boolean;
+}
+
+export type DiscoveredRow = RowBase & { state: 'discovered' };
+export type HashedRow = RowBase & Identity & { state: 'hashed' };
+export type CheckedRow = RowBase & Identity & Upload & { state: 'fast-upload-checked' | 'uploading' };
+export type UploadedRow = RowBase & Identity & Upload & { state: 'uploaded'; objectKey: string };
+export type DoneRow = RowBase & Partial<Identity> & { state: 'done'; outcome: Outcome; doneAt: number; objectKey: string | null };
+/** Failed or parked: whatever it had reached is kept for when it resumes. */
+export type ParkedRow = RowBase & Partial<Identity> & Upload & { state: 'failed' | 'waiting-for-source' };
+
+export type QueueRow = DiscoveredRow | HashedRow | CheckedRow | UploadedRow | DoneRow | ParkedRow;
+/** A row the engine can move on. */
+export type WorkingRow = DiscoveredRow | HashedRow | CheckedRow | UploadedRow;
+
+function base(r: RawRow): RowBase {
+  return {
+    id: r.id,
+    targetId: r.target_id,
+    sourceId: r.source_id,
+    relPath: r.rel_path,
+    absPath: r.abs_path,
+    size: r.size,
+    mtimeMs: r.mtime_ms,
+    resumeState: r.resume_state,
+    bytesSent: r.bytes_sent,
+    attempts: r.attempts,
+    nextAttemptAt: r.next_attempt_at,
+    errorKind: r.error_kind,
+    errorMessage: r.error_message,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function identity(r: RawRow, file: string): Identity | undefined {
+  if (r.fingerprint === null || r.tiny_fingerprint === null || r.info_json === null) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(r.info_json);
+  } catch (err) {
+    throw new QueueDamagedError(file, err);
+  }
+  const info = FileInfoSchema.safeParse(json);
+  if (!info.success) throw new QueueDamagedError(file, info.error);
+  return { fingerprint: r.fingerprint, tinyFingerprint: r.tiny_fingerprint, info: info.data };
+}
+
+function upload(r: RawRow): Upload {
+  return {
+    objectKey: r.object_key,
+    multipart: r.upload_id !== null && r.part_size !== null ? { uploadId: r.upload_id, partSize: r.part_size } : null,
+    callbackUnknown: r.callback_unknown === 1,
+  };
+}
+
+/** Parses one row; `file` names the database in a damage report. */
+export function parseRow(r: RawRow, file: string): QueueRow {
+  const b = base(r);
+  const id = identity(r, file);
+  const needId = (): Identity => {
+    if (!id) throw new QueueDamagedError(file, new Error(`row ${r.id} is ${r.state} without a fingerprint`));
+    return id;
+  };
+  switch (r.state) {
+    case 'discovered':
+      return { ...b, state: r.state };
+    case 'hashed':
+      return { ...b, ...needId(), state: r.state };
+    case 'fast-upload-checked':
+    case 'uploading':
+      return { ...b, ...needId(), ...upload(r), state: r.state };
+    case 'uploaded': {
+      if (r.object_key === null) throw new QueueDamagedError(file, new Error(`row ${r.id} is uploaded without a key`));
+      return { ...b, ...needId(), ...upload(r), objectKey: r.object_key, state: r.state };
+    }
+    case 'done':
+      return { ...b, ...id, state: r.state, outcome: r.outcome ?? 'uploaded', doneAt: r.done_at ?? r.updated_at, objectKey: r.object_key };
+    case 'failed':
+    case 'waiting-for-source':
+      return { ...b, ...id, ...upload(r), state: r.state };
+    default:
+      throw new QueueDamagedError(file, new Error(`row ${r.id} has an unknown state`));
+  }
+}
