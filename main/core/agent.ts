@@ -77,7 +77,9 @@ export class Agent extends EventEmitter<AgentEvents> {
         logger: this.log,
         ...(opts.backoff ? { backoff: opts.backoff } : {}),
       });
-    this.history = new History(opts.queue.db);
+    const target = opts.queue.target;
+    if (!target) throw new Error('The agent needs a queue bound to a target.');
+    this.history = new History(opts.queue.db, target.id);
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
       if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'failed') {

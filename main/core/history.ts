@@ -39,8 +39,10 @@ interface Row {
 export class History {
   private readonly sessions = new Map<string, number>();
 
+  /** `targetId`: the queue target whose workspace the wayline matches belong to (waylines are per workspace). */
   constructor(
     private readonly db: Db,
+    private readonly targetId: number,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -58,13 +60,14 @@ export class History {
     const t = this.now();
     this.db
       .prepare(
-        `INSERT INTO history (session, source_id, label, folder, started_at, finished_at, files, bytes, fast_uploaded, failed)
-         VALUES (@session, @sourceId, @label, @folder, @t, @t, @files, @bytes, @fast, @failed)
+        `INSERT INTO history (session, target_id, source_id, label, folder, started_at, finished_at, files, bytes, fast_uploaded, failed)
+         VALUES (@session, @target, @sourceId, @label, @folder, @t, @t, @files, @bytes, @fast, @failed)
          ON CONFLICT (session, folder) DO UPDATE SET finished_at = @t, files = files + @files, bytes = bytes + @bytes,
            fast_uploaded = fast_uploaded + @fast, failed = failed + @failed`,
       )
       .run({
         session,
+        target: this.targetId,
         sourceId: file.sourceId,
         label: file.label,
         folder: file.folder,
@@ -82,33 +85,34 @@ export class History {
     if (match === null && !opts.user) return 0;
     return this.db
       .prepare(
-        `INSERT INTO folder_waylines (folder, wayline_id, wayline_name, how) VALUES (?, ?, ?, ?)
-         ON CONFLICT (folder) DO UPDATE SET wayline_id = excluded.wayline_id, wayline_name = excluded.wayline_name, how = excluded.how`,
+        `INSERT INTO folder_waylines (target_id, folder, wayline_id, wayline_name, how) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (target_id, folder) DO UPDATE SET wayline_id = excluded.wayline_id, wayline_name = excluded.wayline_name, how = excluded.how`,
       )
-      .run(folder, match?.waylineId ?? null, match?.waylineName ?? null, opts.user ? 'user' : (match?.how ?? 'user')).changes;
+      .run(this.targetId, folder, match?.waylineId ?? null, match?.waylineName ?? null, opts.user ? 'user' : (match?.how ?? 'user')).changes;
   }
 
   waylineOf(folder: string): WaylineMatch | null {
     const r = this.db
-      .prepare<[string], { wayline_id: string | null; wayline_name: string | null; how: WaylineMatch['how'] }>(
-        'SELECT wayline_id, wayline_name, how FROM folder_waylines WHERE folder = ?',
+      .prepare<[number, string], { wayline_id: string | null; wayline_name: string | null; how: WaylineMatch['how'] }>(
+        'SELECT wayline_id, wayline_name, how FROM folder_waylines WHERE target_id = ? AND folder = ?',
       )
-      .get(folder);
+      .get(this.targetId, folder);
     return r?.wayline_id ? { waylineId: r.wayline_id, waylineName: r.wayline_name ?? '', how: r.how } : null;
   }
 
   /** Whether a folder already has a decision (a match, or the user's "none"). */
   hasDecision(folder: string): boolean {
-    return this.db.prepare('SELECT 1 FROM folder_waylines WHERE folder = ?').get(folder) !== undefined;
+    return this.db.prepare('SELECT 1 FROM folder_waylines WHERE target_id = ? AND folder = ?').get(this.targetId, folder) !== undefined;
   }
 
   list(limit = 50): HistoryEntry[] {
     return this.db
-      .prepare<[number], Row>(
-        `SELECT h.*, f.wayline_id, f.wayline_name, f.how FROM history h LEFT JOIN folder_waylines f ON f.folder = h.folder
-         ORDER BY h.started_at DESC, h.id DESC LIMIT ?`,
+      .prepare<[number, number], Row>(
+        `SELECT h.*, f.wayline_id, f.wayline_name, f.how FROM history h
+         LEFT JOIN folder_waylines f ON f.target_id = h.target_id AND f.folder = h.folder
+         WHERE h.target_id = ? ORDER BY h.started_at DESC, h.id DESC LIMIT ?`,
       )
-      .all(limit)
+      .all(this.targetId, limit)
       .map((r) => ({
         id: r.id,
         sourceId: r.source_id,

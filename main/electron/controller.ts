@@ -106,7 +106,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       }
       this.config = config;
       this.emitConfig();
-      if (await this.openSession()) await this.build();
+      await this.build();
     });
   }
 
@@ -141,7 +141,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
         this.lockRetry = setTimeout(() => {
           this.lockRetry = null;
           void this.serial(async () => {
-            if (!this.session && !this.stopped && (await this.openSession())) await this.build();
+            if (!this.session && !this.stopped) await this.build();
           });
         }, this.opts.lockRetryMs ?? LOCK_RETRY_MS);
         this.lockRetry.unref();
@@ -349,6 +349,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   private async build(): Promise<void> {
+    // Not open yet when the app started on a broken config.json.
+    if (!this.session && !(await this.openSession())) return;
     const session = this.session;
     if (!session) return this.changed();
     try {

@@ -54,7 +54,7 @@ export function trayView(s: AppStateView): TrayView {
   });
 
   if (s.engine === 'halted') return attention(s.halt?.reason === 'disk-full' ? 'Disk full: free space, then Resume' : 'Stopped: the queue cannot be written');
-  if (s.engine === 'auth-required') return attention(s.signedIn ? 'Sign in needed' : 'Sign in to upload');
+  if (s.engine === 'auth-required') return attention('Sign in needed');
   // Any other sentence without failed files is a problem of its own (the engine could not start).
   if (s.attention && s.failedCount === 0) return attention(s.attention);
   if (s.paused || s.engine === 'paused') {

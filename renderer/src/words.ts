@@ -54,7 +54,8 @@ export function banners(s: AppStateView): Banner[] {
     case 'auth-required':
       out.push({
         tone: 'error',
-        title: s.signedIn ? 'Sign in again' : 'Sign in to upload',
+        // Never signed in (cards wait) vs. a sign-in the server stopped accepting.
+        title: s.attention?.startsWith('Sign in to upload') ? 'Sign in to upload' : 'Sign in again',
         detail:
           s.attention ??
           'The server no longer accepts this computer’s sign-in. Uploads wait until you sign in; nothing is lost.',

@@ -26,7 +26,8 @@ beforeAll(() => {
   fs.mkdirSync(path.join(root, 'mnt'));
   fs.writeFileSync(
     path.join(root, 'state', 'config.json'),
-    JSON.stringify({ mountRoots: [path.join(root, 'mnt')] }),
+    // The built-in local service, as the user chose it (without a choice the app waits for a sign-in).
+    JSON.stringify({ useLocalService: true, mountRoots: [path.join(root, 'mnt')] }),
   );
   fake.paths.logs = path.join(root, 'logs');
   fake.appPath = path.join(root, 'app');

@@ -1,5 +1,7 @@
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppController } from '../../main/electron/controller.js';
@@ -12,6 +14,10 @@ import { FOLDER, insertCard, MemorySecrets, recordController, until } from './he
 // The controller is Electron-free, so it runs here for real: the built-in
 // local service in-process, the real queue, the real card monitor on a
 // temporary mount root, real DJI files.
+
+const DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/main');
+const BIN = path.join(DIST, 'cli/bin.js');
+const BUILT_LOCK = path.join(DIST, 'core/queue/lock.js');
 
 async function rejection(p: Promise<unknown>): Promise<UserError> {
   const err = await p.then(
@@ -44,11 +50,12 @@ function newController(name: string, config: Record<string, unknown> = {}, secre
   return { c, secrets, stateDir };
 }
 
+// The built-in local service runs only when the user chose it (useLocalService).
 describe('controller with the built-in local service', () => {
   it('detects a card, syncs it, and answers state, queue, history, waylines and the connection test', async () => {
     const mnt = path.join(root, 'mnt-local');
     fs.mkdirSync(mnt);
-    const { c } = newController('local', { mountRoots: [mnt] });
+    const { c } = newController('local', { useLocalService: true, mountRoots: [mnt] });
     const { pushes, activity } = recordController(c);
     await c.start();
     try {
@@ -143,13 +150,13 @@ describe('controller with the built-in local service', () => {
     const emptyMount = path.join(root, 'mnt-empty');
     fs.mkdirSync(emptyMount);
     // Cards are switched on below: watched on an empty mount root, never this machine's /media.
-    const { c, stateDir } = newController('settings', { autoSyncCards: false, mountRoots: [emptyMount] });
+    const { c, stateDir } = newController('settings', { useLocalService: true, autoSyncCards: false, mountRoots: [emptyMount] });
     await c.start();
     try {
       const base = c.settings();
       expect(base).toMatchObject({
         serverUrl: '',
-        useLocalService: false,
+        useLocalService: true,
         autoSyncCards: false,
         filesConcurrency: 3,
         signedIn: true,
@@ -211,7 +218,7 @@ describe('controller with the built-in local service', () => {
       expect(s.attention).toMatch(/not valid JSON.*Saving the settings in this window replaces it/);
       expect(() => c.pause()).toThrow(UserError);
       const { signedIn: _s, ...view } = c.settings();
-      await c.saveSettings({ ...view, autoSyncCards: false });
+      await c.saveSettings({ ...view, useLocalService: true, autoSyncCards: false });
       expect(c.state()).toMatchObject({ attention: null, signedIn: true });
     } finally {
       await c.stop();
@@ -292,6 +299,68 @@ describe('controller with a workspace server', () => {
       expect(out.attention).toBe(`Sign in to ${svc.baseUrl} to start uploading. Cards are queued meanwhile.`);
     } finally {
       await c.stop();
+    }
+  });
+});
+
+describe('before any sign-in, and beside the command line', () => {
+  let svc: RunningService;
+  beforeAll(async () => {
+    svc = await startService({ dataDir: path.join(root, 'server-2'), logger: false });
+    await svc.admin.createUser('crew', 'correct-horse-battery');
+  });
+  afterAll(() => svc.close());
+
+  it('a card inserted before sign-in is counted and waits ("Sign in to upload"); nothing goes to a local bucket; signing in sends it to the server', async () => {
+    const mnt = path.join(root, 'mnt-fresh');
+    fs.mkdirSync(mnt);
+    const { c, stateDir } = newController('fresh', { mountRoots: [mnt] });
+    await c.start();
+    try {
+      insertCard(path.join(mnt, 'DJI_CARD'));
+      await until('the card counted', () => (c.state().attention ?? '').includes('4 files on DJI_CARD'));
+      const s = c.state();
+      expect(s).toMatchObject({ engine: 'auth-required', signedIn: false, cards: [expect.objectContaining({ label: 'DJI_CARD' })] });
+      expect(s.attention).toBe('Sign in to upload: 4 files on DJI_CARD wait. Nothing is uploaded until you sign in.');
+      // No local service was started, so no local bucket exists on the laptop.
+      expect(fs.existsSync(path.join(stateDir, 'local-service'))).toBe(false);
+      expect(() => c.queueList('all', 10)).toThrow(/Sign in to upload/);
+
+      await c.login(svc.baseUrl, 'crew', 'correct-horse-battery');
+      await until('4 records on the server', () => svc.admin.mediaRecords(svc.workspaceId).length === DJI_FILES.length);
+      expect(c.queueList('done', 10)).toHaveLength(DJI_FILES.length);
+      expect(fs.existsSync(path.join(stateDir, 'local-service'))).toBe(false);
+    } finally {
+      await c.stop();
+    }
+  });
+
+  it('the app and the command line never drain one queue at once: each waits for the other', async () => {
+    const folder = insertCard(path.join(root, 'shared-folder'), FOLDER, DJI_FILES.slice(0, 1));
+    const { c, stateDir } = newController('shared', { useLocalService: true, autoSyncCards: false, watchedFolders: [folder] });
+    // The app holds the queue: the real CLI is refused with a plain sentence.
+    await c.start();
+    const cli = spawnSync(process.execPath, [BIN, 'sync', folder, '--state', stateDir], { encoding: 'utf8' });
+    expect(cli.status).toBe(2);
+    expect(cli.stderr).toMatch(/Another Drone Media Sync \(process \d+\) is already syncing with this queue/);
+    await c.stop();
+
+    // A CLI-like agent (another process) holds it: the app says so and takes over once it is gone.
+    const holder = spawn(process.execPath, ['-e', `import(${JSON.stringify(BUILT_LOCK)}).then((m) => { m.acquireAgentLock(${JSON.stringify(stateDir)}); console.log('held'); setInterval(() => {}, 1000); })`]);
+    try {
+      await new Promise<void>((resolve) => holder.stdout.on('data', () => resolve()));
+      const app = new AppController({ stateDir, secrets: new MemorySecrets(), env: {}, quietMs: 300, pushIntervalMs: 40, lockRetryMs: 200 });
+      await app.start();
+      try {
+        expect(app.state().attention).toMatch(/is already syncing with this queue.*takes over as soon as it has finished/);
+        expect(() => app.pause()).toThrow(UserError);
+        holder.kill('SIGKILL');
+        await until('the app running', () => app.state().attention === null && app.state().signedIn);
+      } finally {
+        await app.stop();
+      }
+    } finally {
+      holder.kill('SIGKILL');
     }
   });
 });

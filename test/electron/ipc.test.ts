@@ -137,6 +137,7 @@ describe('IPC handlers', () => {
       partsConcurrency: 4,
       bandwidthLimitKiBps: 0,
       aircraftDefault: 'M350',
+      aircraftSerial: '',
       startAtLogin: true,
     });
     expect(r).toEqual({
@@ -206,6 +207,7 @@ describe('IPC handlers', () => {
       partsConcurrency: 4,
       bandwidthLimitKiBps: 0,
       aircraftDefault: '',
+      aircraftSerial: '',
       startAtLogin: true,
     });
     expect(r).toEqual({

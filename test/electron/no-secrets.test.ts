@@ -96,6 +96,7 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
       partsConcurrency: 2,
       bandwidthLimitKiBps: 0,
       aircraftDefault: '',
+      aircraftSerial: '',
       startAtLogin: false,
     },
     'auth:login': { serverUrl: svc.baseUrl, username: 'crew', password: PASSWORD },
@@ -152,7 +153,7 @@ describe('the renderer never receives a secret', () => {
   });
 
   it("local mode: the built-in service's development token never reaches the window", async () => {
-    const h = await harness('local', { autoSyncCards: false });
+    const h = await harness('local', { useLocalService: true, autoSyncCards: false });
     await h.c.start();
     let seen: string;
     let log: string;

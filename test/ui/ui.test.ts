@@ -426,6 +426,40 @@ describe('overview', () => {
     expect(await tab(page, 'Settings').getAttribute('aria-current')).toBe('page');
   });
 
+  it('a full disk shows its reason and the way out, until Resume', async () => {
+    const { page } = await open('syncing');
+    const message =
+      'Disk full: the disk holding /home/crew/.config/drone-media-sync is full. Free space on it, then press Resume; nothing is lost.';
+    await page.evaluate(
+      (m) =>
+        (window as unknown as TestWindow).__dmsTest.setState({
+          engine: 'halted',
+          paused: false,
+          attention: m,
+          halt: { reason: 'disk-full', message: m },
+        }),
+      message,
+    );
+    await expect.poll(() => banner(page).first().textContent()).toContain('Disk full — syncing stopped');
+    expect(await banner(page).first().textContent()).toContain(message);
+    expect(await text(page, '[data-testid=progress-sentence]')).toMatch(/^Stopped at /);
+    await shot(page, 'overview-disk-full.png');
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    await expect.poll(() => calls(page, 'sync:resume')).toHaveLength(1);
+  });
+
+  it('before any sign-in: the cards wait and the window says "Sign in to upload"', async () => {
+    const { page } = await open('idle');
+    const attention = 'Sign in to upload: 212 files on M30T_CARD wait. Nothing is uploaded until you sign in.';
+    await page.evaluate(
+      (a) => (window as unknown as TestWindow).__dmsTest.setState({ engine: 'auth-required', signedIn: false, attention: a }),
+      attention,
+    );
+    await expect.poll(() => banner(page).first().textContent()).toContain('Sign in to upload');
+    expect(await banner(page).first().textContent()).toContain(attention);
+    await shot(page, 'overview-sign-in-to-upload.png');
+  });
+
   it('corrects the wayline matched to a flight folder', async () => {
     const { page } = await open('idle');
     const row = page.locator('tr[data-folder="DJI_202403121102_002_Solar-A1"]');
@@ -701,6 +735,7 @@ describe('settings', () => {
     await page.locator('#f-bandwidthLimitKiBps').fill('2048');
     await page.getByLabel('Eject the card when its sync is done').check();
     await page.getByLabel('Aircraft, when the photos do not say').selectOption({ label: 'M350 RTK' });
+    await page.getByLabel('Aircraft serial, when the photos do not say').fill('1ZNBJ7R00C00PH');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
     expect(await lastRequest(page, 'settings:save')).toEqual({
@@ -715,6 +750,7 @@ describe('settings', () => {
       partsConcurrency: 4,
       bandwidthLimitKiBps: 2048,
       aircraftDefault: '0-89-0',
+      aircraftSerial: '1ZNBJ7R00C00PH',
       startAtLogin: true,
     });
     expect(await calls(page, 'dialog:pick-folder')).toHaveLength(1);

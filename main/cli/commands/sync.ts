@@ -110,5 +110,6 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   engine.close();
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
-  return leftovers.length === 0 ? EXIT.ok : EXIT.notAllDone;
+  // Halted (disk full...): not everything may even be recorded yet.
+  return leftovers.length === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
 }

@@ -169,10 +169,13 @@ export class Queue {
   bindTarget(target: TargetRef): number {
     const now = this.now();
     let id = this.stmts.target.get(target.key)?.id;
+    // Written only when the target changes: a session on a full disk still opens.
     if (id === undefined) id = Number(this.stmts.addTarget.run({ ...target, now }).lastInsertRowid);
-    else this.stmts.touchTarget.run(target.label, now, id);
+    if (this.getMeta('current_target') !== target.key) {
+      this.stmts.touchTarget.run(target.label, now, id);
+      this.setMeta('current_target', target.key);
+    }
     this.bound = { ...target, id };
-    this.setMeta('current_target', target.key);
     return id;
   }
 

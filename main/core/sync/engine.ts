@@ -40,6 +40,12 @@ import { BandwidthLimiter } from './throttle.js';
  */
 export type EngineState = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required' | 'halted';
 
+/** An SQLite or disk failure: the queue itself could not be written or read. */
+function isQueueFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_') || code === 'ENOSPC');
+}
+
 /** How long a row waits for another row with the same content before it goes on by itself. */
 const TWIN_MAX_WAIT_MS = 10 * 60_000;
 
@@ -165,7 +171,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Finds media under a source and records it; returns what needs work. */
   async scan(source: Source, signal?: AbortSignal): Promise<Omit<ScanResult, 'pending'> & { pending: number }> {
-    const result = await scanSource(this.queue, source, this.config, signal);
+    let result: ScanResult;
+    try {
+      result = await scanSource(this.queue, source, this.config, signal);
+    } catch (err) {
+      // The queue cannot record what was found (disk full): halt with the reason, as during a sync.
+      if (!isQueueFailure(err)) throw err;
+      this.haltOnQueueError(err);
+      return { pending: 0, alreadyDone: 0, failed: 0, deferred: 0, skipped: [] };
+    }
     this.track(result.pending, source.label);
     return { ...result, pending: result.pending.length };
   }
@@ -421,7 +435,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const full = code === 'SQLITE_FULL' || code === 'ENOSPC';
     const where = path.dirname(this.queue.path);
     const message = full
-      ? `Disk full: free space on the disk holding ${where}, then press Resume. Nothing is lost.`
+      ? `Disk full: the disk holding ${where} is full. Free space on it, then press Resume; nothing is lost.`
       : `The upload queue (${this.queue.path}) cannot be written: ${e.message} Fix the cause, then press Resume. Nothing is lost.`;
     const err = new QueueWriteError(new DmsError(e.kind, message, { cause: raw }), full ? 'disk-full' : 'database');
     this.lastError = err;
