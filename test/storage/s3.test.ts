@@ -135,6 +135,34 @@ describe('S3 uploader (s3rver)', () => {
     });
   });
 
+  it('AccessDenied once (what Ceph RGW answers for an expired session token): one refresh, the request again, success', async () => {
+    let forced = 0;
+    const target: TargetProvider = (o) => {
+      if (o.forceRefresh) forced++;
+      return Promise.resolve(makeTarget(proxy.endpoint));
+    };
+    let refused = 0;
+    proxy.intercept = () =>
+      refused++ === 0 ? { status: 403, body: s3ErrorXml('AccessDenied', 'Access Denied') } : undefined;
+    const up = createUploader('minio', { target });
+    try {
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/cred/denied-once.jpg',
+        md5Hex: small.md5Hex,
+      });
+    } finally {
+      proxy.intercept = undefined;
+      up.close();
+    }
+    expect(forced).toBe(1);
+    expect(await objectDigest(s3.endpoint, 'ws/cred/denied-once.jpg')).toEqual({
+      size: small.size,
+      md5Hex: small.md5Hex,
+    });
+  });
+
   it('refreshes credentials about to expire (within REFRESH_MARGIN_MS) before a request', async () => {
     let forced = 0;
     const target: TargetProvider = (o) => {

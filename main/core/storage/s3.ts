@@ -58,6 +58,18 @@ export function s3Failure(err: unknown): BucketFailure {
   return { ...(code !== undefined ? { code } : {}), ...(status !== undefined ? { status } : {}), message };
 }
 
+/**
+ * Failures worth one credential refresh and one retry (session.ts): the
+ * codes of expired or unknown credentials, and AccessDenied, which is what
+ * Ceph's RADOS Gateway answers for an expired session token (its log says
+ * "ERROR: Token expired"). A real refusal is still reported as one: the
+ * retry with fresh credentials is refused again.
+ */
+function worthRefresh(err: unknown): boolean {
+  const f = s3Failure(err);
+  return isCredentialFailure(f) || f.code === 'AccessDenied';
+}
+
 const SILENT = {
   debug: () => undefined,
   info: () => undefined,
@@ -98,9 +110,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       // requestTimeout is an idle timeout on the socket, not a total: slow links are fine.
       requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: 120_000 },
     });
-  const session = new ClientSession<S3Client>(opts.target, build, (err) =>
-    isCredentialFailure(s3Failure(err)),
-  );
+  const session = new ClientSession<S3Client>(opts.target, build, worthRefresh);
 
   /** One request through the session; anything thrown leaves as DmsError. */
   async function call<T>(
