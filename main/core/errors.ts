@@ -88,8 +88,7 @@ export function isDmsError(err: unknown): err is DmsError {
 
 export function isAbortError(err: unknown): boolean {
   return (
-    err instanceof Error &&
-    (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
+    err instanceof Error && (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
   );
 }
 
@@ -107,16 +106,24 @@ export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsErr
     });
   }
   if (typeof code === 'string' && (code === 'SQLITE_FULL' || code === 'ENOSPC')) {
-    return new DmsError('invalid-input', 'The disk holding the queue is full. Free some space; syncing continues after that.', {
-      cause: err,
-      retryable: true,
-    });
+    return new DmsError(
+      'invalid-input',
+      'The disk holding the queue is full. Free some space; syncing continues after that.',
+      {
+        cause: err,
+        retryable: true,
+      },
+    );
   }
   if (typeof code === 'string' && code.startsWith('SQLITE_')) {
-    return new DmsError('invalid-input', `The queue database failed (${code}). Restart Drone Media Sync; nothing is lost.`, {
-      cause: err,
-      retryable: true,
-    });
+    return new DmsError(
+      'invalid-input',
+      `The queue database failed (${code}). Restart Drone Media Sync; nothing is lost.`,
+      {
+        cause: err,
+        retryable: true,
+      },
+    );
   }
   if (code === 'EACCES' || code === 'EPERM') {
     return new DmsError('source-missing', 'The file cannot be read (permission denied).', {
@@ -149,6 +156,8 @@ export function plainMessage(err: DmsError): string {
     case 'malformed-response':
       return 'The server answered with something that is not a valid answer (a proxy page?). Uploads will be retried by themselves.';
     case 'storage':
+      if (err.serverCode === 'RequestTimeTooSkewed')
+        return "The storage bucket refused the upload because this computer's clock is wrong. Set the right date, time and time zone, then choose Retry.";
       return 'The storage bucket refused the upload. It will be retried; if it keeps failing, ask your administrator to check the bucket settings.';
     case 'source-missing':
       return 'The file is not there any more (card removed?). Insert the card again and it will continue.';

@@ -91,8 +91,12 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
   // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine.
   const signedPut = new SignedPut(dataAgent, { headersMs: 120_000, bodyMs: 120_000 });
 
+  // The bucket's clock as the clients learnt it from its answers (their
+  // systemClockOffset), carried over to the client built for new credentials.
+  let clockOffset = 0;
   const build = (t: BucketTarget): S3Client =>
     new S3Client({
+      systemClockOffset: clockOffset,
       region: t.region !== '' ? t.region : 'us-east-1',
       ...(t.endpoint !== '' ? { endpoint: t.endpoint } : {}),
       // MinIO serves buckets as paths, not as sub-domains.
@@ -121,9 +125,17 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
   ): Promise<T> {
     let credentials: BucketCredentials | undefined;
     try {
-      return await session.run(signal, (client, t) => {
+      return await session.run(signal, async (client, t) => {
         credentials = t.credentials;
-        return fn(client, t);
+        try {
+          return await fn(client, t);
+        } catch (err) {
+          // The refusal set the client's clock to the bucket's: once more, now in time.
+          if (signal?.aborted === true || s3Failure(err).code !== 'RequestTimeTooSkewed') throw err;
+          return await fn(client, t);
+        } finally {
+          clockOffset = client.config.systemClockOffset;
+        }
       });
     } catch (err) {
       throw toBucketError(err, s3Failure(err), {

@@ -197,3 +197,22 @@ export async function expectCardInBucket(
   expect(callbacks.map((m) => m.object_key).sort()).toEqual(rows.map((x) => x.object_key).sort());
   return rows;
 }
+
+export interface RgwRequest {
+  method: string;
+  /** Path and query as sent, e.g. `/bucket/key?partNumber=3&uploadId=...`. */
+  target: string;
+  status: number;
+}
+
+/** The requests in a slice of RGW's log (its access lines: `"PUT /bucket/key?... HTTP/1.1" 200`). */
+export function rgwRequests(log: string): RgwRequest[] {
+  return [...log.matchAll(/ beast: \S+ .*?"([A-Z]+) (\S+) HTTP\/1\.[01]" (\d{3}) /g)].map((m) => ({
+    method: m[1]!,
+    target: m[2]!,
+    status: Number(m[3]),
+  }));
+}
+
+/** STS AssumeRole calls (the SDK POSTs them to the endpoint's root). */
+export const isAssumeRole = (r: RgwRequest): boolean => r.method === 'POST' && r.target === '/';

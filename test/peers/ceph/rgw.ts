@@ -150,7 +150,12 @@ export async function startRgw(opts: { fakeClock?: boolean; bucket?: string } = 
     stopped = true;
     await stopDaemons([...daemons].reverse());
     process.removeListener('exit', onExit);
-    fs.rmSync(dir, { recursive: true, force: true });
+    // DMS_PEER_KEEP=1 keeps the logs for a post-mortem (the daemons are stopped all the same).
+    if (process.env.DMS_PEER_KEEP === '1') {
+      fs.rmSync(path.join(dir, 'owner.pid'), { force: true });
+      fs.renameSync(dir, `${dir}-kept`);
+      console.log(`RGW cluster logs kept in ${dir}-kept`);
+    } else fs.rmSync(dir, { recursive: true, force: true });
   };
 
   try {
