@@ -5,10 +5,13 @@
  * session policy to the workspace's prefix; RGW (not the service) enforces
  * that limit and verifies every signature.
  */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, paths, s3From, startTemp, type Loose } from '../../service/helpers.js';
-import { rgwBucketConfig } from './peer.js';
+import { BIN, rgwBucketConfig } from './peer.js';
 import { startRgw, type Rgw } from './rgw.js';
 
 let rgw: Rgw;
@@ -26,8 +29,8 @@ afterAll(async () => {
   await rgw?.stop();
 });
 
-async function sts(ws = svc.workspaceId, token = svc.token): Promise<Loose> {
-  const r = await call({ baseUrl: svc.baseUrl, token }, 'POST', paths(ws).sts);
+async function sts(ws = svc.workspaceId, token = svc.token, baseUrl = svc.baseUrl): Promise<Loose> {
+  const r = await call({ baseUrl, token }, 'POST', paths(ws).sts);
   expect(r.body.code, JSON.stringify(r.body)).toBe(0);
   return r.body.data;
 }
@@ -130,6 +133,52 @@ describe('the sts endpoint on Ceph RGW', () => {
       });
     } finally {
       for (const c of [s3, theirS3, wrongSecret, noToken]) c.destroy();
+    }
+  });
+});
+
+describe('the service configured for RGW', () => {
+  it('an expire shorter than RGW sessions (900 s at least) is what clients are told', async () => {
+    svc.admin.setStsExpireSeconds(60);
+    try {
+      expect((await sts()).credentials.expire).toBeLessThanOrEqual(60);
+      expect((await sts()).credentials.expire).toBeGreaterThanOrEqual(59);
+    } finally {
+      svc.admin.setStsExpireSeconds(3600);
+    }
+  });
+
+  it('`serve --bucket-config <file>` (the secret in a file, not on the command line) hands out RGW credentials', async () => {
+    const file = path.join(svc.dataDir, 'rgw-bucket.json');
+    fs.writeFileSync(file, JSON.stringify(rgwBucketConfig(rgw)), { mode: 0o600 });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'serve', '--data', path.join(svc.dataDir, 'served'), '--bucket-config', file],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    try {
+      let out = '';
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d) => (out += String(d)).includes('\n') && resolve(out));
+        child.on('exit', (code) => reject(new Error(`serve ended with ${code}`)));
+      });
+      const ready = JSON.parse(line) as { base_url: string; workspace_id: string; token: string };
+      const data = await sts(ready.workspace_id, ready.token, ready.base_url);
+      expect(data.object_key_prefix).toBe(`crews/${ready.workspace_id}`);
+      const s3 = s3From(data);
+      try {
+        expect(await outcome(put(s3, data.bucket, `${data.object_key_prefix}/served.jpg`))).toBe('OK');
+      } finally {
+        s3.destroy();
+      }
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
     }
   });
 });
