@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CODES } from '../../../main/service/index.js';
 import { call, paths, s3From, startTemp, type Loose } from '../../service/helpers.js';
 import { BIN, rgwBucketConfig } from './peer.js';
 import { startRgw, type Rgw } from './rgw.js';
@@ -138,6 +139,46 @@ describe('the sts endpoint on Ceph RGW', () => {
 });
 
 describe('the service configured for RGW', () => {
+  it('as provider aws with stsEndpoint (the AWS code path): RGW credentials, scoped the same way', async () => {
+    const aws = await startTemp({
+      externalBucket: rgwBucketConfig(rgw, {
+        provider: 'aws',
+        stsEndpoint: rgw.endpoint,
+        objectKeyPrefix: 'aws',
+      }),
+    });
+    try {
+      const data = await sts(aws.workspaceId, aws.token, aws.baseUrl);
+      expect(data).toMatchObject({ provider: 'aws', object_key_prefix: `aws/${aws.workspaceId}` });
+      const s3 = s3From(data);
+      try {
+        const key = `${data.object_key_prefix}/a.jpg`;
+        expect(await outcome(put(s3, data.bucket, key))).toBe('OK');
+        expect(await outcome(put(s3, data.bucket, `crews/${aws.workspaceId}/a.jpg`))).toBe(
+          '403 AccessDenied',
+        );
+        // The service's own HEAD (fast-upload, callback) reaches RGW too.
+        const cb = await call(aws, 'POST', paths(aws.workspaceId).callback, {
+          body: { name: 'a.jpg', object_key: key, result: 0, fingerprint: 'f'.repeat(32) },
+        });
+        expect(cb.body.code, JSON.stringify(cb.body)).toBe(0);
+        const missing = await call(aws, 'POST', paths(aws.workspaceId).callback, {
+          body: {
+            name: 'b.jpg',
+            object_key: `${data.object_key_prefix}/b.jpg`,
+            result: 0,
+            fingerprint: 'e'.repeat(32),
+          },
+        });
+        expect(missing.body.code).toBe(CODES.OBJECT_NOT_FOUND);
+      } finally {
+        s3.destroy();
+      }
+    } finally {
+      await aws.stop();
+    }
+  });
+
   it('an expire shorter than RGW sessions (900 s at least) is what clients are told', async () => {
     svc.admin.setStsExpireSeconds(60);
     try {
