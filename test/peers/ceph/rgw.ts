@@ -151,7 +151,7 @@ export async function startRgw(opts: { fakeClock?: boolean; bucket?: string } = 
     await stopDaemons([...daemons].reverse());
     process.removeListener('exit', onExit);
     // DMS_PEER_KEEP=1 keeps the logs for a post-mortem (the daemons are stopped all the same).
-    if (process.env.DMS_PEER_KEEP === '1') {
+    if (process.env.DMS_PEER_KEEP === '1' && fs.existsSync(dir)) {
       fs.rmSync(path.join(dir, 'owner.pid'), { force: true });
       fs.renameSync(dir, `${dir}-kept`);
       console.log(`RGW cluster logs kept in ${dir}-kept`);
