@@ -34,7 +34,7 @@ import {
 } from './daemons.js';
 import { cephConf } from './conf.js';
 
-export const PEER_PACKAGES = ['ceph-mon', 'ceph-osd', 'radosgw', 'faketime'];
+const PACKAGES = ['ceph-mon', 'ceph-osd', 'radosgw', 'faketime'];
 
 export interface Rgw {
   /** http://127.0.0.1:<port>: S3 and STS. */
@@ -60,12 +60,13 @@ export interface Rgw {
 }
 
 /** Why the cluster cannot be started here, or null when everything is installed. */
-export function missingPeers(): string | null {
+function missingPackages(): string | null {
   const need = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'monmaptool'].filter(
     (c) => !onPath(c),
   );
-  if (need.length === 0 && fakeTimeLibrary() !== null) return null;
-  return `Ceph or libfaketime is not installed (missing: ${[...need, ...(fakeTimeLibrary() ? [] : ['libfaketime'])].join(', ')}). Run: apt-get install --no-install-recommends ${PEER_PACKAGES.join(' ')}`;
+  if (fakeTimeLibrary() === null) need.push('libfaketime');
+  if (need.length === 0) return null;
+  return `Ceph or libfaketime is not installed (missing: ${need.join(', ')}). Run: apt-get install --no-install-recommends ${PACKAGES.join(' ')}`;
 }
 
 function onPath(cmd: string): boolean {
@@ -116,8 +117,8 @@ const RGW_POOLS = [
   'default.rgw.buckets.non-ec',
 ];
 
-export async function startRgw(opts: { fakeClock?: boolean; bucket?: string } = {}): Promise<Rgw> {
-  const missing = missingPeers();
+export async function startRgw(opts: { fakeClock?: boolean } = {}): Promise<Rgw> {
+  const missing = missingPackages();
   if (missing !== null) throw new Error(missing);
   sweepStaleClusters();
   const t0 = Date.now();
@@ -189,7 +190,7 @@ export async function startRgw(opts: { fakeClock?: boolean; bucket?: string } = 
     await waitFor('the OSD', async () => / 1 up/.test(await ceph(['osd', 'stat'])), osd, 30_000);
 
     // 3. The gateway (under libfaketime when asked).
-    fs.writeFileSync(clockFile, '+0\n');
+    if (opts.fakeClock) fs.writeFileSync(clockFile, '+0\n');
     const env = opts.fakeClock
       ? {
           ...process.env,
@@ -214,7 +215,7 @@ export async function startRgw(opts: { fakeClock?: boolean; bucket?: string } = 
     const t1 = Date.now();
     const accessKeyId = random(UPPER_DIGITS, 20);
     const secretAccessKey = random(ALNUM, 40);
-    const bucket = opts.bucket ?? 'dms-peer';
+    const bucket = 'dms-peer';
     const admin = (args: string[]): Promise<string> => run('radosgw-admin', ['-c', conf, ...args]);
     await admin([
       'user',
