@@ -125,7 +125,8 @@ export async function stopDaemons(daemons: Daemon[], graceMs = 5_000): Promise<v
     const end = Date.now() + graceMs;
     while (alive(d.pid) && Date.now() < end) await sleep(50);
     if (alive(d.pid)) d.child.kill('SIGKILL');
-    while (alive(d.pid)) await sleep(20);
+    const killed = Date.now() + 10_000;
+    while (alive(d.pid) && Date.now() < killed) await sleep(20);
   }
 }
 
@@ -138,10 +139,10 @@ export function killDaemonsNow(daemons: Daemon[]): void {
 
 /**
  * Clusters whose test process died without stopping them (SIGKILL, OOM):
- * their daemons are killed (only if the pid still runs our ceph.conf) and
- * their folders removed.
+ * their daemons are killed (only if the pid still runs our ceph.conf) and,
+ * once they are gone, their folders removed.
  */
-export function sweepStaleClusters(): void {
+export async function sweepStaleClusters(): Promise<void> {
   const tmp = os.tmpdir();
   for (const entry of fs.readdirSync(tmp)) {
     if (!entry.startsWith(CLUSTER_DIR_PREFIX)) continue;
@@ -149,16 +150,18 @@ export function sweepStaleClusters(): void {
     const owner = Number(readOr(path.join(dir, 'owner.pid'), '0'));
     if (owner > 0 && alive(owner)) continue;
     const pidsDir = path.join(dir, 'pids');
-    for (const f of fs.existsSync(pidsDir) ? fs.readdirSync(pidsDir) : []) {
-      const pid = Number(readOr(path.join(pidsDir, f), '0'));
-      if (pid > 0 && alive(pid) && readOr(`/proc/${pid}/cmdline`, '').includes(dir)) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // ended meanwhile
-        }
+    const pids = (fs.existsSync(pidsDir) ? fs.readdirSync(pidsDir) : [])
+      .map((f) => Number(readOr(path.join(pidsDir, f), '0')))
+      .filter((pid) => pid > 0 && alive(pid) && readOr(`/proc/${pid}/cmdline`, '').includes(dir));
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // ended meanwhile
       }
     }
+    const end = Date.now() + 10_000;
+    while (pids.some(alive) && Date.now() < end) await sleep(20);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -36,7 +36,7 @@ it('a cluster whose test process died is killed and removed by the next start', 
     'process.stdout.write(String(process.pid))',
   ]).stdout.toString();
   fs.writeFileSync(path.join(rgw.dir, 'owner.pid'), dead);
-  sweepStaleClusters();
+  await sweepStaleClusters();
   expect(pids.filter(alive)).toEqual([]);
   expect(fs.existsSync(rgw.dir)).toBe(false);
   await rgw.stop();

@@ -120,7 +120,7 @@ const RGW_POOLS = [
 export async function startRgw(opts: { fakeClock?: boolean } = {}): Promise<Rgw> {
   const missing = missingPackages();
   if (missing !== null) throw new Error(missing);
-  sweepStaleClusters();
+  await sweepStaleClusters();
   const t0 = Date.now();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), CLUSTER_DIR_PREFIX));
   for (const sub of ['run', 'log', 'pids', 'mon.a', 'osd.0']) fs.mkdirSync(path.join(dir, sub));
