@@ -88,7 +88,8 @@ export function isDmsError(err: unknown): err is DmsError {
 
 export function isAbortError(err: unknown): boolean {
   return (
-    err instanceof Error && (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
+    err instanceof Error &&
+    (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
   );
 }
 
@@ -106,24 +107,16 @@ export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsErr
     });
   }
   if (typeof code === 'string' && (code === 'SQLITE_FULL' || code === 'ENOSPC')) {
-    return new DmsError(
-      'invalid-input',
-      'The disk holding the queue is full. Free some space; syncing continues after that.',
-      {
-        cause: err,
-        retryable: true,
-      },
-    );
+    return new DmsError('invalid-input', 'The disk holding the queue is full. Free some space; syncing continues after that.', {
+      cause: err,
+      retryable: true,
+    });
   }
   if (typeof code === 'string' && code.startsWith('SQLITE_')) {
-    return new DmsError(
-      'invalid-input',
-      `The queue database failed (${code}). Restart Drone Media Sync; nothing is lost.`,
-      {
-        cause: err,
-        retryable: true,
-      },
-    );
+    return new DmsError('invalid-input', `The queue database failed (${code}). Restart Drone Media Sync; nothing is lost.`, {
+      cause: err,
+      retryable: true,
+    });
   }
   if (code === 'EACCES' || code === 'EPERM') {
     return new DmsError('source-missing', 'The file cannot be read (permission denied).', {
