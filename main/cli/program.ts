@@ -104,6 +104,7 @@ export function buildProgram(): Command {
     .option('--data <dir>', 'data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')
+    .option('--bucket-config <file>', 'JSON settings of a real bucket instead of the embedded one')
     .action(async (opts: ServeFlags) => (await import('./commands/serve.js')).serveCommand(opts));
 
   program

@@ -217,6 +217,8 @@ export function plainMessage(err: DmsError): string {
     case 'malformed-response':
       return 'The server answered with something that is not a valid answer (a proxy page?). Uploads will be retried by themselves.';
     case 'storage':
+      if (err.serverCode === 'RequestTimeTooSkewed')
+        return "The storage bucket refused the upload because this computer's clock is wrong. Set the right date, time and time zone, then choose Retry.";
       return 'The storage bucket refused the upload. It will be retried; if it keeps failing, ask your administrator to check the bucket settings.';
     case 'source-missing':
       return 'The file is not there any more (card removed?). Insert the card again and it will continue.';

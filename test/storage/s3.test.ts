@@ -6,7 +6,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import diagnostics from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DmsError } from '../../main/core/errors.js';
+import { DmsError, plainMessage } from '../../main/core/errors.js';
 import { createUploader } from '../../main/core/storage/index.js';
 import type { BucketTarget, TargetProvider, UploaderOptions } from '../../main/core/storage/types.js';
 import {
@@ -162,6 +162,92 @@ describe('S3 uploader (s3rver)', () => {
       size: small.size,
       md5Hex: small.md5Hex,
     });
+  });
+
+  it('AccessDenied once (what Ceph RGW answers for an expired session token): one refresh, the request again, success', async () => {
+    let forced = 0;
+    const target: TargetProvider = (o) => {
+      if (o.forceRefresh) forced++;
+      return Promise.resolve(makeTarget(proxy.endpoint));
+    };
+    let refused = 0;
+    proxy.intercept = () =>
+      refused++ === 0 ? { status: 403, body: s3ErrorXml('AccessDenied', 'Access Denied') } : undefined;
+    const up = createUploader('minio', { target });
+    try {
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/cred/denied-once.jpg',
+        md5Hex: small.md5Hex,
+      });
+    } finally {
+      proxy.intercept = undefined;
+      up.close();
+    }
+    expect(forced).toBe(1);
+    expect(await objectDigest(s3.endpoint, 'ws/cred/denied-once.jpg')).toEqual({
+      size: small.size,
+      md5Hex: small.md5Hex,
+    });
+  });
+
+  it('RequestTimeTooSkewed (the laptop clock behind): signed again with the bucket time, by later clients too', async () => {
+    // The proxy plays a bucket whose clock is 10 min ahead and which refuses
+    // signatures over 5 min off it (s3rver behind it, on this machine's clock,
+    // allows 15 min: it takes the corrected requests).
+    const ahead = 10 * 60_000;
+    const skews: number[] = [];
+    proxy.intercept = (req) => {
+      const d = /^(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z$/.exec(String(req.headers['x-amz-date']))!;
+      const skew = Date.UTC(+d[1]!, +d[2]! - 1, +d[3]!, +d[4]!, +d[5]!, +d[6]!) - Date.now();
+      skews.push(Math.round(skew / 60_000) + 0); // + 0: no -0
+      if (Math.abs(skew - ahead) <= 5 * 60_000) return undefined;
+      const date = new Date(Date.now() + ahead).toUTCString();
+      return { status: 403, body: s3ErrorXml('RequestTimeTooSkewed'), headers: { date } };
+    };
+    let keys = 0;
+    // Each call hands out new credentials: every upload gets a new client.
+    const target: TargetProvider = () =>
+      Promise.resolve(makeTarget(proxy.endpoint, { sessionToken: `token-${keys++}` }));
+    const up = createUploader('minio', { target });
+    try {
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/clock/a.jpg',
+        md5Hex: small.md5Hex,
+      });
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/clock/b.jpg',
+        md5Hex: small.md5Hex,
+      });
+    } finally {
+      proxy.intercept = undefined;
+      up.close();
+    }
+    // Refused once, then in the bucket's time, and the next client starts with it.
+    expect(skews).toEqual([0, 10, 10]);
+    expect(await objectDigest(s3.endpoint, 'ws/clock/b.jpg')).toEqual({
+      size: small.size,
+      md5Hex: small.md5Hex,
+    });
+  });
+
+  it('RequestTimeTooSkewed again after the retry: reported once, saying to set the computer clock', async () => {
+    let refused = 0;
+    proxy.intercept = () => (refused++, { status: 403, body: s3ErrorXml('RequestTimeTooSkewed') });
+    const up = uploader({}, proxy.endpoint);
+    const err = await failure(
+      up.upload({ filePath: small.path, size: small.size, key: 'ws/clock/never.jpg' }),
+    );
+    proxy.intercept = undefined;
+    up.close();
+    expect(refused).toBe(2);
+    expect(err).toMatchObject({ kind: 'storage', serverCode: 'RequestTimeTooSkewed', retryable: false });
+    expect(plainMessage(err)).toMatch(/clock is wrong.*Set the right date, time and time zone/);
   });
 
   it('refreshes credentials about to expire (within REFRESH_MARGIN_MS) before a request', async () => {

@@ -1,7 +1,14 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import type { Logger } from 'pino';
+import { DmsError } from '../../core/errors.js';
 import { createLogger } from '../../core/log.js';
 import { statePaths } from '../../core/paths.js';
-import { startService } from '../../service/index.js';
+import {
+  startService,
+  validateExternalBucketConfig,
+  type ExternalBucketConfig,
+} from '../../service/index.js';
 import { resolveStateDir } from '../context.js';
 
 export interface ServeFlags {
@@ -10,6 +17,7 @@ export interface ServeFlags {
   data?: string;
   state?: string;
   stsExpire?: string;
+  bucketConfig?: string;
 }
 
 /**
@@ -19,12 +27,15 @@ export interface ServeFlags {
 export async function serveCommand(flags: ServeFlags): Promise<void> {
   const dataDir = flags.data ? path.resolve(flags.data) : statePaths(resolveStateDir(flags)).service;
   const port = Number(flags.port);
+  const logger = createLogger({ level: process.env.DMS_LOG_LEVEL ?? 'info' });
+  const externalBucket = flags.bucketConfig ? readBucketConfig(flags.bucketConfig, logger) : undefined;
   const svc = await startService({
     host: flags.host,
     port,
     dataDir,
-    logger: createLogger({ level: process.env.DMS_LOG_LEVEL ?? 'info' }),
+    logger,
     ...(flags.stsExpire ? { stsExpireSeconds: Number(flags.stsExpire) } : {}),
+    ...(externalBucket ? { externalBucket } : {}),
   });
   process.stdout.write(JSON.stringify({ base_url: svc.baseUrl, workspace_id: svc.workspaceId, token: svc.token }) + '\n');
   await new Promise<void>((resolve) => {
@@ -33,4 +44,37 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     process.once('SIGTERM', stop);
   });
   await svc.close();
+}
+
+/**
+ * The external bucket's settings (README: "External bucket"), from a JSON
+ * file so that its secret key never appears on a command line. Errors name
+ * the file and the field, never a value.
+ */
+export function readBucketConfig(file: string, logger?: Logger): ExternalBucketConfig {
+  const refuse = (why: string): DmsError =>
+    new DmsError('invalid-input', `The bucket settings file ${file} ${why}`, { retryable: false });
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw refuse(`cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // Not the parser's message: it may quote the file, secret included.
+    throw refuse('is not valid JSON.');
+  }
+  let config: ExternalBucketConfig;
+  try {
+    config = validateExternalBucketConfig(json);
+  } catch (err) {
+    throw refuse(`has a wrong setting: ${(err as Error).message.replace(/^externalBucket: /, '')}`);
+  }
+  if (process.platform !== 'win32' && (fs.statSync(file).mode & 0o077) !== 0) {
+    logger?.warn(`${file} holds the bucket's secret key and other users can read it; run: chmod 600 ${file}`);
+  }
+  return config;
 }

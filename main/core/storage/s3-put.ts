@@ -113,15 +113,19 @@ export class SignedPut {
       'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
       ...(req.contentType !== undefined && !req.part ? { 'content-type': req.contentType } : {}),
     };
-    const signed = await signer.sign({
-      method: 'PUT',
-      protocol: bucketUrl.protocol,
-      hostname: bucketUrl.hostname,
-      ...(bucketUrl.port !== '' ? { port: Number(bucketUrl.port) } : {}),
-      path,
-      query,
-      headers,
-    });
+    const signed = await signer.sign(
+      {
+        method: 'PUT',
+        protocol: bucketUrl.protocol,
+        hostname: bucketUrl.hostname,
+        ...(bucketUrl.port !== '' ? { port: Number(bucketUrl.port) } : {}),
+        path,
+        query,
+        headers,
+      },
+      // The bucket's time as the client learnt it (see adoptBucketClock).
+      { signingDate: new Date(Date.now() + client.config.systemClockOffset) },
+    );
     const url = new URL(bucketUrl.origin);
     url.pathname = path;
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
@@ -141,8 +145,21 @@ export class SignedPut {
       return Array.isArray(etag) ? etag[0] : etag;
     }
     const text = await readCapped(res.body, ERROR_BODY_MAX);
-    throw bucketError(res.statusCode, text);
+    const err = bucketError(res.statusCode, text);
+    if (err.name === 'RequestTimeTooSkewed') adoptBucketClock(client, res.headers.date);
+    throw err;
   }
+}
+
+/**
+ * A bucket refuses signatures more than 15 minutes off its own clock. As the
+ * SDK does for its own requests, the client then signs with the bucket's
+ * time (from the answer's Date header): a field laptop with a wrong clock
+ * still uploads. The caller sends the request again (s3.ts).
+ */
+function adoptBucketClock(client: S3Client, date: string | string[] | undefined): void {
+  const bucketNow = Date.parse(Array.isArray(date) ? (date[0] ?? '') : (date ?? ''));
+  if (!Number.isNaN(bucketNow)) client.config.systemClockOffset = bucketNow - Date.now();
 }
 
 async function prepare(client: S3Client, t: BucketTarget): Promise<Signing> {

@@ -58,6 +58,18 @@ export function s3Failure(err: unknown): BucketFailure {
   return { ...(code !== undefined ? { code } : {}), ...(status !== undefined ? { status } : {}), message };
 }
 
+/**
+ * Failures worth one credential refresh and one retry (session.ts): the
+ * codes of expired or unknown credentials, and AccessDenied, which is what
+ * Ceph's RADOS Gateway answers for an expired session token (its log says
+ * "ERROR: Token expired"). A real refusal is still reported as one: the
+ * retry with fresh credentials is refused again.
+ */
+function worthRefresh(err: unknown): boolean {
+  const f = s3Failure(err);
+  return isCredentialFailure(f) || f.code === 'AccessDenied';
+}
+
 const SILENT = {
   debug: () => undefined,
   info: () => undefined,
@@ -79,8 +91,12 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
   // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine.
   const signedPut = new SignedPut(dataAgent, { headersMs: 120_000, bodyMs: 120_000 });
 
+  // The bucket's clock as the clients learnt it from its answers (their
+  // systemClockOffset), carried over to the client built for new credentials.
+  let clockOffset = 0;
   const build = (t: BucketTarget): S3Client =>
     new S3Client({
+      systemClockOffset: clockOffset,
       region: t.region !== '' ? t.region : 'us-east-1',
       ...(t.endpoint !== '' ? { endpoint: t.endpoint } : {}),
       // MinIO serves buckets as paths, not as sub-domains.
@@ -98,9 +114,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       // requestTimeout is an idle timeout on the socket, not a total: slow links are fine.
       requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: 120_000 },
     });
-  const session = new ClientSession<S3Client>(opts.target, build, (err) =>
-    isCredentialFailure(s3Failure(err)),
-  );
+  const session = new ClientSession<S3Client>(opts.target, build, worthRefresh);
 
   /** One request through the session; anything thrown leaves as DmsError. */
   async function call<T>(
@@ -111,9 +125,17 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
   ): Promise<T> {
     let credentials: BucketCredentials | undefined;
     try {
-      return await session.run(signal, (client, t) => {
+      return await session.run(signal, async (client, t) => {
         credentials = t.credentials;
-        return fn(client, t);
+        try {
+          return await fn(client, t);
+        } catch (err) {
+          // The refusal set the client's clock to the bucket's: once more, now in time.
+          if (signal?.aborted === true || s3Failure(err).code !== 'RequestTimeTooSkewed') throw err;
+          return await fn(client, t);
+        } finally {
+          clockOffset = client.config.systemClockOffset;
+        }
       });
     } catch (err) {
       throw toBucketError(err, s3Failure(err), {

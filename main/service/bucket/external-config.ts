@@ -6,7 +6,9 @@ import { parseOrThrow } from '../envelope.js';
  * keys and hands out only AssumeRole credentials scoped (by session policy)
  * to the workspace's prefix. aws and minio use the AWS STS API (MinIO
  * implements AssumeRole on its own endpoint); ali uses Alibaba Cloud STS via
- * ali-oss. Not exercised against real clouds in tests: only this validation is.
+ * ali-oss. Ceph RGW is `minio` (path-style, STS on its endpoint) with the
+ * roleArn of an RGW role: tested against a real one in test/peers/ceph/.
+ * AWS, MinIO and Alibaba themselves: only this validation is tested.
  */
 export interface ExternalBucketConfig {
   provider: 'aws' | 'minio' | 'ali';
@@ -18,7 +20,7 @@ export interface ExternalBucketConfig {
   objectKeyPrefix?: string;
   accessKeyId: string;
   secretAccessKey: string;
-  /** Required for aws and ali; MinIO ignores it. */
+  /** Required for aws and ali; MinIO ignores it, Ceph RGW needs it. */
   roleArn?: string;
   /** STS endpoint; default: AWS's regional one (aws), the bucket endpoint (minio), Alibaba's (ali). */
   stsEndpoint?: string;

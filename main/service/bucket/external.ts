@@ -42,10 +42,18 @@ function aliPolicy(bucket: string, prefix: string): string {
   });
 }
 
-/** AWS and Alibaba refuse sessions shorter than 15 minutes. */
+/** AWS, Ceph RGW and Alibaba refuse sessions shorter than 15 minutes. */
 const clampDuration = (s: number): number => Math.min(Math.max(Math.floor(s), 900), 43_200);
-const secondsUntil = (date: Date | string | undefined, fallback: number): number =>
-  date === undefined ? fallback : Math.max(0, Math.floor((new Date(date).getTime() - Date.now()) / 1000));
+/**
+ * `expire` as clients read it: the configured lifetime, or less if the
+ * provider's credentials end sooner. A configured lifetime under the
+ * provider's 15 minutes is honoured this way: clients come back for new
+ * credentials after it, though the old ones would still work.
+ */
+const expireSeconds = (expiration: Date | string | undefined, configured: number): number =>
+  expiration === undefined
+    ? configured
+    : Math.min(configured, Math.max(0, Math.floor((new Date(expiration).getTime() - Date.now()) / 1000)));
 
 export function createExternalBucket(input: ExternalBucketConfig): BucketBackend {
   const cfg = validateExternalBucketConfig(input);
@@ -105,7 +113,7 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
           credentials: {
             access_key_id: c.AccessKeyId,
             access_key_secret: c.SecretAccessKey,
-            expire: secondsUntil(c.Expiration, duration),
+            expire: expireSeconds(c.Expiration, req.expireSeconds),
             security_token: c.SessionToken,
           },
         };
@@ -123,7 +131,7 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
         credentials: {
           access_key_id: c.AccessKeyId,
           access_key_secret: c.AccessKeySecret,
-          expire: secondsUntil(c.Expiration, duration),
+          expire: expireSeconds(c.Expiration, req.expireSeconds),
           security_token: c.SecurityToken,
         },
       };
