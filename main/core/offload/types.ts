@@ -190,3 +190,38 @@ export interface SafeToFormatVerdict {
   /** The one line for the tray, the window, `status` and the notification. */
   message: string;
 }
+
+// ---------- manifest and report (manifest.ts, report.ts) ----------
+
+/** Everything the manifest says of one card file. */
+export interface ManifestFile {
+  relPath: string;
+  kind: 'media' | 'rtk';
+  size: number;
+  mtimeMs: number;
+  /** Lowercase hex MD5 of the content as read from the card. */
+  md5: string;
+  /** When the MD5 was computed (ISO); the manifest's date when unknown. */
+  hashedAt?: string | null;
+  state: FileQueueState;
+  capturedAt?: string | null;
+  position?: (LatLng & { absoluteAltitude?: number | null; relativeAltitude?: number | null }) | null;
+  gimbalYaw?: number | null;
+  aircraft?: { modelKey?: string | null; serial?: string | null } | null;
+  camera?: { model?: string | null; payloadKey?: string | null; serial?: string | null } | null;
+  objectKey: string | null;
+  acknowledged: CardFileFact['acknowledged'];
+  verified: CardFileFact['verified'];
+}
+
+export interface OffloadReportInput {
+  card: { id: string; label: string };
+  target: { id: string; workspaceLabel: string; serverLabel: string };
+  /** ISO date-time of this manifest. */
+  createdAt: string;
+  hostname: string;
+  tool: { name: string; version: string };
+  files: ManifestFile[];
+  flights: FlightCompleteness[];
+  verdict: SafeToFormatVerdict;
+}
