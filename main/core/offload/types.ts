@@ -204,6 +204,8 @@ export interface ManifestFile {
   /** When the MD5 was computed (ISO); the manifest's date when unknown. */
   hashedAt?: string | null;
   state: FileQueueState;
+  /** The plain-words error of a failed file. */
+  error?: string | null;
   capturedAt?: string | null;
   position?: (LatLng & { absoluteAltitude?: number | null; relativeAltitude?: number | null }) | null;
   gimbalYaw?: number | null;
