@@ -8,6 +8,9 @@
  * token or bucket credentials (only whether one is stored).
  */
 import { z } from 'zod';
+import type { FlightPointView, LatLngView } from './flight-map.js';
+
+export type { FlightPointView, LatLngView, PointState } from './flight-map.js';
 
 // ---------- values shown by the window ----------
 
@@ -105,6 +108,32 @@ export interface WaylinePageView {
   total: number;
 }
 
+/** One flight folder of a card, as the flight list shows it (main builds it from analyseFlight). */
+export interface FlightSummaryView {
+  cardId: string;
+  cardLabel: string;
+  /** The folder relative to the card root. */
+  folder: string;
+  missionName: string | null;
+  photos: number;
+  exposuresInMrk: number | null;
+  missingIndexes: number[];
+  extraIndexes: number[];
+  rtkCounts: { fixed: number; float: number; single: number; none: number; other: number } | null;
+  incomplete: boolean;
+  /** The crew accepted this incomplete flight as it is. */
+  accepted: boolean;
+  flags: Array<{ severity: 'incomplete' | 'warning'; message: string }>;
+  wayline: { id: string; name: string; start: LatLngView | null } | null;
+}
+
+/** One flight with its map points (main: flightPoints of main/core/offload/points.ts). */
+export interface FlightView extends FlightSummaryView {
+  points: FlightPointView[];
+  /** Base-map tiles: null when no tile source is configured (the map still shows points, track, scale, north). */
+  tiles: { attribution: string; maxZoom: number } | null;
+}
+
 /** Settings as the window edits them (config.json minus secrets, plus sign-in status). */
 export const SettingsSchema = z.object({
   serverUrl: z.string().trim().max(2048),
@@ -113,7 +142,10 @@ export const SettingsSchema = z.object({
   autoSyncCards: z.boolean(),
   ejectAfterSync: z.boolean(),
   watchedFolders: z.array(z.string().min(1).max(4096)).max(50),
-  include: z.array(z.string().regex(/^[A-Za-z0-9]{1,10}$/)).min(1).max(30),
+  include: z
+    .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/))
+    .min(1)
+    .max(30),
   filesConcurrency: z.number().int().min(1).max(16),
   partsConcurrency: z.number().int().min(1).max(16),
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000),
@@ -126,7 +158,8 @@ export type SettingsView = z.infer<typeof SettingsSchema>;
 export type FieldErrors = Partial<Record<keyof SettingsView | 'form', string>>;
 
 /** Every answer carries success or a plain-words failure: failures are data, never exceptions across IPC. */
-export type Result<T> = { ok: true; value: T } | { ok: false; error: { kind: string; message: string; fields?: FieldErrors } };
+export type Result<T> =
+  { ok: true; value: T } | { ok: false; error: { kind: string; message: string; fields?: FieldErrors } };
 
 // ---------- request schemas (validated in main) ----------
 
@@ -137,9 +170,17 @@ export const WaylineQuerySchema = z
     favorited: z.boolean().optional(),
     templateTypes: z.array(z.number().int().min(0).max(99)).max(10).optional(),
     actionType: z.number().int().min(0).max(99).optional(),
-    droneModelKeys: z.array(z.string().regex(/^\d+-\d+-\d+$/)).max(30).optional(),
-    payloadModelKeys: z.array(z.string().regex(/^\d+-\d+-\d+$/)).max(30).optional(),
-    orderBy: z.string().regex(/^(name|update_time|create_time|favorited|user_name|drone_model_key|action_type) (asc|desc)$/),
+    droneModelKeys: z
+      .array(z.string().regex(/^\d+-\d+-\d+$/))
+      .max(30)
+      .optional(),
+    payloadModelKeys: z
+      .array(z.string().regex(/^\d+-\d+-\d+$/))
+      .max(30)
+      .optional(),
+    orderBy: z
+      .string()
+      .regex(/^(name|update_time|create_time|favorited|user_name|drone_model_key|action_type) (asc|desc)$/),
     page: z.number().int().min(1).max(100_000),
     pageSize: z.number().int().min(1).max(100),
   })
@@ -149,11 +190,19 @@ export type WaylineQueryView = z.infer<typeof WaylineQuerySchema>;
 export const Channels = {
   'app:get-state': { request: Empty, response: null as unknown as AppStateView },
   'queue:list': {
-    request: z.object({ filter: z.enum(['all', 'active', 'failed', 'done']), limit: z.number().int().min(1).max(1000) }).strict(),
+    request: z
+      .object({
+        filter: z.enum(['all', 'active', 'failed', 'done']),
+        limit: z.number().int().min(1).max(1000),
+      })
+      .strict(),
     response: null as unknown as QueueItemView[],
   },
   'queue:retry': {
-    request: z.union([z.object({ id: z.number().int().positive() }).strict(), z.object({ all: z.literal(true) }).strict()]),
+    request: z.union([
+      z.object({ id: z.number().int().positive() }).strict(),
+      z.object({ all: z.literal(true) }).strict(),
+    ]),
     response: null as unknown as { count: number },
   },
   'sync:pause': { request: Empty, response: null as unknown as AppStateView },
@@ -164,24 +213,61 @@ export const Channels = {
     response: null as unknown as HistoryEntryView[],
   },
   'history:set-wayline': {
-    request: z.object({ folder: z.string().min(1).max(512), waylineId: z.string().min(1).max(128).nullable() }).strict(),
+    request: z
+      .object({ folder: z.string().min(1).max(512), waylineId: z.string().min(1).max(128).nullable() })
+      .strict(),
     response: null as unknown as { updated: number },
   },
   'waylines:list': { request: WaylineQuerySchema, response: null as unknown as WaylinePageView },
   'settings:get': { request: Empty, response: null as unknown as SettingsView & { signedIn: boolean } },
-  'settings:save': { request: SettingsSchema, response: null as unknown as SettingsView & { signedIn: boolean } },
+  'settings:save': {
+    request: SettingsSchema,
+    response: null as unknown as SettingsView & { signedIn: boolean },
+  },
   'auth:login': {
-    request: z.object({ serverUrl: z.string().max(2048), username: z.string().min(1).max(256), password: z.string().min(1).max(1024) }).strict(),
+    request: z
+      .object({
+        serverUrl: z.string().max(2048),
+        username: z.string().min(1).max(256),
+        password: z.string().min(1).max(1024),
+      })
+      .strict(),
     response: null as unknown as { workspaceId: string },
   },
   'auth:set-token': {
-    request: z.object({ serverUrl: z.string().max(2048), workspaceId: z.string().min(1).max(128), token: z.string().min(1).max(8192) }).strict(),
+    request: z
+      .object({
+        serverUrl: z.string().max(2048),
+        workspaceId: z.string().min(1).max(128),
+        token: z.string().min(1).max(8192),
+      })
+      .strict(),
     response: null as unknown as { workspaceId: string },
   },
   'auth:sign-out': { request: Empty, response: null as unknown as { signedIn: false } },
   'auth:test-connection': {
     request: z.object({ serverUrl: z.string().max(2048), workspaceId: z.string().max(128) }).strict(),
     response: null as unknown as { message: string },
+  },
+  'flights:list': {
+    request: z.object({ cardId: z.string().min(1).max(256).optional() }).strict(),
+    response: null as unknown as FlightSummaryView[],
+  },
+  'flights:get': {
+    request: z.object({ cardId: z.string().min(1).max(256), folder: z.string().min(1).max(1024) }).strict(),
+    response: null as unknown as FlightView,
+  },
+  /**
+   * One base-map tile, fetched by main from the configured tile source only
+   * (the window loads nothing from the network: see renderer/src/flight-map.tsx),
+   * as a data: URL of a PNG/JPEG/WebP image.
+   */
+  'map:tile': {
+    request: z
+      .object({ z: z.number().int().min(0).max(22), x: z.number().int().min(0), y: z.number().int().min(0) })
+      .strict()
+      .refine((t) => t.x < 2 ** t.z && t.y < 2 ** t.z, 'tile outside the world'),
+    response: null as unknown as string,
   },
   'dialog:pick-folder': { request: Empty, response: null as unknown as string | null },
   'shell:open-log-folder': { request: Empty, response: null },
