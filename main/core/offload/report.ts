@@ -13,7 +13,7 @@
  */
 import { POINT_STYLES, fitPoints, pointStyle, scaleBar } from '../../shared/flight-map.js';
 import type { FlightPointView } from '../../shared/flight-map.js';
-import { baseName } from './plain.js';
+import { baseName, count } from './plain.js';
 import { flightPoints } from './points.js';
 import type { FileStates } from './points.js';
 import { RTK_KIND_LABELS } from './rtk-files.js';
@@ -210,7 +210,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:0 0 8px}
 .flight{border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;margin:0 0 20px;break-inside:avoid}
 .flight-body{display:flex;gap:16px;align-items:flex-start;flex-wrap:wrap}
 table{border-collapse:collapse}th,td{text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid #eaeef2}
-.summary th{color:#57606a;font-weight:600;white-space:nowrap}.summary td{max-width:330px;overflow-wrap:anywhere}
+.summary{width:520px;flex:0 0 520px}.summary th{color:#57606a;font-weight:600;white-space:nowrap}.summary td{overflow-wrap:anywhere}
 figure{margin:0}.map{border:1px solid #d0d7de;border-radius:6px;max-width:100%;height:auto}
 .map text{font:12px system-ui,sans-serif;fill:#24292f}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;list-style:none;padding:0;margin:6px 0 0;max-width:640px}
@@ -240,7 +240,7 @@ export function renderReportHtml(r: OffloadReport): string {
 <div class="verdict ${v.safe ? 'safe' : 'unsafe'}" role="status"><h2>${v.safe ? 'Safe to format' : 'Not safe to format yet'}</h2><p>${e(v.message)}</p>${
     v.reasons.length ? `<ul>${v.reasons.map((x) => `<li>${e(x)}</li>`).join('')}</ul>` : ''
   }</div>
-<ul class="counts"><li>${c.files} files (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${c.flights} flights, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
+<ul class="counts"><li>${c.files} files (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${count(c.flights, 'flight')}, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
 ${r.flights.map(flightSection).join('\n')}
 <section><h2>Files</h2><table class="files"><thead><tr><th>Path on the card</th><th>Kind</th><th>Size</th><th>MD5</th><th>Captured</th><th>Position</th><th>Aircraft · camera</th><th>State</th><th>Acknowledged</th><th>Bucket check</th><th>Object key</th></tr></thead>
 <tbody>${r.files.map(fileRow).join('\n')}</tbody></table></section>
