@@ -58,6 +58,10 @@ export interface ShellActions {
   openHelp(topic: keyof typeof HELP_URLS): Promise<void>;
 }
 
+function notConnected(): never {
+  throw new UserError('unavailable', 'The flight view is not connected in this version yet.');
+}
+
 export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
   return {
     'app:get-state': () => c.state(),
@@ -75,6 +79,11 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'auth:set-token': (r) => c.setToken(r.serverUrl, r.workspaceId, r.token),
     'auth:sign-out': () => c.signOut(),
     'auth:test-connection': (r) => c.testConnection(r.serverUrl, r.workspaceId),
+    // Placeholders until the controller serves flights (main/core/offload: analyseFlight, flightPoints)
+    // and fetches tiles from the configured source: the window shows this sentence meanwhile.
+    'flights:list': () => notConnected(),
+    'flights:get': () => notConnected(),
+    'map:tile': () => notConnected(),
     'dialog:pick-folder': () => s.pickFolder(),
     'shell:open-log-folder': async () => {
       await s.openLogFolder();

@@ -8,6 +8,9 @@
  * token or bucket credentials (only whether one is stored).
  */
 import { z } from 'zod';
+import type { FlightPointView, LatLngView } from './flight-map.js';
+
+export type { FlightPointView, LatLngView, PointState } from './flight-map.js';
 
 // ---------- values shown by the window ----------
 
@@ -107,6 +110,32 @@ export interface WaylinePageView {
   total: number;
 }
 
+/** One flight folder of a card, as the flight list shows it (main builds it from analyseFlight). */
+export interface FlightSummaryView {
+  cardId: string;
+  cardLabel: string;
+  /** The folder relative to the card root. */
+  folder: string;
+  missionName: string | null;
+  photos: number;
+  exposuresInMrk: number | null;
+  missingIndexes: number[];
+  extraIndexes: number[];
+  rtkCounts: { fixed: number; float: number; single: number; none: number; other: number } | null;
+  incomplete: boolean;
+  /** The crew accepted this incomplete flight as it is. */
+  accepted: boolean;
+  flags: Array<{ severity: 'incomplete' | 'warning'; message: string }>;
+  wayline: { id: string; name: string; start: LatLngView | null } | null;
+}
+
+/** One flight with its map points (main: flightPoints of main/core/offload/points.ts). */
+export interface FlightView extends FlightSummaryView {
+  points: FlightPointView[];
+  /** Base-map tiles: null when no tile source is configured (the map still shows points, track, scale, north). */
+  tiles: { attribution: string; maxZoom: number } | null;
+}
+
 /** Settings as the window edits them (config.json minus secrets, plus sign-in status). */
 export const SettingsSchema = z.object({
   serverUrl: z.string().trim().max(2048),
@@ -186,6 +215,26 @@ export const Channels = {
   'auth:test-connection': {
     request: z.object({ serverUrl: z.string().max(2048), workspaceId: z.string().max(128) }).strict(),
     response: null as unknown as { message: string },
+  },
+  'flights:list': {
+    request: z.object({ cardId: z.string().min(1).max(256).optional() }).strict(),
+    response: null as unknown as FlightSummaryView[],
+  },
+  'flights:get': {
+    request: z.object({ cardId: z.string().min(1).max(256), folder: z.string().min(1).max(1024) }).strict(),
+    response: null as unknown as FlightView,
+  },
+  /**
+   * One base-map tile, fetched by main from the configured tile source only
+   * (the window loads nothing from the network: see renderer/src/flight-map.tsx),
+   * as a data: URL of a PNG/JPEG/WebP image.
+   */
+  'map:tile': {
+    request: z
+      .object({ z: z.number().int().min(0).max(22), x: z.number().int().min(0), y: z.number().int().min(0) })
+      .strict()
+      .refine((t) => t.x < 2 ** t.z && t.y < 2 ** t.z, 'tile outside the world'),
+    response: null as unknown as string,
   },
   'dialog:pick-folder': { request: Empty, response: null as unknown as string | null },
   'shell:open-log-folder': { request: Empty, response: null },

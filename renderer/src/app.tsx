@@ -1,14 +1,16 @@
 import type { AppStateView } from '../../main/shared/ipc.js';
 import { useEffect, useState } from 'preact/hooks';
 import { bridgeAvailable, call, subscribe } from './bridge.js';
+import { Flights } from './flights.js';
 import { Overview } from './overview.js';
 import { Settings } from './settings.js';
 import { Waylines } from './waylines.js';
 
-export type Screen = 'overview' | 'waylines' | 'settings';
+export type Screen = 'overview' | 'flights' | 'waylines' | 'settings';
 
 const SCREENS: ReadonlyArray<{ id: Screen; label: string }> = [
   { id: 'overview', label: 'Overview' },
+  { id: 'flights', label: 'Flights' },
   { id: 'waylines', label: 'Waylines' },
   { id: 'settings', label: 'Settings' },
 ];
@@ -91,6 +93,11 @@ export function App() {
         {opened.has('overview') ? (
           <div hidden={screen !== 'overview'}>
             <Overview state={state} onState={setState} onGoToSettings={() => go('settings')} />
+          </div>
+        ) : null}
+        {opened.has('flights') ? (
+          <div hidden={screen !== 'flights'}>
+            <Flights />
           </div>
         ) : null}
         {opened.has('waylines') ? (

@@ -13,6 +13,9 @@ import type {
   Channel,
   DmsBridge,
   FieldErrors,
+  FlightPointView,
+  FlightSummaryView,
+  FlightView,
   HistoryEntryView,
   PushChannel,
   PushEvents,
@@ -28,6 +31,8 @@ export type Scenario = 'syncing' | 'errors' | 'idle';
 
 export interface BridgeOptions {
   scenario: Scenario;
+  /** A base-map tile source is configured: map:tile answers with drawn tiles (data: URLs). */
+  tiles?: boolean;
   /** Milliseconds each answer takes, like a real IPC round trip. */
   delayMs?: number;
 }
@@ -267,6 +272,105 @@ export function installTestBridge(options: BridgeOptions): void {
     startAtLogin: true,
   };
   let pickFolder: string | null = 'D:\\Survey\\2024-03-12';
+
+  // Two flights of an RTK card: one complete, one with every kind of problem.
+  const FLIGHT_OK = 'DCIM/DJI_202405061015_001_Quarry-North';
+  const FLIGHT_BAD = 'DCIM/DJI_202405061102_002_Quarry-South';
+  const HOSTILE = 'DJI_<img src=x onerror=alert(1)>_0012_V.JPG';
+  const flightPoints = (problems: boolean): FlightPointView[] => {
+    const n = 12;
+    const perLeg = n / 2;
+    const points: FlightPointView[] = [];
+    for (let i = 0; i < n; i++) {
+      const index = i + 1;
+      const leg = i < perLeg ? 0 : 1;
+      const along = leg === 0 ? i : perLeg - 1 - (i - perLeg);
+      let point: FlightPointView = {
+        index,
+        lat: 50.688176 + leg * 0.0003 + (problems ? 0.002 : 0),
+        lng: 4.524342 + along * 0.00025,
+        gimbalYaw: leg === 0 ? 90 : -90,
+        state: 'done',
+        files: [
+          `DJI_202405061015${String(12 + 2 * i).padStart(2, '0')}_${String(index).padStart(4, '0')}_V.JPG`,
+        ],
+        problem: null,
+      };
+      const set = (patch: Partial<FlightPointView>): void => {
+        point = { ...point, ...patch };
+      };
+      if (problems && index === 7)
+        set({
+          state: 'missing',
+          files: [],
+          problem: 'Exposure 7 is in the exposure log but the card has no photo for it.',
+        });
+      if (problems && (index === 3 || index === 4))
+        set({ state: 'rtk-float', problem: 'RTK float fix (status 34): decimetre accuracy.' });
+      if (problems && index === 11)
+        set({ state: 'rtk-single', problem: 'No RTK fix (status 16): metre accuracy.' });
+      if (problems && index === 5)
+        set({
+          state: 'failed',
+          problem: `Upload failed for ${point.files[0]}: The server refused this file: the workspace storage is full.`,
+        });
+      if (problems && (index === 9 || index === 10)) set({ state: 'on-its-way' });
+      if (problems && index === 12)
+        set({ files: [HOSTILE], problem: 'No line in the exposure log: no PPK position.' });
+      points.push(point);
+    }
+    return points;
+  };
+  const summary = (folder: string, problems: boolean): FlightSummaryView => ({
+    cardId: 'card-m3t',
+    cardLabel: 'M3T_CARD',
+    folder,
+    missionName: folder.split('_').slice(3).join('_'),
+    photos: problems ? 11 : 12,
+    exposuresInMrk: 12,
+    missingIndexes: problems ? [7] : [],
+    extraIndexes: [],
+    rtkCounts: problems
+      ? { fixed: 9, float: 2, single: 1, none: 0, other: 0 }
+      : { fixed: 12, float: 0, single: 0, none: 0, other: 0 },
+    incomplete: problems,
+    accepted: false,
+    flags: problems
+      ? [
+          {
+            severity: 'incomplete',
+            message:
+              "1 photo missing: the aircraft logged exposure 7 but the card has no photo for it. Look for it on another card or in the aircraft's storage before formatting.",
+          },
+          { severity: 'warning', message: '2 exposures with an RTK float fix (decimetre accuracy).' },
+          {
+            severity: 'warning',
+            message: '1 exposure without RTK (single point or no fix: metre accuracy).',
+          },
+        ]
+      : [],
+    wayline: problems
+      ? null
+      : { id: 'wl-05', name: 'Quarry North grid', start: { lat: 50.68805, lng: 4.5241 } },
+  });
+  const flights: FlightView[] = [
+    { ...summary(FLIGHT_OK, false), points: flightPoints(false), tiles: null },
+    { ...summary(FLIGHT_BAD, true), points: flightPoints(true), tiles: null },
+  ].map((f) => ({ ...f, tiles: options.tiles ? { attribution: 'Test tiles', maxZoom: 19 } : null }));
+  const drawTile = (z: number, x: number, y: number): string => {
+    const c = document.createElement('canvas');
+    c.width = 256;
+    c.height = 256;
+    const g = c.getContext('2d')!;
+    g.fillStyle = (x + y) % 2 === 0 ? '#e8eef2' : '#dfe7ec';
+    g.fillRect(0, 0, 256, 256);
+    g.strokeStyle = '#b6c2cc';
+    g.strokeRect(0.5, 0.5, 255, 255);
+    g.fillStyle = '#8796a3';
+    g.font = '14px sans-serif';
+    g.fillText(`${z}/${x}/${y}`, 8, 20);
+    return c.toDataURL('image/png');
+  };
 
   // ---------- plumbing ----------
 
@@ -589,6 +693,30 @@ export function installTestBridge(options: BridgeOptions): void {
       if (url === '' || url.startsWith('https://fh.example.com'))
         return ok({ message: 'Connected. The server answered in 84 ms and this workspace accepts uploads.' });
       return err('network', `Could not reach ${url}. Check the address and the network connection.`);
+    },
+    'flights:list': (req) => {
+      const o = strict(req, ['cardId']);
+      const cardId = o.cardId === undefined ? undefined : str(o.cardId, 1, 256, 'cardId');
+      return ok(
+        flights
+          .filter((f) => cardId === undefined || f.cardId === cardId)
+          .map(({ points: _points, tiles: _tiles, ...f }) => f),
+      );
+    },
+    'flights:get': (req) => {
+      const o = strict(req, ['cardId', 'folder']);
+      const cardId = str(o.cardId, 1, 256, 'cardId');
+      const folder = str(o.folder, 1, 1024, 'folder');
+      const f = flights.find((x) => x.cardId === cardId && x.folder === folder);
+      return f ? ok(f) : err('not-found', 'This flight is not on the card any more.');
+    },
+    'map:tile': (req) => {
+      const o = strict(req, ['z', 'x', 'y']);
+      const z = int(o.z, 0, 22, 'z');
+      const x = int(o.x, 0, 2 ** z - 1, 'x');
+      const y = int(o.y, 0, 2 ** z - 1, 'y');
+      if (!options.tiles) return err('unavailable', 'No base map is configured.');
+      return ok(drawTile(z, x, y));
     },
     'dialog:pick-folder': (req) => {
       empty(req);

@@ -1,0 +1,144 @@
+/**
+ * "Safe to format", per card: the one answer a crew needs before reusing a
+ * card. A pure decision over facts the queue and the bucket check gathered.
+ *
+ * A card is safe only when ALL of these hold:
+ * - the card was read to the end (a scan cut short cannot vouch for files it
+ *   never saw), and at least one file was found;
+ * - no file is pending (on its way), failed, or waiting for the card;
+ * - every file is acknowledged by the CURRENT target: media by an accepted
+ *   upload-callback or a fast-upload "known", RTK files by their object
+ *   stored in the bucket (they get no callback: the contract's callback is
+ *   for media and its metadata, which RTK files do not have). An
+ *   acknowledgement by another target (the crew switched workspace or
+ *   server) does not count: that bucket is not this one;
+ * - every file's object was checked in the current target's bucket: found,
+ *   with the expected size, and the checksum where the store gives one (a
+ *   mismatch fails; 'not-given', e.g. multipart ETags, passes on size);
+ * - no flight is incomplete, unless the crew accepted that flight as it is.
+ *
+ * Each reason names the files or flights and says what to do. The agent
+ * never formats or deletes anything itself: this only tells.
+ */
+import { baseName, count, listOf } from './plain.js';
+import type { CardFileFact, SafeToFormatCounts, SafeToFormatInput, SafeToFormatVerdict } from './types.js';
+
+type Problem = 'pending' | 'waiting' | 'failed' | 'elsewhere' | 'unchecked' | 'absent' | 'different';
+
+function problemOf(f: CardFileFact, targetId: string): Problem | null {
+  if (f.state === 'pending') return 'pending';
+  if (f.state === 'waiting') return 'waiting';
+  if (f.state === 'failed') return 'failed';
+  const ack = f.acknowledged;
+  const ackFits = ack !== null && ack.targetId === targetId && (f.kind === 'rtk' || ack.how !== 'stored');
+  if (!ackFits) return 'elsewhere';
+  const v = f.verified;
+  if (v === null || v.targetId !== targetId) return 'unchecked';
+  if (!v.found) return 'absent';
+  if (!v.sizeMatches || v.checksum === 'mismatch') return 'different';
+  return null;
+}
+
+const names = (files: CardFileFact[]): string => listOf(files.map((f) => baseName(f.relPath)));
+
+/** The verdict for one card. */
+export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
+  const { card, target, files } = input;
+  const ws = target.workspaceLabel;
+  const by = new Map<Problem, CardFileFact[]>();
+  for (const f of files) {
+    const p = problemOf(f, target.id);
+    if (p) by.set(p, [...(by.get(p) ?? []), f]);
+  }
+  const get = (p: Problem): CardFileFact[] => by.get(p) ?? [];
+  const accepted = new Set(input.acceptedFlights);
+  const incomplete = input.flights.filter((f) => f.incomplete);
+  const blocking = incomplete.filter((f) => !accepted.has(f.folder));
+
+  const reasons: string[] = [];
+  if (!input.scanComplete) {
+    reasons.push(
+      'The card was not read to the end: insert it again and let Drone Media Sync read all of it.',
+    );
+  } else if (files.length === 0) {
+    reasons.push('No photos, videos or RTK files were found on this card: there is nothing to verify.');
+  }
+  const say = (p: Problem, text: (n: string, list: string) => string): void => {
+    const list = get(p);
+    if (list.length > 0) reasons.push(text(count(list.length, 'file'), names(list)));
+  };
+  say('pending', (n, l) => `${n} still on the way (${l}): wait until they are done.`);
+  say('waiting', (n, l) => `${n} waiting for the card (${l}): insert the card again so they can be sent.`);
+  const failed = get('failed');
+  if (failed.length > 0) {
+    const why = failed.find((f) => f.error)?.error?.replace(/[.\s]+$/, '');
+    reasons.push(
+      `${count(failed.length, 'file')} failed (${names(failed)})${why ? `: ${why}` : ''}. Read why in the list, fix it and choose Retry.`,
+    );
+  }
+  say(
+    'elsewhere',
+    (n, l) =>
+      `${n} not acknowledged by ${ws} (${l}): they went to another workspace or server, or were never confirmed. Sync the card again to send them here.`,
+  );
+  say(
+    'unchecked',
+    (n, l) => `${n} not yet checked in the bucket of ${ws} (${l}): wait for the check to finish.`,
+  );
+  say(
+    'absent',
+    (n, l) =>
+      `${n} missing from the bucket of ${ws} although the server acknowledged them (${l}): do not format; sync the card again.`,
+  );
+  say(
+    'different',
+    (n, l) => `${n} in the bucket of ${ws} differ from the card (${l}): do not format; sync them again.`,
+  );
+  for (const f of blocking) {
+    const first = f.flags.find((x) => x.severity === 'incomplete');
+    reasons.push(
+      `Flight ${baseName(f.folder)} is incomplete${first ? `: ${first.message}` : '.'} If it is fine as it is, accept the flight to format anyway.`,
+    );
+  }
+
+  const notVerified = get('unchecked').length + get('absent').length + get('different').length;
+  const counts: SafeToFormatCounts = {
+    files: files.length,
+    media: files.filter((f) => f.kind === 'media').length,
+    rtk: files.filter((f) => f.kind === 'rtk').length,
+    verified: files.length - [...by.values()].reduce((n, l) => n + l.length, 0),
+    pending: get('pending').length,
+    failed: failed.length,
+    waiting: get('waiting').length,
+    notAcknowledged: get('elsewhere').length,
+    notVerified,
+    flights: input.flights.length,
+    flightsIncomplete: incomplete.length,
+    flightsAccepted: incomplete.length - blocking.length,
+  };
+  const safe = reasons.length === 0;
+  const message = verdictLine(card.label, ws, safe, counts, input.scanComplete);
+  return { safe, reasons, counts, message };
+}
+
+function verdictLine(
+  label: string,
+  ws: string,
+  safe: boolean,
+  c: SafeToFormatCounts,
+  scanned: boolean,
+): string {
+  if (safe) return `${label}: ${count(c.verified, 'file')} verified in ${ws} — safe to format`;
+  const parts = [
+    c.pending > 0 && `${c.pending} on the way`,
+    c.waiting > 0 && `${c.waiting} waiting for the card`,
+    c.failed > 0 && `${c.failed} failed`,
+    c.notAcknowledged > 0 && `${c.notAcknowledged} not acknowledged`,
+    c.notVerified > 0 && `${c.notVerified} not verified`,
+    c.flightsIncomplete - c.flightsAccepted > 0 &&
+      count(c.flightsIncomplete - c.flightsAccepted, 'flight') + ' incomplete',
+  ].filter((p): p is string => typeof p === 'string');
+  if (!scanned) parts.unshift('card not read to the end');
+  else if (c.files === 0) parts.unshift('no files found');
+  return `${label}: not safe to format yet — ${parts.join(', ')}`;
+}

@@ -1,0 +1,229 @@
+/**
+ * The plain data the offload modules take and give. The lead fills the inputs
+ * from the queue and the card scan; nothing here touches a database, a file
+ * or the network.
+ */
+import type { MrkEntry, MrkProblem, RtkClass } from './mrk.js';
+import type { RtkKind } from './rtk-files.js';
+
+export interface LatLng {
+  lat: number;
+  lng: number;
+}
+
+// ---------- flight completeness (flight.ts) ----------
+
+/** One media file of a flight folder as found on the card. */
+export interface FlightMediaInput {
+  /** Relative to the card root, "/"-separated. */
+  relPath: string;
+  /** The callback's created_time ("2024-05-06T10:15:12+02:00"); without offset it is read as UTC. */
+  capturedAt?: string | null;
+  position?: LatLng | null;
+  gimbalYaw?: number | null;
+}
+
+export interface FlightRtkFileInput {
+  relPath: string;
+  kind: RtkKind;
+}
+
+/** One parsed MRK file of the folder (parseMrk's result and where it came from). */
+export interface FlightMrkInput {
+  relPath: string;
+  entries: MrkEntry[];
+  problems: MrkProblem[];
+}
+
+export interface WaylineRef {
+  id: string;
+  name: string;
+  start: LatLng | null;
+}
+
+export interface FlightInput {
+  /** The folder relative to the card root, e.g. "DCIM/DJI_202405061012_003_Quarry". */
+  folder: string;
+  media: FlightMediaInput[];
+  rtkFiles: FlightRtkFileInput[];
+  mrk: FlightMrkInput[];
+  wayline?: WaylineRef | null;
+  /** The caller knows this aircraft flies RTK (e.g. its photos carry an RTK flag): RTK files are expected. */
+  expectRtk?: boolean;
+}
+
+/** One exposure (shutter release): the photos of all lenses with one number, and its MRK line. */
+export interface Exposure {
+  index: number;
+  /** relPaths of the photos (W, Z, T, V... lenses), sorted. Empty: the MRK lists it, the card has no photo. */
+  photos: string[];
+  mrk: { lat: number; lng: number; ellipsoidHeight: number | null; rtk: RtkClass; status: number } | null;
+  /** The first photo's position (the MRK's is used when the photo has none). */
+  position: LatLng | null;
+  gimbalYaw: number | null;
+  /** Seconds (GPS time when an MRK exists, else the photo's capture time as epoch seconds). */
+  time: number | null;
+}
+
+export type FlagCode =
+  | 'photos-missing'
+  | 'mrk-missing'
+  | 'mrk-unreadable'
+  | 'rtk-observations-missing'
+  | 'rtk-navigation-missing'
+  | 'mrk-damaged-lines'
+  | 'photos-not-in-mrk'
+  | 'photos-unnumbered'
+  | 'rtk-float'
+  | 'rtk-single'
+  | 'no-position'
+  | 'time-gap';
+
+export interface FlightFlag {
+  code: FlagCode;
+  /** 'incomplete' stops "safe to format" until the crew accepts the flight; 'warning' informs. */
+  severity: 'incomplete' | 'warning';
+  message: string;
+}
+
+export interface TimeGap {
+  /** The exposures before and after the gap. */
+  afterIndex: number;
+  beforeIndex: number;
+  seconds: number;
+}
+
+export interface FlightCompleteness {
+  folder: string;
+  /** The mission (wayline) name from the folder name, or null for a manual flight. */
+  missionName: string | null;
+  photos: number;
+  videos: number;
+  /** Lines in the MRK files; null without an MRK. */
+  exposuresInMrk: number | null;
+  /** Distinct exposure numbers among the photos. */
+  exposuresFound: number;
+  /** In the MRK, no photo on the card. */
+  missingIndexes: number[];
+  /** A photo on the card, no MRK line (only when an MRK exists). */
+  extraIndexes: number[];
+  /** Photos whose name carries no exposure number. */
+  unnumberedPhotos: string[];
+  rtkCounts: Record<RtkClass, number> | null;
+  photosWithoutPosition: string[];
+  /** Median interval between exposures, seconds; null with fewer than 4 timed exposures. */
+  usualIntervalSeconds: number | null;
+  gaps: TimeGap[];
+  rtkExpected: boolean;
+  rtkFiles: Record<RtkKind, string[]>;
+  mrkProblems: Array<MrkProblem & { file: string }>;
+  wayline: WaylineRef | null;
+  exposures: Exposure[];
+  flags: FlightFlag[];
+  incomplete: boolean;
+}
+
+// ---------- safe to format (safe-to-format.ts) ----------
+
+/** Where a file is in the queue, as far as this card's verdict cares. */
+export type FileQueueState = 'done' | 'pending' | 'failed' | 'waiting';
+
+export interface CardFileFact {
+  relPath: string;
+  kind: 'media' | 'rtk';
+  size: number;
+  state: FileQueueState;
+  /** The plain-words error of a failed file, if any. */
+  error?: string | null;
+  /**
+   * How the server side took the file: 'callback' (upload-callback accepted),
+   * 'fast-upload' (the server already had it), 'stored' (RTK files: in the
+   * bucket, no callback by design). targetId says for which target.
+   */
+  acknowledged: { how: 'callback' | 'fast-upload' | 'stored'; targetId: string; at: string } | null;
+  /**
+   * The object checked in the bucket (HEAD after the upload or at the verdict):
+   * size as expected, and the checksum where the store gives one ('not-given'
+   * for multipart ETags and stores without MD5). null: not checked yet.
+   */
+  verified: {
+    targetId: string;
+    at: string;
+    found: boolean;
+    sizeMatches: boolean;
+    checksum: 'match' | 'mismatch' | 'not-given';
+  } | null;
+}
+
+export interface SafeToFormatInput {
+  card: { id: string; label: string };
+  /** The current upload target: only its acknowledgements count. */
+  target: { id: string; workspaceLabel: string };
+  /** The card was read to the end (a scan cut short by a pulled card cannot vouch for the files not seen). */
+  scanComplete: boolean;
+  files: CardFileFact[];
+  flights: Array<Pick<FlightCompleteness, 'folder' | 'incomplete' | 'flags'>>;
+  /** Flight folders the crew accepted as they are (flagged, but fine to format). */
+  acceptedFlights: readonly string[];
+}
+
+export interface SafeToFormatCounts {
+  files: number;
+  media: number;
+  rtk: number;
+  verified: number;
+  pending: number;
+  failed: number;
+  waiting: number;
+  notAcknowledged: number;
+  notVerified: number;
+  flights: number;
+  flightsIncomplete: number;
+  flightsAccepted: number;
+}
+
+export interface SafeToFormatVerdict {
+  safe: boolean;
+  /** One plain sentence per problem: what, which files or flights, what to do. Empty when safe. */
+  reasons: string[];
+  counts: SafeToFormatCounts;
+  /** The one line for the tray, the window, `status` and the notification. */
+  message: string;
+}
+
+// ---------- manifest and report (manifest.ts, report.ts) ----------
+
+/** Everything the manifest says of one card file. */
+export interface ManifestFile {
+  relPath: string;
+  kind: 'media' | 'rtk';
+  size: number;
+  mtimeMs: number;
+  /** Lowercase hex MD5 of the content as read from the card. */
+  md5: string;
+  /** When the MD5 was computed (ISO); the manifest's date when unknown. */
+  hashedAt?: string | null;
+  state: FileQueueState;
+  /** The plain-words error of a failed file. */
+  error?: string | null;
+  capturedAt?: string | null;
+  position?: (LatLng & { absoluteAltitude?: number | null; relativeAltitude?: number | null }) | null;
+  gimbalYaw?: number | null;
+  aircraft?: { modelKey?: string | null; serial?: string | null } | null;
+  camera?: { model?: string | null; payloadKey?: string | null; serial?: string | null } | null;
+  objectKey: string | null;
+  acknowledged: CardFileFact['acknowledged'];
+  verified: CardFileFact['verified'];
+}
+
+export interface OffloadReportInput {
+  card: { id: string; label: string };
+  target: { id: string; workspaceLabel: string; serverLabel: string };
+  /** ISO date-time of this manifest. */
+  createdAt: string;
+  hostname: string;
+  tool: { name: string; version: string };
+  files: ManifestFile[];
+  flights: FlightCompleteness[];
+  verdict: SafeToFormatVerdict;
+}

@@ -1,0 +1,141 @@
+/**
+ * Flights: each flight folder of the cards, with its completeness (from the
+ * exposure log), and its map. Click a point for its file and its problem.
+ */
+import type { FlightPointView, FlightSummaryView, FlightView } from '../../main/shared/ipc.js';
+import { POINT_STYLES, pointStyle } from '../../main/shared/flight-map.js';
+import { useEffect, useState } from 'preact/hooks';
+import { call } from './bridge.js';
+import { FlightMap } from './flight-map.js';
+
+const lastSegment = (folder: string): string => folder.split('/').pop() ?? folder;
+
+function rtkLine(f: FlightSummaryView): string {
+  const c = f.rtkCounts;
+  if (!c) return 'No exposure log (MRK)';
+  return `RTK: ${c.fixed} fixed, ${c.float} float, ${c.single + c.none} single`;
+}
+
+function PointDetails(props: { point: FlightPointView | null }) {
+  const p = props.point;
+  if (!p) return <p class="muted point-details">Click a point on the map to see its file and any problem.</p>;
+  const style = pointStyle(p.state);
+  return (
+    <div class="point-details" aria-live="polite">
+      <h3>
+        Exposure {p.index ?? '?'} <span class={`state-chip state-${p.state}`}>{style.label}</span>
+      </h3>
+      <p class="point-files">{p.files.length > 0 ? p.files.join(', ') : 'No photo on the card'}</p>
+      {p.problem ? <p class="point-problem">{p.problem}</p> : <p class="muted">No problem.</p>}
+      <p class="muted">
+        {p.lat.toFixed(6)}, {p.lng.toFixed(6)}
+        {p.gimbalYaw !== null ? ` · gimbal ${Math.round(p.gimbalYaw)}°` : ''}
+      </p>
+    </div>
+  );
+}
+
+export function Flights() {
+  const [list, setList] = useState<FlightSummaryView[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [current, setCurrent] = useState<FlightView | null>(null);
+  const [point, setPoint] = useState<FlightPointView | null>(null);
+
+  const open = (f: FlightSummaryView): void => {
+    setPoint(null);
+    void call('flights:get', { cardId: f.cardId, folder: f.folder }).then((r) => {
+      if (r.ok) setCurrent(r.value);
+      else setError(r.error.message);
+    });
+  };
+
+  useEffect(() => {
+    void call('flights:list', {}).then((r) => {
+      if (!r.ok) return setError(r.error.message);
+      setList(r.value);
+      if (r.value[0]) open(r.value[0]);
+    });
+  }, []);
+
+  return (
+    <section class="screen flights" aria-label="Flights">
+      {error ? (
+        <p class="banner tone-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      <div class="flights-layout">
+        <div class="panel flight-list">
+          <h2>Flights</h2>
+          {list === null ? <p class="muted">Reading the flights…</p> : null}
+          {list?.length === 0 ? <p class="muted">No flight on the cards seen so far.</p> : null}
+          <ul>
+            {list?.map((f) => (
+              <li key={`${f.cardId}/${f.folder}`}>
+                <button
+                  type="button"
+                  class="flight-item"
+                  aria-current={
+                    current?.folder === f.folder && current.cardId === f.cardId ? 'true' : undefined
+                  }
+                  onClick={() => open(f)}
+                >
+                  <span class="flight-name">{f.missionName ?? lastSegment(f.folder)}</span>
+                  <span class="muted">
+                    {f.cardLabel} · {f.photos} photos
+                  </span>
+                  <span class={f.incomplete && !f.accepted ? 'pill pill-warn' : 'pill pill-ok'}>
+                    {f.incomplete ? (f.accepted ? 'Accepted' : 'Incomplete') : 'Complete'}
+                  </span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        </div>
+        {current ? (
+          <div class="panel flight-detail">
+            <div class="panel-head">
+              <h2 class="flight-title">{lastSegment(current.folder)}</h2>
+              <p class="muted flight-facts">
+                {current.photos} photos · {current.exposuresInMrk ?? '–'} exposures in the MRK ·{' '}
+                {rtkLine(current)}
+                {current.wayline ? ` · wayline ${current.wayline.name}` : ''}
+              </p>
+            </div>
+            {current.flags.length > 0 ? (
+              <ul class="flight-flags">
+                {current.flags.map((f, i) => (
+                  <li key={i} class={f.severity === 'incomplete' ? 'flag-incomplete' : 'flag-warning'}>
+                    {f.message}
+                  </li>
+                ))}
+              </ul>
+            ) : (
+              <p class="flight-complete">Complete: every exposure of the log has its photo.</p>
+            )}
+            <div class="flight-body">
+              <FlightMap flight={current} selected={point?.index ?? null} onSelect={setPoint} />
+              <aside class="flight-side">
+                <ul class="map-legend" aria-label="Legend">
+                  {POINT_STYLES.map((s) => (
+                    <li key={s.state} data-state={s.state}>
+                      <span class={`swatch state-${s.state}`} aria-hidden="true" />
+                      {s.label} ({current.points.filter((p) => p.state === s.state).length})
+                    </li>
+                  ))}
+                  {current.wayline?.start ? (
+                    <li>
+                      <span class="swatch wayline" aria-hidden="true" />
+                      Wayline start
+                    </li>
+                  ) : null}
+                </ul>
+                <PointDetails point={point} />
+              </aside>
+            </div>
+          </div>
+        ) : null}
+      </div>
+    </section>
+  );
+}
