@@ -162,6 +162,19 @@ describe('notification policy', () => {
     expect(p.handle({ type: 'state', state: 'auth-required', message: null })).toHaveLength(1);
   });
 
+  it('says once why syncing stopped (disk full) and what to do, again after a resume', () => {
+    const p = new NotificationPolicy();
+    const message = 'Disk full: the disk holding /home/crew/.config/drone-media-sync is full. Free space on it, then press Resume; nothing is lost.';
+    expect(p.handle({ type: 'state', state: 'halted', message, halt: 'disk-full' })).toEqual([
+      { kind: 'halted', title: 'Disk full: syncing stopped', body: message },
+    ]);
+    expect(p.handle({ type: 'state', state: 'halted', message, halt: 'disk-full' })).toEqual([]);
+    p.handle({ type: 'state', state: 'idle', message: null });
+    expect(p.handle({ type: 'state', state: 'halted', message: 'The upload queue cannot be written.', halt: 'database' })).toEqual([
+      { kind: 'halted', title: 'Syncing stopped', body: 'The upload queue cannot be written.' },
+    ]);
+  });
+
   it('formats sizes', () => {
     expect(formatBytes(0)).toBe('0 B');
     expect(formatBytes(1536)).toBe('1.5 KB');

@@ -84,6 +84,16 @@ describe('trayView', () => {
     expect(v.activityLine).toBe('Server unreachable, retrying by itself (1 file waiting)');
   });
 
+  it('a halt shows its reason, and the menu offers Resume', () => {
+    const message = 'Disk full: the disk holding /x is full. Free space on it, then press Resume; nothing is lost.';
+    const s = state({ engine: 'halted', attention: message, halt: { reason: 'disk-full', message } });
+    const v = trayView(s);
+    expect(v).toMatchObject({ icon: 'attention', activityLine: 'Disk full: free space, then Resume' });
+    const ids = trayMenuTemplate(v, s, { open: () => {}, pause: () => {}, resume: () => {}, syncNow: () => {}, quit: () => {} } as never).map((m) => m.id);
+    expect(ids).toContain('resume');
+    expect(ids).not.toContain('pause');
+  });
+
   it('needs attention: red for a sign-in, failed files once idle, or an engine that could not start', () => {
     expect(
       trayView(state({ engine: 'auth-required', signedIn: false, attention: 'Sign in to x' })),

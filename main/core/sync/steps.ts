@@ -44,7 +44,10 @@ export const READ_WHOLE_BELOW = 1024 * 1024;
  */
 export const KEEP_BUDGET_BYTES = 48 * 1024 * 1024;
 
-/** Tries of a file whose pre-callback check keeps getting an unclear answer, before it is failed. */
+/**
+ * Tries of a file whose pre-callback check keeps getting an unclear answer
+ * before it is failed: the lost callback and the checks after it, in all.
+ */
 export const UNCLEAR_ANSWER_TRIES = 5;
 
 function keptBytes(contents: Map<number, Buffer>): number {
