@@ -1,6 +1,7 @@
 /**
  * The window, for real: renderer/dist served from 127.0.0.1 (so the CSP's
- * 'self' means what it means in the app), opened in headless Chromium at the
+ * 'self' means what it means in the app), opened in headless Chromium (found by
+ * browser.ts: CHROMIUM_PATH, a system one, else the one in an npm package) at the
  * crews' 1366x768, with test-bridge.ts standing in for the preload. Asserts
  * what is shown and what was asked of main; any CSP violation, console error
  * or request main would refuse fails the test.
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { findChromium } from './browser.js';
 import {
   GOOD_SERVER,
   TEST_PASSWORD,
@@ -26,7 +28,6 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const RENDERER = path.join(ROOT, 'renderer');
 const DIST = path.join(RENDERER, 'dist');
 const SHOTS = path.join(ROOT, 'test-results', 'ui');
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const VIEWPORT = { width: 1366, height: 768 };
 
 type TestWindow = { __dmsTest: DmsTestControl };
@@ -97,17 +98,14 @@ let browser: Browser;
 let baseUrl: string;
 
 beforeAll(async () => {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `No Chromium at ${CHROMIUM}: install Debian's chromium (see .ci/run) or set CHROMIUM_PATH.`,
-    );
-  }
+  const found = await findChromium();
+  console.log(`[ui] Chromium from ${found.description}`);
   await ensureBuilt();
   fs.mkdirSync(SHOTS, { recursive: true });
   server = await serve(DIST);
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   browser = await chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: found.executablePath,
     args: [
       '--headless',
       '--no-sandbox',
@@ -659,7 +657,8 @@ describe('settings', () => {
         .toBe('The address must start with http:// or https://');
       expect(await page.locator('#f-serverUrl').getAttribute('aria-invalid')).toBe('true');
       expect(await page.locator('#f-serverUrl').getAttribute('aria-describedby')).toContain('err-serverUrl');
-      expect(await page.evaluate(() => document.activeElement?.id)).toBe('f-serverUrl');
+      // Focused in the next animation frame (settings.tsx): Chromium's headless shell may paint it later.
+      await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('f-serverUrl');
     }
     await page.locator('#f-serverUrl').fill('https://fh2.example.com');
     await page.locator('#f-workspaceId').fill('');
