@@ -4,7 +4,7 @@
  *  1. CHROMIUM_PATH, when set (a broken one is an error, never skipped);
  *  2. a Chromium or Chrome on PATH (Debian's chromium, Ubuntu's chromium-browser, google-chrome);
  *  3. the Chromium inside the dev dependency @sparticuz/chromium (Linux x64; it
- *     needs libnss3, libnspr4 and libexpat1, which a Debian base image has).
+ *     needs only libnss3, libnspr4 and libexpat1, which this project's machines have).
  * A candidate counts when `<binary> --version` answers. The packaged one is
  * unpacked once per version into node_modules/.cache: not with the package's own
  * executablePath(), which unpacks into the shared /tmp and reuses whatever file
