@@ -1,7 +1,7 @@
 /**
  * The window, for real: renderer/dist served from 127.0.0.1 (so the CSP's
  * 'self' means what it means in the app), opened in headless Chromium (found by
- * browser.ts: CHROMIUM_PATH, a system one, else the one in an npm package) at the
+ * find-chromium.ts: CHROMIUM_PATH, a system one, else the one in an npm package) at the
  * crews' 1366x768, with test-bridge.ts standing in for the preload. Asserts
  * what is shown and what was asked of main; any CSP violation, console error
  * or request main would refuse fails the test.
@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { findChromium } from './browser.js';
+import { findChromium } from './find-chromium.js';
 import {
   GOOD_SERVER,
   TEST_PASSWORD,

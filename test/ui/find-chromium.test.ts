@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findChromium } from './browser.js';
+import { findChromium } from './find-chromium.js';
 
 // The browser finder of the UI suite, with real binaries: stand-in "system"
 // browsers are shell scripts on a PATH of the test's own; the packaged one is
