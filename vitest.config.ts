@@ -13,8 +13,6 @@ export default defineConfig({
       'test/load/**',
       '**/*.peer.test.ts',
     ],
-    // The pinned AWS SDK warns about its 2027 releases on Node 20; noise in test output.
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Two cores here and in CI: integration suites start real servers.

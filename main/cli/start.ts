@@ -1,8 +1,9 @@
 /**
  * `npm start`: the desktop app when Electron and a display are available,
  * otherwise one clear line and the headless agent. Electron's binary is not
- * downloaded by `npm ci` (allowScripts blocks its postinstall so installs
- * work offline); it is fetched here on first use.
+ * downloaded by `npm ci` (Electron 45's package has no install script, and
+ * allowScripts would block one), so installs work offline; it is fetched here
+ * on first use with the package's install.js.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -26,7 +26,7 @@ export function loadCaFile(file: string): string {
  * CAs plus the given ones.
  */
 export function dispatcherWithCa(extraCa: string): Dispatcher {
-  return new Agent({ connect: { ca: trustedCas(extraCa) }, keepAliveTimeout: 10_000 });
+  return new Agent({ connect: { ca: trustedCas(extraCa) }, keepAliveTimeout: 10_000, allowH2: false });
 }
 
 /** Node's default CA list plus the extra one: a `ca` option replaces the defaults otherwise. */

@@ -6,11 +6,6 @@
  */
 import { app } from 'electron';
 
-// Same as bin.ts: the AWS SDK warns on Node 20 about its 2027 releases; the
-// version is pinned, the warning tells a crew nothing. Set before app.js
-// (and with it the SDK) is loaded below.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-
 /** Same as electron-builder's appId: Windows ties notifications and the taskbar to it. */
 export const APP_USER_MODEL_ID = 'com.dronemediasync.app';
 

@@ -24,11 +24,9 @@ describe('entry (main.ts)', () => {
     expect(runApp).not.toHaveBeenCalled();
   });
 
-  it('the first launch sets the AppUserModelId, silences the AWS SDK notice, and runs the app', async () => {
-    delete process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED;
+  it('the first launch sets the AppUserModelId and runs the app', async () => {
     const electron = await launch(true);
     expect(electron.app.setAppUserModelId).toHaveBeenCalledWith('com.dronemediasync.app');
-    expect(process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED).toBe('true');
     expect(runApp).toHaveBeenCalledOnce();
     expect(electron.app.quit).not.toHaveBeenCalled();
   });

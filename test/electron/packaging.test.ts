@@ -5,16 +5,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as asar from '@electron/asar';
+import { FuseState, FuseV1Options, FuseVersion, getCurrentFuseWire } from '@electron/fuses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHANNEL_NAMES } from '../../main/shared/ipc.js';
 import { runSandboxedPreload } from './helpers.js';
 
 // Packs the app the way a release does (the build output, then
-// electron-builder) in a temporary copy of the project, offline: the Electron runtime (whose binary
-// cannot be downloaded here) is replaced by a stand-in folder holding an
-// executable named like the real one, which is all `--dir` needs on Linux.
-// Native modules are not rebuilt for Electron (npmRebuild: false): this
-// checks the layout, not the ABI. Only the Linux layout is stood in for.
+// electron-builder with electron-builder.yml as it is) in a temporary copy of
+// the project, offline: the Electron runtime, whose binary cannot be
+// downloaded here, is replaced by a stand-in folder holding an executable
+// named like the real one, which is all `--dir` needs on Linux. The stand-in
+// carries a fuse wire as the real binary does (the sentinel @electron/fuses
+// looks for, then Electron's default states), so the fuses electron-builder
+// flips are read back from the packed binary. Only the Linux layout is stood in for.
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const require = createRequire(import.meta.url);
@@ -23,12 +26,50 @@ interface BuilderConfig {
   appId: string;
   files: string[];
   asarUnpack: string[];
+  npmRebuild: boolean;
+  electronFuses: Record<string, boolean>;
   linux: { target: string[] };
   win: { target: string[] };
   mac: { target: string[] };
 }
 const config = yaml.load(fs.readFileSync(path.join(REPO, 'electron-builder.yml'), 'utf8')) as BuilderConfig;
 const onLinux = process.platform === 'linux';
+
+/** The fuse wire of a released Electron binary: its sentinel, wire version 1, 9 fuses in their default states. */
+const FUSE_SENTINEL = 'dL7pKGdnNz796PbbjQWNKmHXBZaB9tsX';
+const ELECTRON_DEFAULT_FUSES: Record<FuseV1Options, FuseState> = {
+  [FuseV1Options.RunAsNode]: FuseState.ENABLE,
+  [FuseV1Options.EnableCookieEncryption]: FuseState.DISABLE,
+  [FuseV1Options.EnableNodeOptionsEnvironmentVariable]: FuseState.ENABLE,
+  [FuseV1Options.EnableNodeCliInspectArguments]: FuseState.ENABLE,
+  [FuseV1Options.EnableEmbeddedAsarIntegrityValidation]: FuseState.DISABLE,
+  [FuseV1Options.OnlyLoadAppFromAsar]: FuseState.DISABLE,
+  [FuseV1Options.LoadBrowserProcessSpecificV8Snapshot]: FuseState.DISABLE,
+  [FuseV1Options.GrantFileProtocolExtraPrivileges]: FuseState.ENABLE,
+  [FuseV1Options.WasmTrapHandlers]: FuseState.ENABLE,
+};
+/** What a shipped Drone Media Sync must have; the fuses not named keep Electron's default. */
+const SHIPPED_FUSES: Partial<Record<FuseV1Options, FuseState>> = {
+  [FuseV1Options.RunAsNode]: FuseState.DISABLE,
+  [FuseV1Options.EnableNodeOptionsEnvironmentVariable]: FuseState.DISABLE,
+  [FuseV1Options.EnableNodeCliInspectArguments]: FuseState.DISABLE,
+  [FuseV1Options.EnableEmbeddedAsarIntegrityValidation]: FuseState.ENABLE,
+  [FuseV1Options.OnlyLoadAppFromAsar]: FuseState.ENABLE,
+  [FuseV1Options.EnableCookieEncryption]: FuseState.ENABLE,
+};
+
+function standInElectron(file: string): void {
+  const wire = Object.values(ELECTRON_DEFAULT_FUSES);
+  fs.writeFileSync(
+    file,
+    Buffer.concat([
+      Buffer.from('#!/bin/sh\necho "stand-in for the Electron binary"\nexit 0\n'),
+      Buffer.from(FUSE_SENTINEL),
+      Buffer.from([Number(FuseVersion.V1), wire.length, ...wire]),
+    ]),
+    { mode: 0o755 },
+  );
+}
 
 function run(cmd: string, args: string[], cwd: string, timeoutMs: number): string {
   const r = spawnSync(cmd, args, {
@@ -76,10 +117,23 @@ describe('electron-builder.yml', () => {
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
     expect(pkg.main).toBe('dist/main/electron/main.js');
   });
+
+  it('sets the fuses of a shipped app and rebuilds nothing (better-sqlite3 is Node-API)', () => {
+    expect(config.electronFuses).toEqual({
+      runAsNode: false,
+      enableNodeOptionsEnvironmentVariable: false,
+      enableNodeCliInspectArguments: false,
+      enableEmbeddedAsarIntegrityValidation: true,
+      onlyLoadAppFromAsar: true,
+      enableCookieEncryption: true,
+    });
+    expect(config.npmRebuild).toBe(false);
+  });
 });
 
 describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in Electron)', () => {
   let work: string;
+  let unpacked: string;
   let resources: string;
   let listing: Set<string>;
   let usedRealRenderer = false;
@@ -111,11 +165,7 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
 
     const electronDist = path.join(work, 'electron-dist');
     fs.mkdirSync(electronDist);
-    fs.writeFileSync(
-      path.join(electronDist, 'electron'),
-      '#!/bin/sh\necho "stand-in for the Electron binary"\n',
-      { mode: 0o755 },
-    );
+    standInElectron(path.join(electronDist, 'electron'));
 
     const out = path.join(work, 'out');
     run(
@@ -126,7 +176,6 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
         '--linux',
         '--x64',
         `-c.electronDist=${electronDist}`,
-        '-c.npmRebuild=false',
         `-c.directories.output=${out}`,
         '--publish',
         'never',
@@ -134,7 +183,8 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
       project,
       120_000,
     );
-    resources = path.join(out, 'linux-unpacked', 'resources');
+    unpacked = path.join(out, 'linux-unpacked');
+    resources = path.join(unpacked, 'resources');
     listing = new Set(
       asar
         .listPackage(path.join(resources, 'app.asar'), { isPack: false })
@@ -176,17 +226,44 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
     }
   });
 
-  it("better-sqlite3's native module is unpacked next to the asar", () => {
-    const node = path.join(
-      resources,
-      'app.asar.unpacked',
-      'node_modules',
-      'better-sqlite3',
-      'build',
-      'Release',
-      'better_sqlite3.node',
+  it('the packed Electron binary has the fuses of a shipped app, read back from it', async () => {
+    const exe = path.join(
+      unpacked,
+      JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8')).name,
     );
-    expect(fs.existsSync(node)).toBe(true);
+    const wire = await getCurrentFuseWire(exe);
+    expect(wire.version).toBe(FuseVersion.V1);
+    const { version: _version, ...states } = wire;
+    expect(states).toEqual({ ...ELECTRON_DEFAULT_FUSES, ...SHIPPED_FUSES });
+  });
+
+  it("better-sqlite3 is unpacked next to the asar, loads there, and binds only Node-API (any Electron's ABI)", () => {
+    const pkgDir = path.join(resources, 'app.asar.unpacked', 'node_modules', 'better-sqlite3');
+    const binary = path.join(pkgDir, 'prebuilds', 'linux-x64.node');
+    expect(fs.existsSync(binary)).toBe(true);
+    // Neither the binaries for musl libc nor the C sources.
+    expect(fs.readdirSync(path.join(pkgDir, 'prebuilds')).filter((f) => f.startsWith('linuxmusl'))).toEqual(
+      [],
+    );
+    expect(fs.readdirSync(pkgDir).filter((f) => f === 'deps' || f === 'src')).toEqual([]);
+    // Opened from the packed copy by a plain Node process: a real database answers.
+    const version = run(
+      process.execPath,
+      [
+        '-e',
+        'const D = require(process.argv[1]); console.log(new D(":memory:").pragma("user_version", { simple: true }))',
+        pkgDir,
+      ],
+      work,
+      30_000,
+    );
+    expect(version.trim()).toBe('0');
+    // Node-API: registers through napi_register_module_v1 and takes nothing from V8 or Node's C++ ABI.
+    const defined = run('nm', ['-D', '--defined-only', binary], work, 30_000);
+    expect(defined).toMatch(/ T napi_register_module_v1$/m);
+    const needed = run('nm', ['-D', '--undefined-only', binary], work, 30_000);
+    expect(needed).toMatch(/ U napi_create_function$/m);
+    expect(needed.split('\n').filter((l) => /_ZN2v8|_ZN4node|node_module_register/.test(l))).toEqual([]);
   });
 
   it('every module the shell imports at run time is in the package (no dev dependency, no missing file)', () => {

@@ -20,7 +20,6 @@ export function runSync(rig: Rig, w: Workspace, state: string, roots: string[], 
   const t0 = Date.now();
   const child = spawn(process.execPath, [BIN, 'sync', ...roots, '--json', '--state', state, '--server', rig.service.url, '--token', w.token, '--workspace', w.ws], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
   });
   let out = '';
   let err = '';

@@ -13,7 +13,6 @@ export default defineConfig({
     // slow whatever test runs beside it in `npm test`.
     include: ['test/faults/**/*.slow.test.ts', 'test/faults/soak.test.ts', 'test/load/**/*.test.ts'],
     exclude: ['node_modules', 'dist'],
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     testTimeout: 600_000,
     hookTimeout: 300_000,
     fileParallelism: false,

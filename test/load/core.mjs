@@ -188,7 +188,6 @@ const EXT = {
  * and as many fingerprints nobody uploaded, for the misses.
  */
 async function seedMedia(svc, known) {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const { S3Client, PutObjectCommand } = await import('@aws-sdk/client-s3');
   const p = paths(svc.workspaceId);
   const sts = await call(svc, 'POST', p.sts);

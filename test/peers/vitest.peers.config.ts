@@ -11,7 +11,6 @@ export default defineConfig({
   test: {
     include: ['test/**/*.peer.test.ts'],
     exclude: ['node_modules', 'dist'],
-    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     pool: 'forks',
     testTimeout: 180_000,
     hookTimeout: 120_000,

@@ -14,12 +14,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { findChromium } from './find-chromium.js';
 import { installTestBridge, type BridgeOptions } from './test-bridge.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const RENDERER = path.join(ROOT, 'renderer');
 export const DIST = path.join(RENDERER, 'dist');
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const VIEWPORT = { width: 1366, height: 768 };
 
 const FRAME_ANCESTORS_IN_META =
@@ -85,16 +85,14 @@ export interface Ui {
   close(): Promise<void>;
 }
 
+/** The window served from 127.0.0.1 and a headless Chromium found by find-chromium.ts. */
 export async function startUi(): Promise<Ui> {
-  if (!fs.existsSync(CHROMIUM)) {
-    throw new Error(
-      `No Chromium at ${CHROMIUM}: install Debian's chromium (see .ci/run) or set CHROMIUM_PATH.`,
-    );
-  }
+  const found = await findChromium();
+  console.log(`[ui] Chromium from ${found.description}`);
   await ensureBuilt();
   const server = await serve(DIST);
   const browser = await chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: found.executablePath,
     args: [
       '--headless',
       '--no-sandbox',

@@ -1,6 +1,7 @@
 /**
  * The window, for real: renderer/dist served from 127.0.0.1 (so the CSP's
- * 'self' means what it means in the app), opened in headless Chromium at the
+ * 'self' means what it means in the app), opened in headless Chromium (found by
+ * find-chromium.ts: CHROMIUM_PATH, a system one, else the one in an npm package) at the
  * crews' 1366x768, with test-bridge.ts standing in for the preload. Asserts
  * what is shown and what was asked of main; any CSP violation, console error
  * or request main would refuse fails the test.
@@ -559,7 +560,8 @@ describe('settings', () => {
         .toBe('The address must start with http:// or https://');
       expect(await page.locator('#f-serverUrl').getAttribute('aria-invalid')).toBe('true');
       expect(await page.locator('#f-serverUrl').getAttribute('aria-describedby')).toContain('err-serverUrl');
-      expect(await page.evaluate(() => document.activeElement?.id)).toBe('f-serverUrl');
+      // Focused in the next animation frame (settings.tsx): Chromium's headless shell may paint it later.
+      await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('f-serverUrl');
     }
     await page.locator('#f-serverUrl').fill('https://fh2.example.com');
     await page.locator('#f-workspaceId').fill('');

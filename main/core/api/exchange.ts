@@ -33,10 +33,11 @@ let sharedAgent: Agent | undefined;
 
 /**
  * One keep-alive pool for every client of the process (unless a dispatcher
- * with a custom CA is given): server calls reuse warm connections.
+ * with a custom CA is given): server calls reuse warm connections. HTTP/1.1
+ * only, as tested: undici 8 would otherwise take HTTP/2 when a server offers it.
  */
 function defaultDispatcher(): Dispatcher {
-  sharedAgent ??= new Agent({ keepAliveTimeout: 10_000, connections: 32 });
+  sharedAgent ??= new Agent({ keepAliveTimeout: 10_000, connections: 32, allowH2: false });
   return sharedAgent;
 }
 
@@ -48,8 +49,8 @@ export function undiciExchange(dispatcher?: Dispatcher): Exchange {
       ...(req.body === undefined ? {} : { body: req.body }),
       signal: req.signal,
       dispatcher: dispatcher ?? defaultDispatcher(),
-      // Redirects are never followed: a redirected API call is reported (envelope.ts).
-      maxRedirections: 0,
+      // Redirects are never followed (undici's request() follows none without a
+      // redirect interceptor): a redirected API call is reported (envelope.ts).
       // The caller's deadline (transport.ts) covers headers and body; undici's own
       // per-phase timeouts would only produce a second, differently worded error.
       headersTimeout: 0,
@@ -90,7 +91,7 @@ export function fetchExchange(f: typeof fetch): Exchange {
     return {
       status: res.status,
       headers: res.headers,
-      body: stream === null ? noBody() : (stream as unknown as AsyncIterable<Uint8Array>),
+      body: stream ?? noBody(),
       discard: async () => {
         await stream?.cancel().catch(() => undefined);
       },

@@ -87,6 +87,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     connections: maxSockets,
     keepAliveTimeout: 10_000,
     connect: { timeout: 15_000, ...(ca ? { ca } : {}) },
+    allowH2: false, // HTTP/1.1 as the SDK's own requests (undici 8 would take HTTP/2 when offered)
   });
   // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine.
   const signedPut = new SignedPut(dataAgent, { headersMs: 120_000, bodyMs: 120_000 });
