@@ -60,6 +60,17 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('report')
+    .argument('[dir...]', 'cards or folders synced before (default: the recent ones)')
+    .option('--json', 'the report as JSON (the data of the manifest report)')
+    .option('--accept-flight <folder>', 'accept a flagged flight as it is (repeatable)', collect(String))
+    .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
+    .description('safe to format? each card\'s verdict, flights and manifest')
+    .action(async (dirs: string[], opts: { state?: string; json?: boolean; acceptFlight?: string[] }) => {
+      process.exitCode = (await import('./commands/report.js')).reportCommand(dirs, opts);
+    });
+
+  program
     .command('retry')
     .argument('[path...]', 'failed files to retry')
     .option('--all', 'retry every failed file')

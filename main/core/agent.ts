@@ -82,7 +82,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.history = new History(opts.queue.db, target.id);
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
-      if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'failed') {
+      if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored' || e.outcome === 'failed') {
         this.history.record({
           sourceId: e.sourceId,
           label: this.labels.get(e.sourceId) ?? e.sourceId,

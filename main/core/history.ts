@@ -55,7 +55,7 @@ export class History {
   }
 
   /** Counts one finished file into its folder's entry of the source's current session. */
-  record(file: { sourceId: string; label: string; folder: string; size: number; outcome: 'uploaded' | 'fast-uploaded' | 'failed' }): void {
+  record(file: { sourceId: string; label: string; folder: string; size: number; outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' }): void {
     const session = this.sessions.get(file.sourceId) ?? this.begin(file.sourceId);
     const t = this.now();
     this.db
@@ -73,7 +73,7 @@ export class History {
         folder: file.folder,
         t,
         files: file.outcome === 'failed' ? 0 : 1,
-        bytes: file.outcome === 'uploaded' ? file.size : 0,
+        bytes: file.outcome === 'uploaded' || file.outcome === 'stored' ? file.size : 0,
         fast: file.outcome === 'fast-uploaded' ? 1 : 0,
         failed: file.outcome === 'failed' ? 1 : 0,
       });

@@ -24,6 +24,8 @@ export interface StatePaths {
   token: string;
   logs: string;
   service: string;
+  /** Each card's manifest (ASC MHL hash lists, the HTML report): `manifests/<card>/`. */
+  manifests: string;
 }
 
 export function statePaths(root: string): StatePaths {
@@ -34,5 +36,6 @@ export function statePaths(root: string): StatePaths {
     token: path.join(root, 'token'),
     logs: path.join(root, 'logs'),
     service: path.join(root, 'local-service'),
+    manifests: path.join(root, 'manifests'),
   };
 }

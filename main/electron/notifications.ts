@@ -14,7 +14,7 @@ export type Activity =
   | { type: 'scanned'; sourceId: string; pending: number; alreadyDone: number }
   | {
       type: 'file';
-      outcome: 'uploaded' | 'fast-uploaded' | 'failed' | 'waiting-for-source' | 'retry-later';
+      outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
       size: number;
     }
   | { type: 'state'; state: EngineStateName; message: string | null; halt?: 'disk-full' | 'database' };
@@ -89,7 +89,7 @@ export class NotificationPolicy {
       case 'scanned':
         return this.cardScanned(a.sourceId, a.pending, a.alreadyDone);
       case 'file':
-        if (a.outcome === 'uploaded') {
+        if (a.outcome === 'uploaded' || a.outcome === 'stored') {
           this.batch.uploaded++;
           this.batch.bytes += a.size;
         } else if (a.outcome === 'fast-uploaded') this.batch.fastUploaded++;

@@ -62,7 +62,8 @@ export interface QueueItemView {
   source: string;
   size: number;
   state: QueueItemState;
-  outcome: 'uploaded' | 'fast-uploaded' | null;
+  /** stored: an RTK file in the bucket (no callback). */
+  outcome: 'uploaded' | 'fast-uploaded' | 'stored' | null;
   /** 0..1 for files being uploaded, else null. */
   progress: number | null;
   error: { kind: string; plain: string } | null;

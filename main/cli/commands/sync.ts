@@ -5,7 +5,9 @@ import { DmsError, plainMessage } from '../../core/errors.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
 import { SyncEngine, type FileEvent } from '../../core/sync/engine.js';
+import { completeSource } from '../../core/offload/complete.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
+import { offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar } from '../output.js';
 
 export interface SyncFlags extends ServerFlags {
@@ -51,9 +53,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
 
   engine.on('progress', (p) => bar.update(p));
   engine.on('file', (e) => {
-    if (e.outcome === 'uploaded') counts.uploaded++;
+    if (e.outcome === 'uploaded' || e.outcome === 'stored') counts.uploaded++;
     else if (e.outcome === 'fast-uploaded') counts.fastUploaded++;
-    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded') problems.delete(e.id);
+    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored') problems.delete(e.id);
     else problems.set(e.id, e);
     if (flags.json) printJson({ type: 'file', path: e.absPath, size: e.size, outcome: e.outcome, ...(e.error ? { error: e.error } : {}) });
   });
@@ -83,6 +85,23 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   counts.pending = leftovers.length - counts.failed;
   // Why the run stopped short, when it did: a sign-in to renew, or a halt (disk full...).
   const authError = engine.state === 'auth-required' || engine.state === 'halted' ? engine.error : null;
+  // Each card (folder) at rest: checked in the bucket, its verdict and manifest.
+  if (!authError && !controller.signal.aborted) {
+    for (const root of roots) {
+      const source = folderSource(root);
+      const done = await completeSource({
+        engine,
+        queue,
+        card: { sourceId: source.sourceId, label: path.basename(root) || root },
+        manifestsDir: ctx.paths.manifests,
+        recheck: true,
+        log: ctx.logger,
+        signal: controller.signal,
+      });
+      if (flags.json) printJson(offloadJson(done.offload, done.manifest.dir));
+      else process.stdout.write(offloadText(done.offload, done.manifest.dir));
+    }
+  }
   const summary = {
     type: 'summary',
     server: ctx.serverLabel,

@@ -33,7 +33,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
   });
   agent.on('file', (e) => {
-    if (e.outcome === 'uploaded') {
+    if (e.outcome === 'uploaded' || e.outcome === 'stored') {
       batch.uploaded++;
       batch.bytes += e.size;
     } else if (e.outcome === 'fast-uploaded') batch.fastUploaded++;

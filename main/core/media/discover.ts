@@ -59,6 +59,8 @@ export interface DiscoverOptions {
    */
   exclude?: string[];
   signal?: AbortSignal;
+  /** Files to find besides the media extensions (RTK/PPK files travel with their flight). */
+  alsoInclude?: (name: string) => boolean;
   /** Unreadable folders, broken links and files that vanished are reported here, then skipped. */
   onWarning?: (warning: DiscoverWarning) => void;
 }
@@ -122,6 +124,7 @@ interface Walk {
   exclude: Matcher;
   /** The root's real path: a link whose real target is not under it is never followed. */
   realRoot: string;
+  alsoInclude: ((name: string) => boolean) | undefined;
   signal: AbortSignal | undefined;
   warn: (w: DiscoverWarning) => void;
   /** Real paths of folders entered through a symlink: a second visit is a loop or a duplicate. */
@@ -203,7 +206,8 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     }
     if (!isFile) continue; // sockets, devices, fifos
     const ext = normaliseExtension(extname(e.name));
-    if (!w.include.has(ext) || NEVER_MEDIA_EXTENSIONS.includes(ext)) continue;
+    const wanted = (w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext)) || w.alsoInclude?.(e.name) === true;
+    if (!wanted) continue;
     if (w.exclude.test(relChild, e.name)) continue;
     if (!st) {
       try {
@@ -255,7 +259,7 @@ export async function* discoverMedia(
   const linkedTargets = new Set<string>();
   for (const { root, real } of resolved) {
     checkAbort(opts.signal);
-    const w: Walk = { root, realRoot: real, include, exclude, signal: opts.signal, warn, linkedTargets };
+    const w: Walk = { root, realRoot: real, include, exclude, signal: opts.signal, warn, linkedTargets, alsoInclude: opts.alsoInclude };
     yield* walkDir(w, root, '', real);
   }
 }

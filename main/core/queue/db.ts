@@ -156,6 +156,35 @@ const MIGRATIONS: readonly string[] = [
     SELECT source_id, json_extract(info_json, '$.fileGroupId'), json_extract(info_json, '$.sn') FROM files
     WHERE json_extract(info_json, '$.sn') IS NOT NULL AND json_extract(info_json, '$.fileGroupId') IS NOT NULL;
   `,
+  `
+  -- Verified offload. RTK/PPK files travel with their flight: kind 'rtk'
+  -- (no callback: outcome 'stored' once their object is checked).
+  ALTER TABLE files ADD COLUMN kind TEXT NOT NULL DEFAULT 'media';
+  -- The object as last checked in the bucket: {"at","found","size","etag","checksum","by"}.
+  ALTER TABLE files ADD COLUMN verified_json TEXT;
+  -- Each source's last scan: complete = read to the end (a pulled card is not).
+  CREATE TABLE source_scans (
+    source_id TEXT PRIMARY KEY,
+    complete INTEGER NOT NULL,
+    at INTEGER NOT NULL
+  );
+  -- The exposure logs (MRK) of a flight, parsed when hashed: the report needs
+  -- them after the card is gone.
+  CREATE TABLE flight_mrk (
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    parsed_json TEXT NOT NULL,
+    PRIMARY KEY (source_id, rel_path)
+  );
+  -- Flights the crew accepted as they are (flagged incomplete, fine to format).
+  CREATE TABLE accepted_flights (
+    target_id INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    folder TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (target_id, source_id, folder)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -4,7 +4,7 @@ import type { FinishedPart } from '../storage/types.js';
 import type { Db } from './db.js';
 import { openDatabase } from './db.js';
 import type { FileInfo } from './file-info.js';
-import { parseRow, type Outcome, type QueueRow, type RawRow, type RowPatch, type WorkingRow } from './rows.js';
+import { parseRow, type FileKind, type Outcome, type QueueRow, type RawRow, type RowPatch, type Verification, type WorkingRow } from './rows.js';
 import { FILE_STATES, isWorking, sqlStates, WORKING_STATES, type FileState } from './states.js';
 
 export { FILE_STATES, type FileState } from './states.js';
@@ -16,6 +16,8 @@ export interface ObservedFile {
   absPath: string;
   size: number;
   mtimeMs: number;
+  /** Default 'media'. */
+  kind?: FileKind;
 }
 
 export interface ObserveResult {
@@ -98,8 +100,8 @@ export class Queue {
         'SELECT * FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
       ),
       insert: db.prepare(
-        `INSERT INTO files (target_id, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at)
-         VALUES (@targetId, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now)`,
+        `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at)
+         VALUES (@targetId, @kind, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now)`,
       ),
       // A file whose size or mtime changed is a new version: unfinished rows of
       // the old version are dropped (never recorded with a stale fingerprint);
@@ -236,7 +238,7 @@ export class Queue {
         let raw = this.stmts.find.get(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
         if (!raw) {
           this.stmts.dropStale.run(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
-          const info = this.stmts.insert.run({ ...f, targetId, now });
+          const info = this.stmts.insert.run({ ...f, kind: f.kind ?? 'media', targetId, now });
           raw = this.mustGet(Number(info.lastInsertRowid));
         } else if (raw.abs_path !== f.absPath) {
           this.stmts.setAbsPath.run(f.absPath, raw.id, f.absPath);
@@ -500,6 +502,68 @@ export class Queue {
       .prepare<unknown[], RawRow>(`SELECT * FROM files WHERE ${clauses.join(' AND ')} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`)
       .all(...params, opts.limit ?? 1000)
       .map((r) => this.parse(r));
+  }
+
+  /** The object as checked in the bucket (or vouched for by the server). */
+  setVerified(id: number, v: Verification): void {
+    this.patch(id, { verified_json: JSON.stringify(v) });
+  }
+
+  /** The key of an object of this target holding the same content (our own upload of a twin), if any. */
+  objectKeyOfContent(fingerprint: string): string | undefined {
+    return this.db
+      .prepare<[number, string], { object_key: string }>(
+        `SELECT object_key FROM files WHERE target_id = ? AND fingerprint = ? AND state = 'done' AND object_key IS NOT NULL LIMIT 1`,
+      )
+      .get(this.targetId, fingerprint)?.object_key;
+  }
+
+  /** A scan of the source ended: read to the end (complete) or cut short (a pulled card). */
+  recordScan(sourceId: string, complete: boolean): void {
+    this.db
+      .prepare('INSERT INTO source_scans (source_id, complete, at) VALUES (?, ?, ?) ON CONFLICT (source_id) DO UPDATE SET complete = excluded.complete, at = excluded.at')
+      .run(sourceId, complete ? 1 : 0, this.now());
+  }
+
+  lastScan(sourceId: string): { complete: boolean; at: number } | undefined {
+    const r = this.db.prepare<[string], { complete: number; at: number }>('SELECT complete, at FROM source_scans WHERE source_id = ?').get(sourceId);
+    return r ? { complete: r.complete === 1, at: r.at } : undefined;
+  }
+
+  /** Keeps what an exposure log (MRK) said, for reports made after the card is gone. */
+  putMrk(sourceId: string, relPath: string, parsed: unknown): void {
+    this.db
+      .prepare('INSERT INTO flight_mrk (source_id, rel_path, parsed_json) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET parsed_json = excluded.parsed_json')
+      .run(sourceId, relPath, JSON.stringify(parsed));
+  }
+
+  mrkOf(sourceId: string): Array<{ relPath: string; parsed: unknown }> {
+    return this.db
+      .prepare<[string], { rel_path: string; parsed_json: string }>('SELECT rel_path, parsed_json FROM flight_mrk WHERE source_id = ? ORDER BY rel_path')
+      .all(sourceId)
+      .map((r) => ({ relPath: r.rel_path, parsed: JSON.parse(r.parsed_json) as unknown }));
+  }
+
+  /** The crew accepts a flagged flight as it is (for this target). */
+  acceptFlight(sourceId: string, folder: string): void {
+    this.db
+      .prepare('INSERT OR REPLACE INTO accepted_flights (target_id, source_id, folder, at) VALUES (?, ?, ?, ?)')
+      .run(this.targetId, sourceId, folder, this.now());
+  }
+
+  acceptedFlights(sourceId: string): string[] {
+    return this.db
+      .prepare<[number, string], { folder: string }>('SELECT folder FROM accepted_flights WHERE target_id = ? AND source_id = ? ORDER BY folder')
+      .all(this.targetId, sourceId)
+      .map((r) => r.folder);
+  }
+
+  /** The sources this target has rows of, most recent first. */
+  sources(): string[] {
+    return this.db
+      .prepare<[number], { source_id: string }>('SELECT source_id FROM files WHERE target_id = ? GROUP BY source_id ORDER BY MAX(updated_at) DESC')
+      .all(this.targetId)
+      .map((r) => r.source_id);
   }
 
   getMeta(key: string): string | undefined {

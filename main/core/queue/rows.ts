@@ -8,12 +8,31 @@ import { QueueDamagedError } from '../errors.js';
 import { FileInfoSchema, type FileInfo } from './file-info.js';
 import type { FileState } from './states.js';
 
-export type Outcome = 'uploaded' | 'fast-uploaded';
+/** How a file was acknowledged: a callback after our upload, the server already had it, or (RTK files, no callback) stored and checked. */
+export type Outcome = 'uploaded' | 'fast-uploaded' | 'stored';
+
+/** Media (photos, videos: a callback each) or RTK/PPK files (no callback: they carry no media metadata). */
+export type FileKind = 'media' | 'rtk';
+
+/**
+ * The object as last checked in the bucket of the row's target. `by`:
+ * 'bucket' when we looked (HEAD: size, and the MD5 where the ETag is one);
+ * 'server' when the server said it holds this content (fast-upload "known",
+ * no key of ours to look at).
+ */
+export interface Verification {
+  at: number;
+  by: 'bucket' | 'server';
+  found: boolean;
+  size: number | null;
+  checksum: 'match' | 'mismatch' | 'not-given';
+}
 
 /** The columns of `files`, as SQLite returns them. */
 export interface RawRow {
   id: number;
   target_id: number;
+  kind: FileKind;
   source_id: string;
   rel_path: string;
   abs_path: string;
@@ -37,14 +56,16 @@ export interface RawRow {
   created_at: number;
   updated_at: number;
   done_at: number | null;
+  verified_json: string | null;
 }
 
 /** Columns a transition may set (everything but the identity and the timestamps it keeps itself). */
-export type RowPatch = Partial<Omit<RawRow, 'id' | 'target_id' | 'source_id' | 'rel_path' | 'size' | 'mtime_ms' | 'created_at' | 'updated_at'>>;
+export type RowPatch = Partial<Omit<RawRow, 'id' | 'target_id' | 'kind' | 'source_id' | 'rel_path' | 'size' | 'mtime_ms' | 'created_at' | 'updated_at'>>;
 
 interface RowBase {
   id: number;
   targetId: number;
+  kind: FileKind;
   sourceId: string;
   relPath: string;
   absPath: string;
@@ -80,7 +101,8 @@ export type DiscoveredRow = RowBase & { state: 'discovered' };
 export type HashedRow = RowBase & Identity & { state: 'hashed' };
 export type CheckedRow = RowBase & Identity & Upload & { state: 'fast-upload-checked' | 'uploading' };
 export type UploadedRow = RowBase & Identity & Upload & { state: 'uploaded'; objectKey: string };
-export type DoneRow = RowBase & Partial<Identity> & { state: 'done'; outcome: Outcome; doneAt: number; objectKey: string | null };
+export type DoneRow = RowBase &
+  Partial<Identity> & { state: 'done'; outcome: Outcome; doneAt: number; objectKey: string | null; verified: Verification | null };
 /** Failed or parked: whatever it had reached is kept for when it resumes. */
 export type ParkedRow = RowBase & Partial<Identity> & Upload & { state: 'failed' | 'waiting-for-source' };
 
@@ -92,6 +114,7 @@ function base(r: RawRow): RowBase {
   return {
     id: r.id,
     targetId: r.target_id,
+    kind: r.kind,
     sourceId: r.source_id,
     relPath: r.rel_path,
     absPath: r.abs_path,
@@ -129,6 +152,15 @@ function upload(r: RawRow): Upload {
   };
 }
 
+function verification(r: RawRow, file: string): Verification | null {
+  if (r.verified_json === null) return null;
+  try {
+    return JSON.parse(r.verified_json) as Verification;
+  } catch (err) {
+    throw new QueueDamagedError(file, err);
+  }
+}
+
 /** Parses one row; `file` names the database in a damage report. */
 export function parseRow(r: RawRow, file: string): QueueRow {
   const b = base(r);
@@ -150,7 +182,15 @@ export function parseRow(r: RawRow, file: string): QueueRow {
       return { ...b, ...needId(), ...upload(r), objectKey: r.object_key, state: r.state };
     }
     case 'done':
-      return { ...b, ...id, state: r.state, outcome: r.outcome ?? 'uploaded', doneAt: r.done_at ?? r.updated_at, objectKey: r.object_key };
+      return {
+        ...b,
+        ...id,
+        state: r.state,
+        outcome: r.outcome ?? 'uploaded',
+        doneAt: r.done_at ?? r.updated_at,
+        objectKey: r.object_key,
+        verified: verification(r, file),
+      };
     case 'failed':
     case 'waiting-for-source':
       return { ...b, ...id, ...upload(r), state: r.state };

@@ -25,6 +25,7 @@ function lazyUploader(load: () => Promise<Factory>, opts: OssUploaderOptions): U
   return {
     upload: async (req: UploadRequest) => (real ?? (await get())).upload(req),
     exists: async (key: string, signal?: AbortSignal) => (real ?? (await get())).exists(key, signal),
+    stat: async (key: string, signal?: AbortSignal) => (real ?? (await get())).stat(key, signal),
     close() {
       closed = true;
       real?.close();

@@ -227,11 +227,17 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
     upload: (req: UploadRequest) => transfer(backend, req, cfg),
 
     async exists(key, signal) {
+      return (await this.stat(key, signal)) !== null;
+    },
+
+    async stat(key, signal) {
       try {
-        await call('HeadObject', key, signal, (c) => c.head(key));
-        return true;
+        const head = await call('HeadObject', key, signal, (c) => c.head(key));
+        const headers = (head as { res?: { headers?: Record<string, string | undefined> } }).res?.headers ?? {};
+        const etag = headers['etag'];
+        return { size: Number(headers['content-length'] ?? -1), etag: etag ? etag.replace(/"/g, '') : null };
       } catch (err) {
-        if (err instanceof DmsError && err.status === 404) return false;
+        if (err instanceof DmsError && err.status === 404) return null;
         throw err;
       }
     },

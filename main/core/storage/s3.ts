@@ -247,13 +247,17 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     upload: (req: UploadRequest) => transfer(backend, req, cfg),
 
     async exists(key, signal) {
+      return (await this.stat(key, signal)) !== null;
+    },
+
+    async stat(key, signal) {
       try {
-        await call('HeadObject', key, signal, (c, t) =>
+        const head = await call('HeadObject', key, signal, (c, t) =>
           c.send(new HeadObjectCommand({ Bucket: t.bucket, Key: key }), abortOpt(signal)),
         );
-        return true;
+        return { size: head.ContentLength ?? -1, etag: head.ETag ? head.ETag.replace(/"/g, '') : null };
       } catch (err) {
-        if (err instanceof DmsError && err.status === 404) return false;
+        if (err instanceof DmsError && err.status === 404) return null;
         throw err;
       }
     },

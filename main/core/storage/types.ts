@@ -100,5 +100,7 @@ export interface Uploader {
   upload(req: UploadRequest): Promise<UploadResult>;
   /** Whether the object exists (used to reconcile after a crash). */
   exists(key: string, signal?: AbortSignal): Promise<boolean>;
+  /** The object's size and ETag (as the store gives it, quotes removed), or null when there is none. */
+  stat(key: string, signal?: AbortSignal): Promise<{ size: number; etag: string | null } | null>;
   close(): void;
 }

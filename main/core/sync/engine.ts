@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
@@ -6,7 +7,7 @@ import type { Config } from '../config.js';
 import { DmsError, isServerWide, plainMessage, QueueWriteError, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow, type TargetRef } from '../queue/queue.js';
-import type { WorkingRow } from '../queue/rows.js';
+import type { DoneRow, Outcome, WorkingRow } from '../queue/rows.js';
 import { isWorking } from '../queue/states.js';
 import { serverTarget } from '../session/target.js';
 import { createUploader } from '../storage/create.js';
@@ -24,7 +25,9 @@ import {
   FileChangedError,
   fastUploadStep,
   hashStep,
+  storeStep,
   UNCLEAR_ANSWER_TRIES,
+  verifyDone,
   UnclearAnswerError,
   uploadStep,
   type StepContext,
@@ -49,7 +52,8 @@ function isQueueFailure(err: unknown): boolean {
 /** How long a row waits for another row with the same content before it goes on by itself. */
 const TWIN_MAX_WAIT_MS = 10 * 60_000;
 
-export type FileOutcome = 'uploaded' | 'fast-uploaded' | 'failed' | 'waiting-for-source' | 'retry-later';
+/** 'stored': an RTK/PPK file in the bucket, checked (no callback). */
+export type FileOutcome = 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
 
 export interface FileEvent {
   id: number;
@@ -342,20 +346,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private async process(start: WorkingRow, sources: readonly AbortSignal[]): Promise<void> {
     // One AbortSignal.any per row (the row, the run, a pause): it is not
     // cheap in Node 20, and showed in profiles of thousands of small files.
-    const signal = AbortSignal.any([...sources, this.haltController.signal]);
-    const ctx: StepContext = {
-      queue: this.queue,
-      api: this.api,
-      sts: this.sts,
-      uploaderFor: (p) => this.uploaderFor(p as StorageProvider),
-      signal,
-      config: this.config,
-      contents: this.contents,
-      onBytes: (n, sent) => {
-        this.progress.moved(n, sent);
-        this.emitProgress(false);
-      },
-    };
+    const ctx = this.context(AbortSignal.any([...sources, this.haltController.signal]));
     let row: WorkingRow = start;
     let claimed: string | null = null;
     try {
@@ -374,6 +365,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const waited = row;
         if (await this.apiLimiter.run(() => doneByTwin(ctx, waited))) return this.finished(row, 'fast-uploaded');
       }
+      if (row.state === 'hashed' && row.kind === 'rtk') {
+        // RTK/PPK files are not media: no fast-upload (its answer is about media records).
+        this.queue.setFastUploadChecked(row.id);
+        row = this.reload(row.id);
+      }
       if (row.state === 'hashed') {
         const hashed = row;
         const known = await this.apiLimiter.run(() => fastUploadStep(ctx, hashed));
@@ -384,6 +380,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const checked = row;
         await this.uploadLimiter.run(() => uploadStep(ctx, checked));
         row = this.reload(row.id);
+      }
+      if (row.state === 'uploaded' && row.kind === 'rtk') {
+        const uploaded = row;
+        await this.apiLimiter.run(() => storeStep(ctx, uploaded));
+        return this.finished(row, 'stored');
       }
       if (row.state === 'uploaded') {
         const uploaded = row;
@@ -399,6 +400,73 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     } finally {
       if (claimed !== null) this.release(claimed, row.id);
     }
+  }
+
+  private context(signal: AbortSignal): StepContext {
+    return {
+      queue: this.queue,
+      api: this.api,
+      sts: this.sts,
+      uploaderFor: (p) => this.uploaderFor(p as StorageProvider),
+      signal,
+      config: this.config,
+      contents: this.contents,
+      onBytes: (n, sent) => {
+        this.progress.moved(n, sent);
+        this.emitProgress(false);
+      },
+    };
+  }
+
+  /**
+   * Checks the done files of a source in the bucket (for "safe to format"):
+   * `all` again (a card at the end of its sync: an object deleted after its
+   * callback is caught), else only those never checked. A check that cannot
+   * be made now (network) leaves the file unchecked; returns how many were checked.
+   */
+  async verifySource(sourceId: string, opts: { all: boolean; signal?: AbortSignal }): Promise<number> {
+    const ctx = this.context(AbortSignal.any([this.haltController.signal, ...(opts.signal ? [opts.signal] : [])]));
+    const rows = this.queue
+      .list({ sourceId, states: ['done'], limit: 1_000_000 })
+      .filter((r): r is DoneRow & { fingerprint: string } => r.state === 'done' && r.fingerprint !== undefined && (opts.all || r.verified === null));
+    let checked = 0;
+    await Promise.all(
+      rows.map((r) =>
+        this.apiLimiter.run(async () => {
+          try {
+            await verifyDone(ctx, r);
+            checked++;
+          } catch (err) {
+            this.log.info({ file: r.relPath, kind: toDmsError(err).kind }, 'not checked in the bucket now');
+          }
+        }),
+      ),
+    );
+    return checked;
+  }
+
+  /**
+   * Uploads files that are not card files (a card's manifest) under
+   * `<prefix>/<folder>/`: small, whole in memory, each with its Content-MD5.
+   */
+  async publish(folder: string, files: ReadonlyArray<{ rel: string; content: Buffer }>, signal?: AbortSignal): Promise<string[]> {
+    const target = await this.sts.get(signal ? { signal } : {});
+    const uploader = this.uploaderFor(target.provider);
+    const keys: string[] = [];
+    for (const f of files) {
+      const key = `${target.objectKeyPrefix.replace(/\/+$/, '')}/${folder}/${f.rel}`;
+      await uploader.upload({
+        filePath: '',
+        size: f.content.length,
+        key,
+        md5Hex: createHash('md5').update(f.content).digest('hex'),
+        content: f.content,
+        contentType: f.rel.endsWith('.html') ? 'text/html; charset=utf-8' : f.rel.endsWith('.json') ? 'application/json' : 'application/xml',
+        ...(signal ? { signal } : {}),
+      });
+      keys.push(key);
+    }
+    return keys;
   }
 
   /** Claims the row's content for it; null (and the row put aside) when another row carries it. */
@@ -452,7 +520,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     return row as WorkingRow;
   }
 
-  private finished(row: QueueRow, outcome: 'uploaded' | 'fast-uploaded'): void {
+  private finished(row: QueueRow, outcome: Outcome): void {
     this.serverFailures = 0;
     this.holdUntil = 0;
     if (this.stateValue === 'offline') this.setState('syncing');

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import { discoverMedia, type DiscoverWarning } from '../media/discover.js';
+import { rtkKindOf } from '../offload/rtk-files.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
 import type { Source } from '../sources/source.js';
 
@@ -34,24 +35,35 @@ export async function scanSource(
     total.failed += r.failed;
     batch = [];
   };
-  for await (const f of discoverMedia([source.root], {
-    include: config.include,
-    exclude: config.exclude,
-    onWarning: (w) => {
-      if (w.kind === 'outside-root') total.skipped.push(w);
-    },
-    ...(signal ? { signal } : {}),
-  })) {
-    if (f.mtimeMs > settledBefore) {
-      total.deferred++;
-      continue;
+  try {
+    for await (const f of discoverMedia([source.root], {
+      include: config.include,
+      exclude: config.exclude,
+      alsoInclude: isRtk,
+      onWarning: (w) => {
+        if (w.kind === 'outside-root') total.skipped.push(w);
+      },
+      ...(signal ? { signal } : {}),
+    })) {
+      if (f.mtimeMs > settledBefore) {
+        total.deferred++;
+        continue;
+      }
+      const kind = isRtk(f.relPath) ? 'rtk' : 'media';
+      batch.push({ sourceId: source.sourceId, relPath: f.relPath, absPath: f.path, size: f.size, mtimeMs: Math.trunc(f.mtimeMs), kind });
+      if (batch.length >= 2000) flush();
     }
-    batch.push({ sourceId: source.sourceId, relPath: f.relPath, absPath: f.path, size: f.size, mtimeMs: Math.trunc(f.mtimeMs) });
-    if (batch.length >= 2000) flush();
+    flush();
+  } catch (err) {
+    // A card pulled mid-scan cannot vouch for the files it did not show ("safe to format").
+    queue.recordScan(source.sourceId, false);
+    throw err;
   }
-  flush();
+  queue.recordScan(source.sourceId, total.deferred === 0);
   return total;
 }
+
+const isRtk = (name: string): boolean => rtkKindOf(name) !== undefined;
 
 /**
  * What a source holds, without recording anything (no target yet: the app
@@ -60,7 +72,7 @@ export async function scanSource(
 export async function countSource(source: Source, config: Config, signal?: AbortSignal): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  for await (const f of discoverMedia([source.root], { include: config.include, exclude: config.exclude, ...(signal ? { signal } : {}) })) {
+  for await (const f of discoverMedia([source.root], { include: config.include, exclude: config.exclude, alsoInclude: isRtk, ...(signal ? { signal } : {}) })) {
     files++;
     bytes += f.size;
   }

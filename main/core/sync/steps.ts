@@ -7,10 +7,12 @@ import { DmsError, neverReachedServer, toDmsError } from '../errors.js';
 import { isInside } from '../media/discover.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
 import { flightFolderOf } from '../media/flight.js';
-import { readMediaInfo } from '../media/metadata.js';
+import { readMediaInfo, type MediaInfo } from '../media/metadata.js';
+import { parseMrk } from '../offload/mrk.js';
+import { rtkKindOf } from '../offload/rtk-files.js';
 import type { FileInfo } from '../queue/file-info.js';
 import type { Queue } from '../queue/queue.js';
-import type { CheckedRow, DiscoveredRow, HashedRow, QueueRow, UploadedRow } from '../queue/rows.js';
+import type { CheckedRow, DiscoveredRow, DoneRow, HashedRow, QueueRow, UploadedRow, Verification } from '../queue/rows.js';
 import { buildObjectKey } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import type { Uploader } from '../storage/types.js';
@@ -128,56 +130,66 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
   if (st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs) throw new FileChangedError(row.relPath);
 }
 
-/** discovered -> hashed: content MD5 (one streamed read) and metadata. */
+/** discovered -> hashed: content MD5 (one streamed read) and metadata (media) or the exposure log (an MRK). */
 export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<void> {
   const mediaOpts = { relPath: row.relPath, ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}) };
+  // RTK/PPK files carry no picture metadata: only their content is fingerprinted.
+  const describe = (content?: Buffer): Promise<MediaInfo | null> =>
+    row.kind === 'rtk' ? Promise.resolve(null) : readMediaInfo(row.absPath, { ...mediaOpts, ...(content ? { content } : {}) });
   let md5: string;
-  let media: Awaited<ReturnType<typeof readMediaInfo>>;
+  let media: MediaInfo | null;
+  let kept: Buffer | undefined;
   await assertInsideSource(row);
   if (row.size < READ_WHOLE_BELOW) {
-    const content = await readWhole(row);
-    md5 = createHash('md5').update(content).digest('hex');
-    ctx.onBytes(content.length, false);
-    media = await readMediaInfo(row.absPath, { ...mediaOpts, content });
-    ctx.contents.set(row.id, content);
+    kept = await readWhole(row);
+    md5 = createHash('md5').update(kept).digest('hex');
+    ctx.onBytes(kept.length, false);
+    media = await describe(kept);
   } else if (row.size < DEFAULT_MULTIPART_THRESHOLD && keptBytes(ctx.contents) + row.size <= KEEP_BUDGET_BYTES) {
     await assertUnchanged(row);
     const { body, md5: digest } = await readRangeWithMd5(row.absPath, 0, row.size, row.size);
     md5 = digest.toString('hex');
     ctx.onBytes(body.length, false);
-    media = await readMediaInfo(row.absPath, { ...mediaOpts, content: body });
+    media = await describe(body);
     await assertUnchanged(row);
-    ctx.contents.set(row.id, body);
+    kept = body;
   } else {
     await assertUnchanged(row);
     [md5, media] = await Promise.all([
       md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
-      readMediaInfo(row.absPath, mediaOpts),
+      describe(),
     ]);
     // The file must not have changed while we read it, or the fingerprint
     // would describe content that no longer exists.
     await assertUnchanged(row);
   }
+  if (kept) ctx.contents.set(row.id, kept);
+  const name = path.posix.basename(row.relPath);
+  if (rtkKindOf(name) === 'mrk') {
+    // The exposure log, kept for the flight's report (also once the card is gone).
+    const text = (kept ?? (await fs.readFile(row.absPath))).toString('latin1');
+    ctx.queue.putMrk(row.sourceId, row.relPath, parseMrk(text));
+  }
   const flight = flightFolderOf(row.relPath);
-  const metadata = { ...media.metadata };
+  const metadata = { ...media?.metadata };
   if (!metadata.created_time) metadata.created_time = isoWithOffset(new Date(row.mtimeMs));
   const info: FileInfo = {
-    name: path.posix.basename(row.relPath),
+    name,
     path: flight.path,
     ...(flight.missionName ? { missionName: flight.missionName } : {}),
     fileGroupId: flight.fileGroupId,
     metadata,
-    subFileType: media.subFileType,
-    isOriginal: media.isOriginal,
-    ...(media.droneModelKey ? { droneModelKey: media.droneModelKey } : {}),
-    ...(media.payloadModelKey ? { payloadModelKey: media.payloadModelKey } : {}),
-    ...(media.sn ? { sn: media.sn } : {}),
-    ...(media.cameraSerial ? { cameraSerial: media.cameraSerial } : {}),
-    ...(media.cameraModel ? { cameraModel: media.cameraModel } : {}),
-    ...(media.unsupportedReason ? { unsupportedReason: media.unsupportedReason } : {}),
-    ...(media.warnings.length ? { warnings: media.warnings } : {}),
+    subFileType: media?.subFileType ?? 0,
+    isOriginal: media?.isOriginal ?? true,
+    ...(media?.droneModelKey ? { droneModelKey: media.droneModelKey } : {}),
+    ...(media?.payloadModelKey ? { payloadModelKey: media.payloadModelKey } : {}),
+    ...(media?.sn ? { sn: media.sn } : {}),
+    ...(media?.cameraSerial ? { cameraSerial: media.cameraSerial } : {}),
+    ...(media?.cameraModel ? { cameraModel: media.cameraModel } : {}),
+    ...(media?.unsupportedReason ? { unsupportedReason: media.unsupportedReason } : {}),
+    ...(media?.warnings.length ? { warnings: media.warnings } : {}),
   };
-  const tiny = tinyFingerprint(md5, media.captureTime ?? new Date(row.mtimeMs));
+  const tiny = tinyFingerprint(md5, media?.captureTime ?? new Date(row.mtimeMs));
   ctx.queue.setHashed(row.id, md5, tiny, info);
 }
 
@@ -346,6 +358,47 @@ export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<
   }
   ctx.queue.setDone(row.id, 'uploaded');
   return 'posted';
+}
+
+/**
+ * An object as the bucket has it: found, its size, and its MD5 where the
+ * ETag is one (a single PUT; a multipart ETag `<md5 of md5s>-N` says nothing
+ * of the content, so the size alone is checked then).
+ */
+export async function checkObject(ctx: StepContext, key: string, size: number, md5: string): Promise<Verification> {
+  const target = await ctx.sts.get({ signal: ctx.signal });
+  const st = await ctx.uploaderFor(target.provider).stat(key, ctx.signal);
+  const at = Date.now();
+  if (!st) return { at, by: 'bucket', found: false, size: null, checksum: 'not-given' };
+  const etag = st.etag?.toLowerCase() ?? '';
+  const checksum = /^[0-9a-f]{32}$/.test(etag) ? (etag === md5.toLowerCase() ? 'match' : 'mismatch') : 'not-given';
+  return { at, by: 'bucket', found: true, size: st.size, checksum: st.size === size ? checksum : 'mismatch' };
+}
+
+/**
+ * uploaded -> done for an RTK/PPK file: no callback (the contract's callback
+ * is for media, and the sample server requires media metadata these files do
+ * not have: it is never faked); the object is checked in the bucket instead.
+ */
+export async function storeStep(ctx: StepContext, row: UploadedRow): Promise<void> {
+  const v = await checkObject(ctx, row.objectKey, row.size, row.fingerprint);
+  if (!v.found || v.size !== row.size || v.checksum === 'mismatch') {
+    throw new DmsError('storage', `${row.info.name} is not in the bucket as it was sent (${v.found ? `size ${v.size}, checksum ${v.checksum}` : 'not found'}); it will be sent again.`);
+  }
+  ctx.queue.setVerified(row.id, v);
+  ctx.queue.setDone(row.id, 'stored');
+}
+
+/**
+ * A done file checked again in the bucket, for "safe to format": our own
+ * object (or a twin's with the same content); for content the server already
+ * had from elsewhere (fast-upload "known", no key of ours), the server's word.
+ */
+export async function verifyDone(ctx: StepContext, row: DoneRow & { fingerprint: string }): Promise<Verification> {
+  const key = row.objectKey ?? ctx.queue.objectKeyOfContent(row.fingerprint);
+  const v = key ? await checkObject(ctx, key, row.size, row.fingerprint) : { at: Date.now(), by: 'server' as const, found: true, size: row.size, checksum: 'match' as const };
+  ctx.queue.setVerified(row.id, v);
+  return v;
 }
 
 /** `YYYY-MM-DDTHH:mm:ss±hh:mm` in the machine's zone (fallback capture time). */

@@ -1,0 +1,39 @@
+import path from 'node:path';
+import type { CardOffload } from '../core/offload/card.js';
+import type { FlightCompleteness } from '../core/offload/types.js';
+
+/** One flight in a line or two: photos vs exposures, missing indexes, fixes, flags. */
+export function flightLines(f: FlightCompleteness): string[] {
+  const name = path.posix.basename(f.folder);
+  const parts = [`${f.photos} photo${f.photos === 1 ? '' : 's'}`];
+  if (f.videos > 0) parts.push(`${f.videos} video${f.videos === 1 ? '' : 's'}`);
+  if (f.exposuresInMrk !== null) parts.push(`${f.exposuresFound} of ${f.exposuresInMrk} exposures in the MRK`);
+  if (f.rtkCounts) parts.push(`RTK fixed ${f.rtkCounts.fixed}, float ${f.rtkCounts.float}, single ${f.rtkCounts.single}`);
+  if (f.wayline) parts.push(`wayline "${f.wayline.name}"`);
+  const mark = f.incomplete ? 'INCOMPLETE' : f.flags.length > 0 ? 'check' : 'ok';
+  return [`  ${mark.padEnd(10)} ${name}: ${parts.join(', ')}`, ...f.flags.map((x) => `             - ${x.message}`)];
+}
+
+/** The verdict, its reasons and the flights, for a terminal. */
+export function offloadText(o: CardOffload, manifestDir?: string): string {
+  const lines = [o.verdict.message];
+  for (const r of o.verdict.reasons) lines.push(`  - ${r}`);
+  for (const f of o.flights) lines.push(...flightLines(f));
+  if (manifestDir) lines.push(`  Manifest and report: ${manifestDir}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** The same as one JSON object (the `verdict` lines of `sync --json`). */
+export function offloadJson(o: CardOffload, manifestDir?: string): Record<string, unknown> {
+  return {
+    type: 'verdict',
+    source: o.card.sourceId,
+    label: o.card.label,
+    safe: o.verdict.safe,
+    message: o.verdict.message,
+    reasons: o.verdict.reasons,
+    counts: o.verdict.counts,
+    flights: o.flights.map(({ exposures: _e, ...f }) => f),
+    ...(manifestDir ? { manifest: manifestDir } : {}),
+  };
+}

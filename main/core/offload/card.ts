@@ -1,0 +1,179 @@
+/**
+ * One source (a card, or a folder) as the offload modules see it, read from
+ * the queue of the bound target: its files with their state, acknowledgement
+ * and bucket check, its flights (photos, RTK files, the exposure logs kept
+ * when they were hashed), and from those the "safe to format" verdict and the
+ * manifest's input. Reads only: the checks in the bucket are made by the
+ * engine (SyncEngine.verifySource) before this is asked.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { History } from '../history.js';
+import type { Queue } from '../queue/queue.js';
+import type { QueueRow } from '../queue/rows.js';
+import { sourceOf } from '../sources/source.js';
+import { analyseFlight } from './flight.js';
+import type { MrkParseResult } from './mrk.js';
+import { rtkKindOf } from './rtk-files.js';
+import { safeToFormat } from './safe-to-format.js';
+import type {
+  CardFileFact,
+  FileQueueState,
+  FlightCompleteness,
+  FlightInput,
+  ManifestFile,
+  OffloadReportInput,
+  SafeToFormatVerdict,
+} from './types.js';
+
+export interface CardRef {
+  sourceId: string;
+  /** What the crew calls it (the volume label, a folder name). */
+  label: string;
+}
+
+export interface CardOffload {
+  card: CardRef;
+  files: ManifestFile[];
+  flights: FlightCompleteness[];
+  verdict: SafeToFormatVerdict;
+  target: OffloadReportInput['target'];
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+function stateOf(row: QueueRow): FileQueueState {
+  switch (row.state) {
+    case 'done':
+      return 'done';
+    case 'failed':
+      return 'failed';
+    case 'waiting-for-source':
+      return 'waiting';
+    default:
+      return 'pending';
+  }
+}
+
+const HOW = { uploaded: 'callback', 'fast-uploaded': 'fast-upload', stored: 'stored' } as const;
+
+function fileOf(row: QueueRow, targetKey: string): ManifestFile {
+  const info = 'info' in row ? row.info : undefined;
+  const done = row.state === 'done' ? row : null;
+  const pos = info?.metadata.shoot_position;
+  const v = done?.verified ?? null;
+  return {
+    relPath: row.relPath,
+    kind: row.kind,
+    size: row.size,
+    mtimeMs: row.mtimeMs,
+    md5: ('fingerprint' in row && row.fingerprint) || '',
+    state: stateOf(row),
+    error: row.state === 'failed' ? row.errorMessage : null,
+    capturedAt: info?.metadata.created_time ?? null,
+    position:
+      pos?.lat !== undefined && pos.lng !== undefined
+        ? { lat: pos.lat, lng: pos.lng, absoluteAltitude: info?.metadata.absolute_altitude ?? null, relativeAltitude: info?.metadata.relative_altitude ?? null }
+        : null,
+    gimbalYaw: info?.metadata.gimbal_yaw_degree ?? null,
+    aircraft: info ? { modelKey: info.droneModelKey ?? null, serial: info.sn ?? null } : null,
+    camera: info ? { model: info.cameraModel ?? null, payloadKey: info.payloadModelKey ?? null, serial: info.cameraSerial ?? null } : null,
+    objectKey: 'objectKey' in row ? row.objectKey : null,
+    acknowledged: done ? { how: HOW[done.outcome], targetId: targetKey, at: iso(done.doneAt) } : null,
+    verified: v
+      ? { targetId: targetKey, at: iso(v.at), found: v.found, sizeMatches: v.size === row.size, checksum: v.checksum }
+      : null,
+  };
+}
+
+const folderOf = (relPath: string): string => path.posix.dirname(relPath.replace(/\\/g, '/'));
+
+/** The flights of a source: one per folder holding media or RTK files. */
+export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRow[]): FlightCompleteness[] {
+  const target = queue.target;
+  const history = target ? new History(queue.db, target.id) : null;
+  const mrk = queue.mrkOf(sourceId);
+  const byFolder = new Map<string, QueueRow[]>();
+  for (const r of rows) byFolder.set(folderOf(r.relPath), [...(byFolder.get(folderOf(r.relPath)) ?? []), r]);
+  return [...byFolder.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([folder, files]) => {
+      const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
+      const match = flightPath && history ? history.waylineOf(flightPath) : null;
+      const input: FlightInput = {
+        folder,
+        media: files
+          .filter((f) => f.kind === 'media')
+          .map((f) => {
+            const meta = 'info' in f ? f.info?.metadata : undefined;
+            const p = meta?.shoot_position;
+            return {
+              relPath: f.relPath,
+              capturedAt: meta?.created_time ?? null,
+              position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
+              gimbalYaw: meta?.gimbal_yaw_degree ?? null,
+            };
+          }),
+        rtkFiles: files.flatMap((f) => {
+          const kind = f.kind === 'rtk' ? rtkKindOf(f.relPath) : undefined;
+          return kind ? [{ relPath: f.relPath, kind }] : [];
+        }),
+        mrk: mrk
+          .filter((m) => folderOf(m.relPath) === folder)
+          .map((m) => ({ relPath: m.relPath, ...(m.parsed as MrkParseResult) })),
+        wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
+      };
+      return analyseFlight(input);
+    });
+}
+
+/** A source's label when none was seen this run: the card's id, or the folder's name. */
+export function fallbackLabel(sourceId: string): string {
+  const s = sourceOf(sourceId);
+  return s.kind === 'card' ? s.cardId : path.basename(s.root) || s.root;
+}
+
+/**
+ * Everything the crew needs to know about one source, for the current
+ * target: files, flights, and the verdict.
+ */
+export function cardOffload(queue: Queue, card: CardRef): CardOffload {
+  const target = queue.target;
+  if (!target) throw new Error('The queue is not bound to a target.');
+  const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
+  const files = rows.map((r) => fileOf(r, target.key));
+  const flights = flightsOf(queue, card.sourceId, rows);
+  const workspaceLabel = target.workspaceId ? `workspace ${target.workspaceId}` : target.label;
+  const facts: CardFileFact[] = files.map((f) => ({
+    relPath: f.relPath,
+    kind: f.kind,
+    size: f.size,
+    state: f.state,
+    error: f.error ?? null,
+    acknowledged: f.acknowledged,
+    verified: f.verified,
+  }));
+  const verdict = safeToFormat({
+    card: { id: card.sourceId, label: card.label },
+    target: { id: target.key, workspaceLabel },
+    scanComplete: queue.lastScan(card.sourceId)?.complete ?? false,
+    files: facts,
+    flights,
+    acceptedFlights: queue.acceptedFlights(card.sourceId),
+  });
+  return { card, files, flights, verdict, target: { id: target.key, workspaceLabel, serverLabel: target.label } };
+}
+
+/** The input of the manifest and the report for a source's offload, dated now. */
+export function reportInput(o: CardOffload, now = new Date(), tool = { name: 'Drone Media Sync', version: '0' }): OffloadReportInput {
+  return {
+    card: { id: o.card.sourceId, label: o.card.label },
+    target: o.target,
+    createdAt: now.toISOString(),
+    hostname: os.hostname(),
+    tool,
+    files: o.files,
+    flights: o.flights,
+    verdict: o.verdict,
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * A source whose sync came to rest: its objects checked in the bucket, its
+ * verdict ("safe to format" or why not), and its manifest written to the
+ * state folder and uploaded next to its files. The agent never formats or
+ * deletes anything: this only tells.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { toDmsError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Queue } from '../queue/queue.js';
+import type { SyncEngine } from '../sync/engine.js';
+import { cardOffload, type CardOffload, type CardRef } from './card.js';
+import { manifestFolder, writeManifest, type Published } from './publish.js';
+
+export const TOOL = { name: 'Drone Media Sync', version: '0.2.0' } as const;
+
+export interface Completed {
+  offload: CardOffload;
+  manifest: Published;
+  /** Why the manifest could not be uploaded (it is kept in the state folder), or null. */
+  uploadProblem: string | null;
+}
+
+export async function completeSource(o: {
+  engine: SyncEngine;
+  queue: Queue;
+  card: CardRef;
+  manifestsDir: string;
+  /** Check every done file again (a card at the end of its sync), or only those never checked. */
+  recheck: boolean;
+  log: Logger;
+  signal?: AbortSignal;
+}): Promise<Completed> {
+  await o.engine.verifySource(o.card.sourceId, { all: o.recheck, ...(o.signal ? { signal: o.signal } : {}) });
+  const offload = cardOffload(o.queue, o.card);
+  const manifest = writeManifest(o.manifestsDir, offload, TOOL);
+  let uploadProblem: string | null = null;
+  if (manifest.changed) {
+    try {
+      const files = manifest.files.map((f) => ({ rel: f, content: fs.readFileSync(path.join(manifest.dir, f)) }));
+      await o.engine.publish(`manifests/${manifestFolder(offload)}`, files, o.signal);
+    } catch (err) {
+      const e = toDmsError(err);
+      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${e.message}`;
+      o.log.warn({ source: o.card.sourceId, kind: e.kind }, uploadProblem);
+    }
+  }
+  return { offload, manifest, uploadProblem };
+}

@@ -1,0 +1,83 @@
+/**
+ * The manifest of a card, written where the crew finds it and uploaded next
+ * to the card's files: an ASC MHL hash list (one more generation each time
+ * the card's state changed, chained), the printable HTML report and the same
+ * data as JSON. In the state folder: `manifests/<card>/`; in the bucket:
+ * `<prefix>/manifests/<card>/`.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CardOffload } from './card.js';
+import { reportInput } from './card.js';
+import { nextMhlGeneration, type MhlGeneration } from './manifest.js';
+import { renderReportHtml, reportJson } from './report.js';
+
+export interface Published {
+  /** The folder in the state folder. */
+  dir: string;
+  /** Files of this generation, relative to `dir`. */
+  files: string[];
+  /** Whether a new generation was written (false: nothing changed since the last one). */
+  changed: boolean;
+}
+
+interface Ledger {
+  generations: MhlGeneration[];
+  /** What the last generation said, to write a new one only when the card's state changed. */
+  digest: string;
+}
+
+/** A folder name for a source: readable, and unique by a hash of its id. */
+export function manifestFolder(o: CardOffload): string {
+  const readable = o.card.label.normalize('NFC').replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._-]+/, '').slice(0, 48) || 'card';
+  const id = createHash('sha256').update(o.card.sourceId).digest('hex').slice(0, 10);
+  return `${readable}-${id}`;
+}
+
+/** The part of a card's state a manifest vouches for (not the time it was written). */
+function digestOf(o: CardOffload): string {
+  const facts = o.files.map((f) => [f.relPath, f.md5, f.state, f.acknowledged?.how, f.verified?.found, f.verified?.sizeMatches, f.verified?.checksum]);
+  return createHash('sha256').update(JSON.stringify([o.target.id, facts, o.verdict.safe, o.verdict.reasons])).digest('hex');
+}
+
+function readLedger(file: string): Ledger | null {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as Ledger;
+  } catch {
+    return null;
+  }
+}
+
+function writeAtomic(file: string, content: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, content);
+  fs.renameSync(tmp, file);
+}
+
+/**
+ * Writes the card's manifest into `<manifestsDir>/<card>/` when its state
+ * changed since the last one. Only hashed files go into the hash list (a file
+ * not read yet has no hash to vouch for); the report lists every file.
+ */
+export function writeManifest(manifestsDir: string, o: CardOffload, tool: { name: string; version: string }, now = new Date()): Published {
+  const dir = path.join(manifestsDir, manifestFolder(o));
+  const ledgerFile = path.join(dir, 'ledger.json');
+  const ledger = readLedger(ledgerFile);
+  const digest = digestOf(o);
+  if (ledger && ledger.digest === digest) return { dir, files: [], changed: false };
+  const input = reportInput(o, now, tool);
+  const hashed = { ...input, files: input.files.filter((f) => /^[0-9a-f]{32}$/i.test(f.md5)) };
+  const next = nextMhlGeneration(hashed, ledger?.generations ?? []);
+  const mhl = next.files[0]?.path ?? null;
+  const report = reportJson(input, mhl);
+  const written = [
+    ...next.files,
+    { path: 'report.html', content: renderReportHtml(report) },
+    { path: 'report.json', content: `${JSON.stringify(report, null, 2)}\n` },
+  ];
+  for (const f of written) writeAtomic(path.join(dir, f.path), f.content);
+  writeAtomic(ledgerFile, JSON.stringify({ generations: next.generations, digest } satisfies Ledger));
+  return { dir, files: written.map((f) => f.path), changed: true };
+}

@@ -1,0 +1,122 @@
+/**
+ * The "safe to format" verdict read from a real queue while a card is not at
+ * rest: a file still on its way, a failed file, a pulled card, and a switch
+ * to another target. The engine and the reference service run in-process.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import S3rver from 's3rver';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ApiClient } from '../../main/core/api/client.js';
+import { parseConfig } from '../../main/core/config.js';
+import { cardOffload } from '../../main/core/offload/card.js';
+import { Queue } from '../../main/core/queue/queue.js';
+import { serverTarget } from '../../main/core/session/target.js';
+import { folderSource } from '../../main/core/sources/source.js';
+import { SyncEngine } from '../../main/core/sync/engine.js';
+import { startService, type RunningService } from '../../main/service/index.js';
+import { SAMPLE_STS, startSampleServer } from '../support/sample-server.js';
+import { FIXTURES, tempDir } from '../support/harness.js';
+import { buildRtkCard } from '../support/rtk-card.js';
+
+let dir: string;
+let svc: RunningService;
+beforeAll(async () => {
+  dir = tempDir('dms-verdict-');
+  svc = await startService({ dataDir: path.join(dir, 'svc'), logger: false });
+});
+afterAll(async () => {
+  await svc.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const api = (s: RunningService) => new ApiClient({ baseUrl: s.baseUrl, workspaceId: s.workspaceId, token: s.token });
+
+function setup(name: string, s: RunningService = svc) {
+  const c = buildRtkCard({ root: path.join(dir, name), mission: 'Quarry', exposures: 6, missing: [], float: [] });
+  const queue = new Queue(path.join(dir, `state-${name}`, 'queue.db'));
+  const engine = new SyncEngine({ queue, api: api(s), config: parseConfig({ callbackSettleSeconds: 1 }) });
+  const source = folderSource(c.root);
+  const verdict = () => cardOffload(queue, { sourceId: source.sourceId, label: name }).verdict;
+  return { c, queue, engine, source, verdict };
+}
+
+it('not while a file is still on its way; safe once all are done and checked', async () => {
+  const { queue, engine, source, verdict } = setup('pending');
+  await engine.scan(source);
+  const pending = verdict();
+  expect(pending.safe).toBe(false);
+  expect(pending.reasons[0]).toMatch(/^10 files still on the way .*wait until they are done/);
+  await engine.run({ mode: 'until-idle' });
+  await engine.verifySource(source.sourceId, { all: true });
+  expect(verdict()).toMatchObject({ safe: true, reasons: [] });
+  engine.close();
+  queue.close();
+});
+
+it('not with a pulled card: its files wait for it', async () => {
+  const { queue, engine, source, verdict } = setup('pulled');
+  await engine.scan(source);
+  engine.sourceRemoved(source.sourceId, 'pulled was removed');
+  const v = verdict();
+  expect(v.safe).toBe(false);
+  expect(v.reasons.join(' ')).toMatch(/10 files waiting for the card .*insert the card again/);
+  engine.close();
+  queue.close();
+});
+
+it('not with a failed file: the reason says which and why', async () => {
+  // A server that refuses a camera outside DJI's list (the sample server's rule), with a real bucket.
+  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dir, 's3'), configureBuckets: [{ name: 'cloud-bucket', configs: [] }] });
+  const { port } = await s3.run();
+  const sample = await startSampleServer({ sts: { ...SAMPLE_STS, endpoint: `http://127.0.0.1:${port}`, credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' } } });
+  try {
+    const c = buildRtkCard({ root: path.join(dir, 'failed'), mission: 'Quarry', exposures: 4, missing: [], float: [] });
+    fs.copyFileSync(path.join(FIXTURES, 'M2EA/M2EA_IR.JPG'), path.join(c.root, c.folder, 'M2EA_IR.JPG'));
+    const queue = new Queue(path.join(dir, 'state-failed', 'queue.db'));
+    const engine = new SyncEngine({
+      queue,
+      api: new ApiClient({ baseUrl: sample.baseUrl, workspaceId: sample.workspaceId, token: 'sample-token' }),
+      config: parseConfig({}),
+    });
+    const source = folderSource(c.root);
+    await engine.scan(source);
+    await engine.run({ mode: 'until-idle' });
+    await engine.verifySource(source.sourceId, { all: true });
+    const v = cardOffload(queue, { sourceId: source.sourceId, label: 'failed' }).verdict;
+    expect(v.safe).toBe(false);
+    expect(v.reasons).toEqual([expect.stringMatching(/^1 file failed \(M2EA_IR\.JPG\): .*Read why in the list, fix it and choose Retry\.$/)]);
+    engine.close();
+    queue.close();
+  } finally {
+    await sample.close();
+    await s3.close();
+  }
+});
+
+it('not after a switch to another target until the card is there too', async () => {
+  const other = await startService({ dataDir: path.join(dir, 'svc-other'), logger: false });
+  try {
+    const { queue, engine, source, verdict } = setup('switch');
+    await engine.scan(source);
+    await engine.run({ mode: 'until-idle' });
+    await engine.verifySource(source.sourceId, { all: true });
+    expect(verdict().safe).toBe(true);
+    engine.close();
+    // The crew signs in to another server: nothing of this card is acknowledged there yet.
+    queue.bindTarget(serverTarget(other.baseUrl, other.workspaceId));
+    const onOther = new SyncEngine({ queue, api: api(other), config: parseConfig({}) });
+    await onOther.scan(source);
+    const v = verdict();
+    expect(v.safe).toBe(false);
+    expect(v.message).toMatch(/not safe to format yet — 10 on the way/);
+    await onOther.run({ mode: 'until-idle' });
+    await onOther.verifySource(source.sourceId, { all: true });
+    expect(verdict().safe).toBe(true);
+    expect(verdict().message).toContain(`workspace ${other.workspaceId}`);
+    onOther.close();
+    queue.close();
+  } finally {
+    await other.close();
+  }
+});
