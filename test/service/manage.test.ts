@@ -67,7 +67,7 @@ describe('login', () => {
 });
 
 describe('token refresh', () => {
-  it('gives a new token for a valid one; both work', async () => {
+  it('gives a new token for a valid one and revokes the old one', async () => {
     const first = (await login({ username: 'pilot', password: pilotPassword, flag: 2 })).body.data
       .access_token;
     const r = await call(s, 'POST', '/manage/api/v1/token/refresh', { token: first });
@@ -77,9 +77,13 @@ describe('token refresh', () => {
     });
     const second = r.body.data.access_token;
     expect(second).not.toBe(first);
-    for (const token of [first, second]) {
-      expect((await call(s, 'POST', paths(s.workspaceId).sts, { token })).body.code).toBe(0);
-    }
+    expect((await call(s, 'POST', paths(s.workspaceId).sts, { token: second })).body.code).toBe(0);
+    const old = await call(s, 'POST', paths(s.workspaceId).sts, { token: first });
+    expect(old.status).toBe(401);
+    expect(old.body.code).toBe(CODES.TOKEN_REVOKED);
+    // Nor can the old token be refreshed again.
+    const again = await call(s, 'POST', '/manage/api/v1/token/refresh', { token: first });
+    expect(again.body.code).toBe(CODES.TOKEN_REVOKED);
   });
 
   it('refuses an expired, revoked, or missing token with HTTP 401', async () => {
