@@ -101,7 +101,7 @@ export function md5Hex(content: string | Buffer): string {
 export async function putObject(
   s: RunningService,
   name: string,
-  content = `content of ${name}`,
+  content: string | Buffer = `content of ${name}`,
 ): Promise<string> {
   const sts = await getSts(s);
   const key = `${sts.object_key_prefix}/${name}`;

@@ -107,6 +107,8 @@ const parser = new XMLParser({
   removeNSPrefix: true,
   parseTagValue: false,
   processEntities: true,
+  // Numeric character references (Go's encoder writes &#34; for the quotes of ETags).
+  htmlEntities: true,
   isArray: (name) => name === 'Part',
 });
 
