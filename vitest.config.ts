@@ -4,7 +4,15 @@ export default defineConfig({
   test: {
     include: ['main/**/*.test.ts', 'test/**/*.test.ts'],
     // The slow ones run in `npm run test:faults` (test/faults/vitest.faults.config.ts).
-    exclude: ['node_modules', 'dist', 'test/faults/soak.test.ts', 'test/faults/**/*.slow.test.ts', 'test/load/**'],
+    // *.peer.test.ts need third-party tools from apt (rclone...): the peer tier runs them.
+    exclude: [
+      'node_modules',
+      'dist',
+      'test/faults/soak.test.ts',
+      'test/faults/**/*.slow.test.ts',
+      'test/load/**',
+      '**/*.peer.test.ts',
+    ],
     // The pinned AWS SDK warns about its 2027 releases on Node 20; noise in test output.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     testTimeout: 30_000,
