@@ -65,7 +65,7 @@ interface Target {
 const MAX_COMPLETE_BODY = 1024 * 1024;
 const MAX_KEY_BYTES = 1024;
 /** Query parameters allowed on every request: the SDK's operation marker and presigned-URL fields. */
-const ALWAYS_ALLOWED = (name: string): boolean => name === 'x-id' || name.startsWith('X-Amz-');
+const ALWAYS_ALLOWED = (name: string): boolean => name === 'x-id' || name.toLowerCase().startsWith('x-amz-');
 
 function parseQuery(raw: string): Query {
   const query: Query = {};
@@ -277,8 +277,15 @@ function boundedInt(raw: string | undefined, name: string, fallback: number, max
   return Math.min(+raw, max);
 }
 
-function sendObjectHead(res: ServerResponse, obj: ObjectRow, status: number, length: number): void {
+function sendObjectHead(
+  res: ServerResponse,
+  obj: ObjectRow,
+  status: number,
+  length: number,
+  extra: Record<string, string> = {},
+): void {
   res.writeHead(status, {
+    ...extra,
     'content-length': length,
     'content-type': obj.content_type ?? 'application/octet-stream',
     etag: quoted(obj.etag),
@@ -320,8 +327,9 @@ async function getObject(
     sendObjectHead(res, obj, 200, obj.size);
     if (head) return void res.end();
   } else {
-    sendObjectHead(res, obj, 206, r.end - r.start + 1);
-    res.setHeader('content-range', `bytes ${r.start}-${r.end}/${obj.size}`);
+    sendObjectHead(res, obj, 206, r.end - r.start + 1, {
+      'content-range': `bytes ${r.start}-${r.end}/${obj.size}`,
+    });
   }
   await pipeline(createReadStream(obj.path, r ?? {}), res);
 }

@@ -136,10 +136,10 @@ function fromQuery(req: IncomingMessage, q: Query): Claim {
   const signedHeaders = (q['X-Amz-SignedHeaders'] ?? '').split(';');
   if (!signedHeaders.includes('host')) throw queryMalformed('X-Amz-SignedHeaders must include host');
   const { id, scope } = parseScope(q['X-Amz-Credential'] ?? '', queryMalformed);
-  // A presigned URL signs no payload unless the client signed this header too.
+  // A presigned URL signs no payload, unless the client signed this header or put it in the query.
   const declared = signedHeaders.includes('x-amz-content-sha256')
     ? header(req, 'x-amz-content-sha256')
-    : undefined;
+    : (q['X-Amz-Content-Sha256'] ?? q['x-amz-content-sha256']);
   return {
     accessKeyId: id,
     sessionToken: q['X-Amz-Security-Token'],
