@@ -24,7 +24,9 @@ export interface ServiceLimits {
   maxOpenUploadsPerWorkspace: number;
   /** Wrong passwords a client IP or a username may send before each next try must wait. */
   loginFreeFailures: number;
-  /** The wait doubles with each further failure, from 1 s up to this. */
+  /** The wait after the first failure beyond those... */
+  loginFirstWaitSeconds: number;
+  /** ...doubles with each further failure, up to this. */
   loginMaxWaitSeconds: number;
   /** STS issues one API token may ask for at once... */
   stsBurst: number;
@@ -46,6 +48,7 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   maxObjectsPerWorkspace: 1_000_000,
   maxOpenUploadsPerWorkspace: 1000,
   loginFreeFailures: 5,
+  loginFirstWaitSeconds: 1,
   loginMaxWaitSeconds: 900,
   stsBurst: 60,
   stsRefillSeconds: 10,

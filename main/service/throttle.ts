@@ -46,7 +46,8 @@ interface Failures {
 
 /**
  * Wrong passwords: the first `free` failures of a key cost nothing; after
- * that each failure makes the key wait 1 s, 2 s, 4 s... up to `maxWaitSeconds`
+ * that each failure makes the key wait `firstWaitSeconds`, then twice, four
+ * times that... up to `maxWaitSeconds`
  * before its next try is even checked (no scrypt spent on it). Tries in
  * flight count against what is left of the free failures, so sending many at
  * once does not get around it. A success clears the username's count; a key
@@ -57,7 +58,7 @@ export class LoginThrottle {
   /** Tries being checked right now, per key (as many entries as requests in flight). */
   private readonly inFlight = new Map<string, number>();
 
-  constructor(private readonly opts: { free: number; maxWaitSeconds: number }) {}
+  constructor(private readonly opts: { free: number; firstWaitSeconds: number; maxWaitSeconds: number }) {}
 
   private state(key: string, now: number): Failures | undefined {
     const s = this.keys.get(key);
@@ -91,8 +92,10 @@ export class LoginThrottle {
       else this.inFlight.delete(key);
       if (ok) continue;
       const count = (this.state(key, now)?.count ?? 0) + 1;
-      const over = count - this.opts.free;
-      const waitMs = over > 0 ? Math.min(2 ** (over - 1), this.opts.maxWaitSeconds) * 1000 : 0;
+      // The `free`-th failure already makes the next try wait.
+      const over = count - this.opts.free + 1;
+      const wait = this.opts.firstWaitSeconds * 2 ** (over - 1);
+      const waitMs = over > 0 ? Math.min(wait, this.opts.maxWaitSeconds) * 1000 : 0;
       this.keys.set(key, { count, blockedUntil: now + waitMs, last: now });
     }
     if (ok) this.keys.delete(clearOnSuccess);

@@ -211,13 +211,14 @@ describe('4. reaching another workspace', () => {
   });
 
   it("cannot list the bucket, nor A's prefix; its own listing shows only its keys", async () => {
-    for (const query of [
+    const queries: Record<string, string>[] = [
       {},
       { 'list-type': '2' },
       { prefix: '' },
       { prefix: `${A.sts.object_key_prefix}/` },
       { prefix: A.sts.object_key_prefix },
-    ]) {
+    ];
+    for (const query of queries) {
       const r = await rawS3(B.sts, { method: 'GET', path: '/media', query });
       expect([JSON.stringify(query), r.status, r.code]).toEqual([JSON.stringify(query), 403, 'AccessDenied']);
       expect(r.body).not.toContain(A.victimKey);

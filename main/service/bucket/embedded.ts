@@ -85,6 +85,7 @@ export async function startEmbeddedBucket(opts: {
     defaultHost: bindHost,
     maxObjectBytes: limits.maxObjectBytes,
     maxPartBytes: limits.maxPartBytes,
+    completeKeepAliveMs: Math.min(5000, Math.ceil(limits.idleTimeoutMs / 3)),
     onInternalError: (err) => opts.log?.error({ err }, 'embedded bucket: request failed'),
   });
   const server = createServer(

@@ -60,11 +60,19 @@ function render(tree: XmlTree): string {
   return out;
 }
 
+export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+
+export function xmlElement(root: string, tree: XmlTree): string {
+  return `<${root} xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${render(tree)}</${root}>`;
+}
+
 export function xmlDocument(root: string, tree: XmlTree): string {
-  return (
-    '<?xml version="1.0" encoding="UTF-8"?>\n' +
-    `<${root} xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${render(tree)}</${root}>`
-  );
+  return XML_DECLARATION + xmlElement(root, tree);
+}
+
+/** `<Error>` with S3's fields, without the XML declaration. */
+export function errorElement(err: S3Error, resource?: string): string {
+  return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: randomUUID() })}</Error>`;
 }
 
 export function sendXml(res: ServerResponse, status: number, body: string, head = false): void {
@@ -88,9 +96,7 @@ export function sendError(
     res.destroy();
     return;
   }
-  const body =
-    '<?xml version="1.0" encoding="UTF-8"?>\n' +
-    `<Error>${render({ Code: err.code, Message: err.message, Resource: opts.resource, RequestId: randomUUID() })}</Error>`;
+  const body = XML_DECLARATION + errorElement(err, opts.resource);
   if (opts.close) res.setHeader('connection', 'close');
   // HEAD answers carry no body: the code goes in a header so clients can still tell.
   res.setHeader('x-amz-error-code', err.code);

@@ -24,6 +24,9 @@ import {
   sendError,
   sendXml,
   xmlDocument,
+  errorElement,
+  xmlElement,
+  XML_DECLARATION,
   type XmlTree,
 } from './s3-protocol.js';
 import { checkTime, readClaim, verifySignature, UNSIGNED, type Claim, type Query } from './sigv4.js';
@@ -50,6 +53,8 @@ export interface S3ServerOptions {
   defaultHost: string;
   maxObjectBytes: number;
   maxPartBytes: number;
+  /** How often a long Complete sends a space; below the idle timeouts on both sides. */
+  completeKeepAliveMs: number;
   /** Told of every failure that is not an S3 refusal (the client gets InternalError). */
   onInternalError(err: unknown): void;
 }
@@ -491,12 +496,12 @@ async function objectRequest(
   if (method === 'POST' && uploadId !== undefined) {
     allowOnly(query, ['uploadId'], 'CompleteMultipartUpload');
     const upload = opts.store.upload(uploadId, cred.workspaceId, key);
-    const parts = parseCompleteBody(await readSmallBody(req, res, MAX_COMPLETE_BODY));
-    const etag = await opts.store.complete(upload, parts);
-    return void sendXml(
-      res,
-      200,
-      xmlDocument('CompleteMultipartUploadResult', {
+    const parts = opts.store.checkParts(
+      upload,
+      parseCompleteBody(await readSmallBody(req, res, MAX_COMPLETE_BODY)),
+    );
+    return answerWhileWorking(res, opts, key, opts.store.complete(upload, parts), (etag) =>
+      xmlElement('CompleteMultipartUploadResult', {
         Location: `/${opts.bucket}/${encodeKey(key)}`,
         Bucket: opts.bucket,
         Key: key,
@@ -547,6 +552,36 @@ async function objectRequest(
   throw new S3Error(405, 'MethodNotAllowed', `The method ${method} is not allowed against this resource.`);
 }
 
+/**
+ * Like S3 for a long CompleteMultipartUpload: answers 200 at once and sends
+ * a space every few seconds until the work is done, then the result, or an
+ * <Error> inside the 200 (which the SDKs read as an error). Neither the
+ * client's read timeout nor our own idle timeout can cut a big assembly.
+ */
+async function answerWhileWorking<T>(
+  res: ServerResponse,
+  opts: S3ServerOptions,
+  resource: string,
+  work: Promise<T>,
+  result: (value: T) => string,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/xml' });
+  res.write(XML_DECLARATION);
+  const timer = setInterval(() => res.write(' '), opts.completeKeepAliveMs);
+  try {
+    res.end(result(await work));
+  } catch (err) {
+    if (!(err instanceof S3Error)) opts.onInternalError(err);
+    const s3 = err instanceof S3Error ? err : internalError();
+    res.end(errorElement(s3, resource));
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+const internalError = (): S3Error =>
+  new S3Error(500, 'InternalError', 'We encountered an internal error. Please try again.');
+
 /** The request handler of the bucket's HTTP server. */
 export function s3Handler(opts: S3ServerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
@@ -558,10 +593,7 @@ export function s3Handler(opts: S3ServerOptions): (req: IncomingMessage, res: Se
     };
     run().catch((err: unknown) => {
       if (!(err instanceof S3Error) && !req.destroyed) opts.onInternalError(err);
-      const s3 =
-        err instanceof S3Error
-          ? err
-          : new S3Error(500, 'InternalError', 'We encountered an internal error. Please try again.');
+      const s3 = err instanceof S3Error ? err : internalError();
       // A body that was not (fully) read cannot be followed by another request on this connection.
       sendError(res, s3, {
         head: req.method === 'HEAD',

@@ -271,12 +271,8 @@ export class BucketStore {
     await rm(this.uploadDir(upload.upload_id), { recursive: true, force: true });
   }
 
-  /**
-   * Concatenates the listed parts into the object, computing the MD5 of the
-   * whole object on the way (kept for upload callbacks). Returns S3's
-   * multipart ETag: MD5 of the parts' MD5s, "-", the number of parts.
-   */
-  async complete(upload: UploadRow, wanted: CompletedPart[]): Promise<string> {
+  /** The parts a CompleteMultipartUpload lists, each checked: uploaded, same ETag, at least 5 MiB but the last. */
+  checkParts(upload: UploadRow, wanted: CompletedPart[]): PartRow[] {
     const invalidPart = (n: number): S3Error =>
       new S3Error(
         400,
@@ -284,7 +280,7 @@ export class BucketStore {
         `Part ${n} was not uploaded, or its ETag does not match: list the parts and send their ETags.`,
       );
     const dir = this.uploadDir(upload.upload_id);
-    const parts = wanted.map(({ partNumber, etag }, i) => {
+    return wanted.map(({ partNumber, etag }, i) => {
       const row = this.q.part.get(upload.upload_id, partNumber);
       if (!row || row.md5 !== etag || !exists(join(dir, row.file))) throw invalidPart(partNumber);
       if (i < wanted.length - 1 && row.size < MIN_PART_BYTES) {
@@ -296,6 +292,15 @@ export class BucketStore {
       }
       return row;
     });
+  }
+
+  /**
+   * Concatenates checked parts into the object, computing the MD5 of the
+   * whole object on the way (kept for upload callbacks). Returns S3's
+   * multipart ETag: MD5 of the parts' MD5s, "-", the number of parts.
+   */
+  async complete(upload: UploadRow, parts: PartRow[]): Promise<string> {
+    const dir = this.uploadDir(upload.upload_id);
     this.completing.add(upload.upload_id);
     try {
       const md5 = createHash('md5');

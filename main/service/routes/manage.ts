@@ -39,6 +39,7 @@ export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext):
   const updateHash = ctx.db.prepare<[string, number]>('UPDATE users SET password_hash = ? WHERE id = ?');
   const throttle = new LoginThrottle({
     free: ctx.limits.loginFreeFailures,
+    firstWaitSeconds: ctx.limits.loginFirstWaitSeconds,
     maxWaitSeconds: ctx.limits.loginMaxWaitSeconds,
   });
 
