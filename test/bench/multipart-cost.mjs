@@ -15,17 +15,23 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const { startService } = await import(pathToFileURL(path.join(REPO, 'dist', 'main', 'service', 'index.js')).href);
+const { startService } = await import(
+  pathToFileURL(path.join(REPO, 'dist', 'main', 'service', 'index.js')).href
+);
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-multipart-cost-'));
 const service = await startService({ dataDir: dir, logger: false });
 try {
-  const res = await fetch(`${service.baseUrl}/storage/api/v1/workspaces/${service.workspaceId}/sts`, {
-    method: 'POST',
-    headers: { 'x-auth-token': service.token },
-  });
+  const res = await globalThis.fetch(
+    `${service.baseUrl}/storage/api/v1/workspaces/${service.workspaceId}/sts`,
+    {
+      method: 'POST',
+      headers: { 'x-auth-token': service.token },
+    },
+  );
   const sts = (await res.json()).data;
   const client = new S3Client({
     endpoint: sts.endpoint,
@@ -40,7 +46,12 @@ try {
     },
   });
   const part = randomBytes(8 * 1024 * 1024);
-  console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}`);
+  console.log(
+    `load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}`,
+  );
   for (const count of [38, 256]) {
     const Key = `${sts.object_key_prefix}/cost-${count}.mp4`;
     const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: sts.bucket, Key }));
