@@ -102,6 +102,38 @@ describe('1. a request signed with a wrong secret', () => {
   });
 });
 
+describe('1. bytes that are not the ones signed or summed', () => {
+  it('are refused (BadDigest, XAmzContentSHA256Mismatch) and not stored', async () => {
+    const key = `${B.sts.object_key_prefix}/tampered.jpg`;
+    const md5 = createHash('md5').update('the original').digest('base64');
+    const badMd5 = await rawS3(B.sts, {
+      method: 'PUT',
+      path: encodePath(key),
+      headers: { 'content-md5': md5 },
+      body: 'the tampered',
+    });
+    expect([badMd5.status, badMd5.code]).toEqual([400, 'BadDigest']);
+    const sha = createHash('sha256').update('the original').digest('hex');
+    const badSha = await rawS3(B.sts, {
+      method: 'PUT',
+      path: encodePath(key),
+      headers: { 'x-amz-content-sha256': sha },
+      body: 'the tampered',
+    });
+    expect([badSha.status, badSha.code]).toEqual([400, 'XAmzContentSHA256Mismatch']);
+    expect((await rawS3(B.sts, { method: 'HEAD', path: encodePath(key) })).status).toBe(404);
+    expect(readdirSync(join(dataDir, 'bucket', 'tmp'))).toEqual([]);
+    // The same with the right bytes is stored.
+    const good = await rawS3(B.sts, {
+      method: 'PUT',
+      path: encodePath(key),
+      headers: { 'content-md5': md5, 'x-amz-content-sha256': sha },
+      body: 'the original',
+    });
+    expect(good.status).toBe(200);
+  });
+});
+
 describe('2. UploadPart with a traversing uploadId', () => {
   it('is refused with NoSuchUpload and writes no file anywhere', async () => {
     const uploads = join(dataDir, 'bucket', 'uploads');

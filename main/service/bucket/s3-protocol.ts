@@ -60,6 +60,10 @@ function render(tree: XmlTree): string {
   return out;
 }
 
+/** S3 quotes ETags in headers and XML alike. */
+export const quoted = (etag: string): string => `"${etag}"`;
+export const isoDate = (ms: number): string => new Date(ms).toISOString();
+
 export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
 export function xmlElement(root: string, tree: XmlTree): string {

@@ -15,8 +15,8 @@ import { pipeline } from 'node:stream/promises';
 import { encodeKey } from '../../core/storage/s3-put.js';
 import {
   accessDenied,
-  invalidArgument,
-  invalidRequest,
+  isoDate,
+  quoted,
   noSuchKey,
   notImplemented,
   parseCompleteBody,
@@ -27,10 +27,22 @@ import {
   errorElement,
   xmlElement,
   XML_DECLARATION,
-  type XmlTree,
 } from './s3-protocol.js';
 import { checkTime, readClaim, verifySignature, UNSIGNED, type Claim, type Query } from './sigv4.js';
+import { listObjects } from './s3-list.js';
+import {
+  ALWAYS_ALLOWED,
+  allowOnly,
+  boundedInt,
+  checkKey,
+  hostName,
+  parseTarget,
+  partNumber,
+  type Target,
+} from './s3-request.js';
 import type { BucketStore, ObjectRow, Received } from './store.js';
+
+const MAX_COMPLETE_BODY = 1024 * 1024;
 
 export interface Credential {
   workspaceId: string;
@@ -57,64 +69,6 @@ export interface S3ServerOptions {
   completeKeepAliveMs: number;
   /** Told of every failure that is not an S3 refusal (the client gets InternalError). */
   onInternalError(err: unknown): void;
-}
-
-/** What a request is, once parsed. */
-interface Target {
-  /** The object key, decoded; '' for the bucket itself. */
-  key: string;
-  decodedPath: string;
-  query: Query;
-}
-
-const MAX_COMPLETE_BODY = 1024 * 1024;
-const MAX_KEY_BYTES = 1024;
-/** Query parameters allowed on every request: the SDK's operation marker and presigned-URL fields. */
-const ALWAYS_ALLOWED = (name: string): boolean => name === 'x-id' || name.toLowerCase().startsWith('x-amz-');
-
-function parseQuery(raw: string): Query {
-  const query: Query = {};
-  if (raw === '') return query;
-  for (const pair of raw.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const name = decodeURIComponent(eq < 0 ? pair : pair.slice(0, eq));
-    const value = eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1));
-    if (Object.hasOwn(query, name)) throw invalidArgument(`The query parameter ${name} is given twice.`);
-    query[name] = value;
-  }
-  return query;
-}
-
-function parseTarget(req: IncomingMessage, bucket: string): Target {
-  const raw = req.url ?? '';
-  if (!raw.startsWith('/')) throw invalidRequest('Only path-style requests to this endpoint are served.');
-  const q = raw.indexOf('?');
-  const rawPath = q < 0 ? raw : raw.slice(0, q);
-  let decodedPath: string;
-  let query: Query;
-  try {
-    decodedPath = rawPath
-      .split('/')
-      .map((s) => decodeURIComponent(s))
-      .join('/');
-    query = parseQuery(q < 0 ? '' : raw.slice(q + 1));
-  } catch (err) {
-    if (err instanceof S3Error) throw err;
-    throw new S3Error(400, 'InvalidURI', 'Could not parse the specified URI (bad percent-encoding).');
-  }
-  const [, name = '', ...rest] = decodedPath.split('/');
-  if (name !== bucket) throw accessDenied(`These credentials only give access to the bucket ${bucket}.`);
-  return { key: rest.join('/'), decodedPath, query };
-}
-
-function hostName(hostHeader: string | undefined): string | undefined {
-  if (hostHeader === undefined) return undefined;
-  try {
-    return new URL(`http://${hostHeader}`).hostname;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The signature, the credential behind it, its lifetime and its host. */
@@ -155,24 +109,6 @@ function authenticate(
   return { claim, cred };
 }
 
-function checkKey(key: string, prefix: string): void {
-  if (!key.startsWith(`${prefix}/`) || key.length === prefix.length + 1) {
-    throw accessDenied(`These credentials only give access to keys under ${prefix}/.`);
-  }
-  if (key.split('/').some((s) => s === '.' || s === '..')) {
-    throw accessDenied('Object keys with . or .. segments are not allowed.');
-  }
-  if (Buffer.byteLength(key) > MAX_KEY_BYTES)
-    throw new S3Error(400, 'KeyTooLongError', 'Your key is too long (over 1024 bytes).');
-}
-
-function allowOnly(query: Query, allowed: string[], what: string): void {
-  for (const name of Object.keys(query)) {
-    if (!allowed.includes(name) && !ALWAYS_ALLOWED(name))
-      throw notImplemented(`${what} with the parameter "${name}"`);
-  }
-}
-
 function contentLength(req: IncomingMessage, max: number): number {
   const raw = req.headers['content-length'];
   if (raw === undefined || !/^\d{1,15}$/.test(raw)) {
@@ -203,9 +139,6 @@ const contentType = (req: IncomingMessage): string | null => {
   const v = req.headers['content-type'];
   return v !== undefined && v.length <= 256 ? v : null;
 };
-
-const quoted = (etag: string): string => `"${etag}"`;
-const isoDate = (ms: number): string => new Date(ms).toISOString();
 
 /** Reads the body into tmp/, checking its length, Content-MD5 and declared SHA-256. */
 async function receiveBody(
@@ -268,20 +201,6 @@ async function readSmallBody(req: IncomingMessage, res: ServerResponse, max: num
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function partNumber(query: Query): number {
-  const raw = query.partNumber ?? '';
-  if (!/^\d{1,5}$/.test(raw) || +raw < 1 || +raw > 10_000) {
-    throw invalidArgument('Part number must be an integer between 1 and 10000, inclusive.');
-  }
-  return +raw;
-}
-
-function boundedInt(raw: string | undefined, name: string, fallback: number, max: number): number {
-  if (raw === undefined) return fallback;
-  if (!/^\d{1,6}$/.test(raw)) throw invalidArgument(`${name} must be a non-negative integer.`);
-  return Math.min(+raw, max);
-}
-
 function sendObjectHead(
   res: ServerResponse,
   obj: ObjectRow,
@@ -339,98 +258,6 @@ async function getObject(
   await pipeline(createReadStream(obj.path, r ?? {}), res);
 }
 
-function listObjects(res: ServerResponse, opts: S3ServerOptions, cred: Credential, query: Query): void {
-  const v2 = query['list-type'] === '2';
-  allowOnly(
-    query,
-    v2
-      ? [
-          'list-type',
-          'prefix',
-          'delimiter',
-          'max-keys',
-          'continuation-token',
-          'start-after',
-          'encoding-type',
-          'fetch-owner',
-        ]
-      : ['prefix', 'delimiter', 'max-keys', 'marker', 'encoding-type'],
-    'Listing',
-  );
-  const prefix = query.prefix ?? '';
-  if (!prefix.startsWith(`${cred.prefix}/`)) {
-    throw accessDenied(`These credentials can only list keys under ${cred.prefix}/: set prefix to it.`);
-  }
-  const delimiter = query.delimiter ?? '';
-  if (delimiter !== '' && delimiter !== '/') throw notImplemented('Listing with a delimiter other than "/"');
-  const encodingType = query['encoding-type'];
-  if (encodingType !== undefined && encodingType !== 'url')
-    throw invalidArgument('Invalid Encoding Method specified in Request');
-  const enc = (s: string): string => (encodingType === 'url' ? encodeKey(s) : s);
-  const maxKeys = boundedInt(query['max-keys'], 'max-keys', 1000, 1000);
-  const after =
-    v2 && query['continuation-token'] !== undefined
-      ? Buffer.from(query['continuation-token'], 'base64url').toString('utf8')
-      : ((v2 ? query['start-after'] : query.marker) ?? '');
-  // Keys with the prefix sort in [prefix, prefix + U+FFFF).
-  const end = `${prefix}\uffff`;
-  const contents: ObjectRow[] = [];
-  const common: string[] = [];
-  let truncated = false;
-  let last = after;
-  while (contents.length + common.length < maxKeys) {
-    const rows = opts.store.list(prefix, last, end, maxKeys + 1);
-    if (rows.length === 0) break;
-    for (const row of rows) {
-      if (contents.length + common.length >= maxKeys) {
-        truncated = true;
-        break;
-      }
-      const cut = delimiter === '' ? -1 : row.key.indexOf(delimiter, prefix.length);
-      if (cut >= 0) {
-        const cp = row.key.slice(0, cut + 1);
-        common.push(cp);
-        // Skip every key under this common prefix: '/' + 1 is '0'.
-        last = `${cp.slice(0, -1)}0`;
-        break;
-      }
-      contents.push(row);
-      last = row.key;
-    }
-    if (truncated) break;
-  }
-  if (!truncated && contents.length + common.length >= maxKeys)
-    truncated = opts.store.list(prefix, last, end, 1).length > 0;
-  const tree: XmlTree = {
-    Name: opts.bucket,
-    Prefix: enc(prefix),
-    ...(v2
-      ? {
-          KeyCount: contents.length + common.length,
-          ContinuationToken: query['continuation-token'],
-          NextContinuationToken: truncated ? Buffer.from(last).toString('base64url') : undefined,
-          StartAfter: query['start-after'] !== undefined ? enc(query['start-after']) : undefined,
-        }
-      : {
-          Marker: enc(query.marker ?? ''),
-          NextMarker: truncated && delimiter !== '' ? enc(last) : undefined,
-        }),
-    MaxKeys: maxKeys,
-    Delimiter: delimiter === '' ? undefined : delimiter,
-    EncodingType: encodingType,
-    IsTruncated: truncated,
-    Contents: contents.map((o) => ({
-      Key: enc(o.key),
-      LastModified: isoDate(o.last_modified),
-      ETag: quoted(o.etag),
-      Size: o.size,
-      StorageClass: 'STANDARD',
-    })),
-    CommonPrefixes: common.map((p) => ({ Prefix: enc(p) })),
-  };
-  sendXml(res, 200, xmlDocument('ListBucketResult', tree));
-}
-
 async function bucketRequest(
   req: IncomingMessage,
   res: ServerResponse,
@@ -446,7 +273,7 @@ async function bucketRequest(
     // us-east-1 is the empty LocationConstraint.
     return void sendXml(res, 200, xmlDocument('LocationConstraint', {}));
   }
-  listObjects(res, opts, cred, query);
+  sendXml(res, 200, listObjects(opts.store, opts.bucket, cred.prefix, query));
   return Promise.resolve();
 }
 
