@@ -419,7 +419,8 @@ export function s3Handler(opts: S3ServerOptions): (req: IncomingMessage, res: Se
       return objectRequest(req, res, opts, claim, cred, target);
     };
     run().catch((err: unknown) => {
-      if (!(err instanceof S3Error) && !req.destroyed) opts.onInternalError(err);
+      // A client that went away (timeout, hang-up) is no fault of ours.
+      if (!(err instanceof S3Error) && !req.destroyed && !res.destroyed) opts.onInternalError(err);
       const s3 = err instanceof S3Error ? err : internalError();
       // A body that was not (fully) read cannot be followed by another request on this connection.
       sendError(res, s3, {
