@@ -75,7 +75,7 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
 
   if (!serverUrl) {
     // Loaded only here: with a server configured, `sync` need not load fastify,
-    // the embedded bucket and the service's SQLite code at all (about 0.35 s of every start).
+    // s3rver and the service's SQLite code at all (about 0.35 s of every start).
     const { startService } = await import('../service/index.js');
     const svc = await startService({ dataDir: paths.service, port: 0, logger: false });
     const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token });
