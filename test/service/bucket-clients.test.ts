@@ -186,7 +186,14 @@ describe('the AWS SDK v3', () => {
 
   it('puts, heads, gets (whole and a range) and lists with pagination and a delimiter', async () => {
     const body = randomBytes(3000);
-    const keys = ['list/a.jpg', 'list/b.jpg', 'list/sub/c.jpg', 'list/sub/d.jpg', 'list/é + ü.jpg'];
+    const keys = [
+      'list/a.jpg',
+      'list/b.jpg',
+      'list/sub/c.jpg',
+      'list/sub/d.jpg',
+      'list/é + ü.jpg',
+      'list/🚁.jpg',
+    ];
     for (const k of keys) {
       await client.send(
         new PutObjectCommand({
@@ -231,7 +238,7 @@ describe('the AWS SDK v3', () => {
     );
     expect(folders.CommonPrefixes?.map((p) => p.Prefix)).toEqual([`${prefix}/list/sub/`]);
     expect(folders.Contents?.map((o) => o.Key)).toEqual(
-      ['list/a.jpg', 'list/b.jpg', 'list/é + ü.jpg'].map((k) => `${prefix}/${k}`),
+      ['list/a.jpg', 'list/b.jpg', 'list/é + ü.jpg', 'list/🚁.jpg'].map((k) => `${prefix}/${k}`),
     );
   });
 

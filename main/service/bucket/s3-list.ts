@@ -17,6 +17,16 @@ import { allowOnly, boundedInt } from './s3-request.js';
 import type { Query } from './sigv4.js';
 import type { BucketStore, ObjectRow } from './store.js';
 
+/**
+ * The smallest string above every key that starts with `prefix`: its last
+ * code point plus one (SQLite compares UTF-8 bytes, which sort as code points).
+ */
+function prefixEnd(prefix: string): string {
+  const points = Array.from(prefix);
+  const last = points.pop()?.codePointAt(0) ?? 0;
+  return points.join('') + String.fromCodePoint(last + 1);
+}
+
 export function listObjects(store: BucketStore, bucket: string, ownPrefix: string, query: Query): string {
   const v2 = query['list-type'] === '2';
   allowOnly(
@@ -50,8 +60,7 @@ export function listObjects(store: BucketStore, bucket: string, ownPrefix: strin
     v2 && query['continuation-token'] !== undefined
       ? Buffer.from(query['continuation-token'], 'base64url').toString('utf8')
       : ((v2 ? query['start-after'] : query.marker) ?? '');
-  // Keys with the prefix sort in [prefix, prefix + U+FFFF).
-  const end = `${prefix}\uffff`;
+  const end = prefixEnd(prefix);
   const contents: ObjectRow[] = [];
   const common: string[] = [];
   let truncated = false;

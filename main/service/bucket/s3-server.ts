@@ -258,13 +258,13 @@ async function getObject(
   await pipeline(createReadStream(obj.path, r ?? {}), res);
 }
 
-async function bucketRequest(
+function bucketRequest(
   req: IncomingMessage,
   res: ServerResponse,
   opts: S3ServerOptions,
   cred: Credential,
   query: Query,
-): Promise<void> {
+): void {
   const method = req.method ?? 'GET';
   if (method === 'HEAD' && Object.keys(query).every(ALWAYS_ALLOWED)) return void sendXml(res, 200, '', true);
   if (method !== 'GET') throw accessDenied('These credentials cannot change the bucket itself.');
@@ -274,7 +274,6 @@ async function bucketRequest(
     return void sendXml(res, 200, xmlDocument('LocationConstraint', {}));
   }
   sendXml(res, 200, listObjects(opts.store, opts.bucket, cred.prefix, query));
-  return Promise.resolve();
 }
 
 async function objectRequest(

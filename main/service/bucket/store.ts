@@ -161,9 +161,8 @@ export class BucketStore {
     return unlink(tmp).catch(() => undefined);
   }
 
-  /** The object, if its row and its file both exist. */
-  object(key: string): (ObjectRow & { path: string }) | undefined {
-    const row = this.q.object.get(key);
+  /** The row with its file's path, if the file is still there; a row without its file is dropped. */
+  private present(row: ObjectRow | undefined): (ObjectRow & { path: string }) | undefined {
     if (!row) return undefined;
     const path = join(this.objectDir(row.workspace_id), row.file);
     if (exists(path)) return { ...row, path };
@@ -171,9 +170,14 @@ export class BucketStore {
     return undefined;
   }
 
+  /** The object, if its row and its file both exist. */
+  object(key: string): (ObjectRow & { path: string }) | undefined {
+    return this.present(this.q.object.get(key));
+  }
+
   /** Objects with keys in [from, to) after `after`, at most `limit`, in key order (rows without a file skipped). */
   list(from: string, after: string, to: string, limit: number): ObjectRow[] {
-    return this.q.list.all(from, after, to, limit).filter((row) => this.object(row.key) !== undefined);
+    return this.q.list.all(from, after, to, limit).filter((row) => this.present(row) !== undefined);
   }
 
   private checkObjectRoom(workspaceId: string, key: string): void {
