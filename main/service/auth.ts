@@ -25,7 +25,7 @@ export function hashToken(token: string): string {
 
 /**
  * OWASP's current recommendation for scrypt (N=2^17, r=8, p=1): 128 MiB and
- * about half a second of one core per hash. Hashes keep their parameters,
+ * up to a second or more of one core per hash. Hashes keep their parameters,
  * so older ones still verify and are upgraded at the next successful login.
  */
 const SCRYPT = { N: 2 ** 17, r: 8, p: 1, keylen: 32 };
