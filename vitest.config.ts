@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['main/**/*.test.ts', 'test/**/*.test.ts'],
-    // The slow ones run in `npm run test:faults` (test/faults/vitest.faults.config.ts).
-    // *.peer.test.ts need third-party tools from apt (rclone...): the peer tier runs them.
+    // The slow ones run in `npm run test:faults` (test/faults/vitest.faults.config.ts),
+    // those against real third-party engines in `npm run test:peers` (test/peers/vitest.peers.config.ts).
     exclude: [
       'node_modules',
       'dist',
