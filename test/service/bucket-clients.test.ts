@@ -23,7 +23,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DmsError } from '../../main/core/errors.js';
 import { createUploader } from '../../main/core/storage/index.js';
-import type { BucketTarget, MultipartState, UploaderOptions } from '../../main/core/storage/types.js';
+import type { MultipartState, UploaderOptions } from '../../main/core/storage/types.js';
+import { StsCache } from '../../main/core/sync/sts-cache.js';
 import { call, getSts, md5Hex, paths, removeDir, s3From, startTemp, tempDir, type Loose } from './helpers.js';
 import { send, signer } from './s3-raw.js';
 
@@ -46,26 +47,14 @@ afterAll(async () => {
   removeDir(dir);
 });
 
-/** What the agent's engine makes of an sts answer. */
-async function target(): Promise<BucketTarget> {
-  const sts = await getSts(s);
-  return {
-    provider: sts.provider,
-    bucket: sts.bucket,
-    endpoint: sts.endpoint,
-    region: sts.region,
-    objectKeyPrefix: sts.object_key_prefix,
-    credentials: {
-      accessKeyId: sts.credentials.access_key_id,
-      secretAccessKey: sts.credentials.access_key_secret,
-      sessionToken: sts.credentials.security_token,
-      expiresAt: Date.now() + sts.credentials.expire * 1000,
-    },
-  };
-}
-
 const uploader = (opts: Partial<UploaderOptions> = {}) =>
-  createUploader('minio', { target: target, partSize: 5 * MiB, multipartThreshold: 8 * MiB, ...opts });
+  createUploader('minio', {
+    // The engine's own path from the sts endpoint to a bucket target.
+    target: new StsCache(() => getSts(s)).get,
+    partSize: 5 * MiB,
+    multipartThreshold: 8 * MiB,
+    ...opts,
+  });
 
 /** The callback accepts a fingerprint only if it is the stored object's MD5. */
 async function storedMd5Is(key: string, md5: string): Promise<boolean> {

@@ -4,33 +4,10 @@
  * Host header of their choosing, a copy source. Sent with node:http, which
  * (unlike fetch) lets the Host header be set.
  */
-import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { NodeSha256 } from '../../main/core/storage/s3-put.js';
 import type { Loose } from './helpers.js';
-
-type Data = string | ArrayBuffer | ArrayBufferView;
-const bin = (d: Data): Buffer =>
-  typeof d === 'string'
-    ? Buffer.from(d)
-    : d instanceof ArrayBuffer
-      ? Buffer.from(d)
-      : Buffer.from(d.buffer, d.byteOffset, d.byteLength);
-
-/** The hash interface @smithy/signature-v4 asks for, from node:crypto. */
-class Sha256 {
-  private readonly h;
-  constructor(secret?: Data) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', bin(secret));
-  }
-  update(data: Data): void {
-    this.h.update(bin(data));
-  }
-  digest(): Promise<Uint8Array> {
-    return Promise.resolve(new Uint8Array(this.h.digest()));
-  }
-  reset(): void {}
-}
 
 export interface RawRequest {
   method: string;
@@ -64,7 +41,7 @@ export function signer(
   return new SignatureV4({
     service: 's3',
     region: sts.region,
-    sha256: Sha256,
+    sha256: NodeSha256,
     uriEscapePath: false,
     applyChecksum: false,
     credentials: {
