@@ -3,8 +3,8 @@
  * the product), against the embedded bucket: copy up (single PUTs through
  * presigned URLs, multipart with signed payloads), list, copy back, check.
  * A peer test: `npm test` does not run it (rclone is not there on a fresh
- * machine); `npx vitest run test/service/rclone.peer.test.ts` does once
- * `apt-get install -y rclone` has.
+ * machine); the peer tier (`npm run test:peers`, every test/**/*.peer.test.ts)
+ * does once `apt-get install -y rclone` has.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
