@@ -1,7 +1,8 @@
 /**
  * rclone, a real third-party S3 client (Debian's package, not a dependency of
- * the product), against the embedded bucket: copy up (single PUTs through
- * presigned URLs, multipart with signed payloads), list, copy back, check.
+ * the product), against the embedded bucket: copy up (rclone 1.60 signs
+ * single PUTs as UNSIGNED-PAYLOAD with Content-MD5, parts with their SHA-256
+ * and Expect: 100-continue), list, copy back, check.
  * A peer test: `npm test` does not run it (rclone is not there on a fresh
  * machine); the peer tier (`npm run test:peers`, every test/**/*.peer.test.ts)
  * does once `apt-get install -y rclone` has.
