@@ -4,7 +4,7 @@
  * single PUTs as UNSIGNED-PAYLOAD with Content-MD5, parts with their SHA-256
  * and Expect: 100-continue), list, copy back, check.
  * A peer test: `npm test` does not run it (rclone is not there on a fresh
- * machine); the peer tier (`npm run test:peers`, every test/**/*.peer.test.ts)
+ * machine); the peer tier (`npm run test:peers`, every *.peer.test.ts in test/)
  * does once `apt-get install -y rclone` has.
  */
 import { execFile } from 'node:child_process';
