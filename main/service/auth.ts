@@ -23,33 +23,72 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
 
-const SCRYPT = { N: 16384, r: 8, p: 1, keylen: 32 };
+/**
+ * OWASP's current recommendation for scrypt (N=2^17, r=8, p=1): 128 MiB and
+ * up to a second or more of one core per hash. Hashes keep their parameters,
+ * so older ones still verify and are upgraded at the next successful login.
+ */
+const SCRYPT = { N: 2 ** 17, r: 8, p: 1, keylen: 32 };
+/** Highest N accepted from a stored hash: keeps a tampered row from asking for gigabytes. */
+const MAX_N = 2 ** 20;
 
-function scryptAsync(password: string, salt: Buffer): Promise<Buffer> {
+function scryptAsync(
+  password: string,
+  salt: Buffer,
+  keylen: number,
+  N: number,
+  r: number,
+  p: number,
+): Promise<Buffer> {
+  // scrypt needs 128 * N * r bytes; Node refuses over 32 MiB unless told.
+  const maxmem = 128 * N * r * p + 32 * 1024 * 1024;
   return new Promise((resolve, reject) => {
-    scrypt(password, salt, SCRYPT.keylen, { N: SCRYPT.N, r: SCRYPT.r, p: SCRYPT.p }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    );
+    scrypt(password, salt, keylen, { N, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
   });
 }
+
+const encodeHash = (N: number, r: number, p: number, salt: Buffer, key: Buffer): string =>
+  ['scrypt', N, r, p, salt.toString('base64'), key.toString('base64')].join('$');
 
 /** `scrypt$N$r$p$<salt b64>$<key b64>`: parameters travel with the hash so they can be raised later. */
 export async function hashPassword(password: string): Promise<string> {
   const salt = randomBytes(16);
-  const key = await scryptAsync(password, salt);
-  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64'), key.toString('base64')].join('$');
+  const key = await scryptAsync(password, salt, SCRYPT.keylen, SCRYPT.N, SCRYPT.r, SCRYPT.p);
+  return encodeHash(SCRYPT.N, SCRYPT.r, SCRYPT.p, salt, key);
+}
+
+/**
+ * Compared against when the user does not exist, so that a wrong username
+ * costs as long as a wrong password (no user enumeration by timing).
+ */
+export const DUMMY_PASSWORD_HASH = encodeHash(
+  SCRYPT.N,
+  SCRYPT.r,
+  SCRYPT.p,
+  Buffer.alloc(16),
+  Buffer.alloc(32),
+);
+
+function parseHash(stored: string): { N: number; r: number; p: number; salt: Buffer; key: Buffer } | null {
+  const [scheme, n, r, p, salt, key, ...rest] = stored.split('$');
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key || rest.length > 0) return null;
+  const [N, R, P] = [+n, +r, +p];
+  if (![N, R, P].every(Number.isSafeInteger) || N < 2 || N > MAX_N || R < 1 || R > 32 || P < 1 || P > 16)
+    return null;
+  return { N, r: R, p: P, salt: Buffer.from(salt, 'base64'), key: Buffer.from(key, 'base64') };
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
-  const [scheme, n, r, p, salt, key] = stored.split('$');
-  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !key) return false;
-  const expected = Buffer.from(key, 'base64');
-  const actual = await new Promise<Buffer>((resolve, reject) => {
-    scrypt(password, Buffer.from(salt, 'base64'), expected.length, { N: +n, r: +r, p: +p }, (err, k) =>
-      err ? reject(err) : resolve(k),
-    );
-  });
-  return timingSafeEqual(actual, expected);
+  const h = parseHash(stored);
+  if (!h || h.key.length < 16) return false;
+  const actual = await scryptAsync(password, h.salt, h.key.length, h.N, h.r, h.p);
+  return timingSafeEqual(actual, h.key);
+}
+
+/** True when the hash was made with other parameters than today's: rehash it after a good login. */
+export function needsRehash(stored: string): boolean {
+  const h = parseHash(stored);
+  return !h || h.N !== SCRYPT.N || h.r !== SCRYPT.r || h.p !== SCRYPT.p;
 }
 
 interface TokenRow {
@@ -127,17 +166,23 @@ declare module 'fastify' {
 }
 
 /** Reads and checks `x-auth-token`; HTTP 401 envelope when it is not usable. */
-export function authenticate(tokens: TokenStore, req: FastifyRequest): TokenOwner {
+/** The request's `x-auth-token`, trimmed; undefined when absent or empty. */
+export function requestToken(req: FastifyRequest): string | undefined {
   const header = req.headers['x-auth-token'];
-  const token = Array.isArray(header) ? header[0] : header;
-  if (token === undefined || token.trim() === '') {
+  const token = (Array.isArray(header) ? header[0] : header)?.trim();
+  return token === '' ? undefined : token;
+}
+
+export function authenticate(tokens: TokenStore, req: FastifyRequest): TokenOwner {
+  const token = requestToken(req);
+  if (token === undefined) {
     throw new ApiError(
       401,
       CODES.TOKEN_MISSING,
       'The x-auth-token header is missing. Sign in and send the access token.',
     );
   }
-  const result = tokens.check(token.trim());
+  const result = tokens.check(token);
   if (!result.ok) throw new ApiError(401, result.code, result.message);
   return result.owner;
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { TokenStore } from './auth.js';
 import type { BucketBackend } from './bucket/types.js';
 import type { Db } from './db.js';
+import type { ServiceLimits } from './limits.js';
 
 /** What the route modules share. */
 export interface ServiceContext {
@@ -11,4 +12,5 @@ export interface ServiceContext {
   /** Mutable: admin.setStsExpireSeconds() changes it at run time. */
   settings: { stsExpireSeconds: number };
   log: Logger | null;
+  limits: ServiceLimits;
 }

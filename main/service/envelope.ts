@@ -22,10 +22,16 @@ export const CODES = {
   FINGERPRINT_UNKNOWN: 404001,
   /** upload-callback result 0 for an object that is not in the bucket (HTTP 200). */
   OBJECT_NOT_FOUND: 404002,
+  /** upload-callback result 0 whose fingerprint is not the MD5 of the stored object (HTTP 200). */
+  FINGERPRINT_MISMATCH: 409001,
   ROUTE_NOT_FOUND: 404000,
   METHOD_NOT_ALLOWED: 405000,
   BODY_TOO_LARGE: 413001,
   UNSUPPORTED_MEDIA_TYPE: 415001,
+  /** Too many wrong passwords from this client or for this user: wait Retry-After seconds. */
+  LOGIN_THROTTLED: 429001,
+  /** Too many sts requests with this token: wait Retry-After seconds. */
+  STS_THROTTLED: 429002,
   INTERNAL: 500000,
   STORAGE_PROVIDER_FAILED: 502001,
 } as const;

@@ -7,6 +7,7 @@ import type { BucketBackend } from './bucket/types.js';
 import type { ServiceContext } from './context.js';
 import { openDatabase, type Db } from './db.js';
 import { MediaStore, type MediaRecord } from './media-store.js';
+import { resolveLimits, type ServiceLimits } from './limits.js';
 import { buildServer, DEFAULT_BODY_LIMIT } from './server.js';
 import { insertWaylines } from './waylines.js';
 
@@ -18,6 +19,7 @@ export { CODES } from './envelope.js';
 export type { MediaRecord } from './media-store.js';
 export { DEFAULT_BODY_LIMIT } from './server.js';
 export { TOKEN_TTL_SECONDS } from './auth.js';
+export { DEFAULT_LIMITS, type ServiceLimits } from './limits.js';
 
 export const DEFAULT_STS_EXPIRE_SECONDS = 3600;
 
@@ -33,8 +35,10 @@ export interface ServiceOptions {
   stsExpireSeconds?: number;
   /** Default 256 KiB. */
   bodyLimitBytes?: number;
-  /** A real bucket instead of the embedded s3rver. */
+  /** A real bucket instead of the embedded one. */
   externalBucket?: ExternalBucketConfig;
+  /** Timeouts, caps and throttling; DEFAULT_LIMITS for what is not given. */
+  limits?: Partial<ServiceLimits>;
 }
 
 /** Direct control for tests and the CLI, bypassing HTTP. */
@@ -79,6 +83,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   if (!Number.isInteger(bodyLimit) || bodyLimit < 1024)
     throw new Error('bodyLimitBytes must be an integer of at least 1024.');
 
+  const limits = resolveLimits(opts.limits);
   const db = openDatabase(opts.dataDir);
   let bucket: BucketBackend | null = null;
   try {
@@ -90,8 +95,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
     bucket = opts.externalBucket
       ? (await import('./bucket/external.js')).createExternalBucket(opts.externalBucket)
-      : await startEmbeddedBucket({ dataDir: opts.dataDir, host, db });
-    const ctx: ServiceContext = { db, tokens, bucket, settings, log };
+      : await startEmbeddedBucket({ dataDir: opts.dataDir, host, db, limits, log });
+    const ctx: ServiceContext = { db, tokens, bucket, settings, log, limits };
     const app = buildServer(ctx, { logger: log, bodyLimit });
     await app.listen({ host, port: opts.port ?? 0 });
     const address = app.server.address();

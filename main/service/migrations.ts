@@ -98,6 +98,46 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX waylines_by_create ON waylines(workspace_id, create_time);
     `,
   },
+  {
+    // The embedded bucket keeps what it knows of objects and multipart uploads
+    // here; the bytes are in files whose names the bucket chose (bucket/store.ts).
+    description: 'embedded bucket: objects, multipart uploads and parts; host of issued credentials',
+    sql: `
+      CREATE TABLE bucket_objects (
+        key TEXT PRIMARY KEY,          -- full object key, '<workspace prefix>/...'
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+        file TEXT NOT NULL,            -- random name under bucket/objects/<workspace id>/
+        size INTEGER NOT NULL,
+        etag TEXT NOT NULL,            -- as S3 gives it, without quotes
+        md5 TEXT NOT NULL,             -- hex MD5 of the whole object
+        content_type TEXT,
+        last_modified INTEGER NOT NULL
+      );
+      CREATE INDEX bucket_objects_by_workspace ON bucket_objects(workspace_id);
+
+      CREATE TABLE bucket_uploads (
+        upload_id TEXT PRIMARY KEY,    -- random, chosen by the bucket
+        workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+        key TEXT NOT NULL,
+        content_type TEXT,
+        created_at INTEGER NOT NULL
+      );
+      CREATE INDEX bucket_uploads_by_workspace ON bucket_uploads(workspace_id);
+
+      CREATE TABLE bucket_parts (
+        upload_id TEXT NOT NULL REFERENCES bucket_uploads(upload_id) ON DELETE CASCADE,
+        part_number INTEGER NOT NULL CHECK (part_number BETWEEN 1 AND 10000),
+        file TEXT NOT NULL,            -- random name under bucket/uploads/<upload id>/
+        size INTEGER NOT NULL,
+        md5 TEXT NOT NULL,             -- hex; the part's ETag
+        last_modified INTEGER NOT NULL,
+        PRIMARY KEY (upload_id, part_number)
+      );
+
+      -- The host name clients were given with these credentials: requests must use it.
+      ALTER TABLE bucket_credentials ADD COLUMN endpoint_host TEXT NOT NULL DEFAULT '';
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

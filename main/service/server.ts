@@ -2,6 +2,8 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } f
 import type { Logger } from 'pino';
 import { StorageProviderError } from './bucket/types.js';
 import type { ServiceContext } from './context.js';
+import { checkingInterval } from './limits.js';
+import { ThrottledError } from './throttle.js';
 import { ApiError, CODES, type Envelope } from './envelope.js';
 import { registerManageRoutes } from './routes/manage.js';
 import { registerMediaRoutes } from './routes/media.js';
@@ -20,9 +22,18 @@ export function buildServer(
   ctx: ServiceContext,
   opts: { logger: Logger | null; bodyLimit: number },
 ): FastifyInstance {
+  const { limits } = ctx;
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     bodyLimit: opts.bodyLimit,
+    // A client that stops sending (headers or body) is cut: see limits.ts.
+    connectionTimeout: limits.idleTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: checkingInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
+    },
     // Malformed percent-encoding in the URL, before any route is found.
     frameworkErrors: (_err, _req, reply: FastifyReply) => {
       void reply
@@ -80,10 +91,12 @@ export function buildServer(
   });
 
   app.setErrorHandler((err: FastifyError | ApiError | StorageProviderError, req, reply) => {
+    if (err instanceof ThrottledError) void reply.header('retry-after', String(err.retryAfterSeconds));
     if (err instanceof ApiError) {
       return reply.code(err.httpStatus).send({ code: err.code, message: err.message } satisfies Envelope);
     }
     if (err instanceof StorageProviderError) {
+      // In full (the provider's own text is in err.cause) for the operator; the client gets err.message only.
       req.log.warn({ err }, 'storage provider failed');
       return reply
         .code(502)
@@ -119,6 +132,7 @@ export function buildServer(
     } satisfies Envelope);
   });
 
+  app.server.maxConnections = limits.maxConnections;
   registerManageRoutes(app, ctx);
   registerWaylineRoutes(app, ctx);
   registerStorageRoutes(app, ctx);

@@ -159,11 +159,15 @@ async function sts(svc) {
   return body.data;
 }
 
-/** Removes every object of the workspace (and unfinished multipart uploads) from the embedded bucket. */
+/**
+ * Removes every object of the workspace (and unfinished multipart uploads)
+ * from the embedded bucket: its files are under objects/<workspace id>, and
+ * the bucket forgets an object whose file is gone (main/service/bucket/store.ts).
+ */
 function wipeBucket(target) {
-  const bucketDir = path.join(SVC_DATA, 'bucket', target.bucket);
-  fs.rmSync(path.join(bucketDir, target.object_key_prefix), { recursive: true, force: true });
-  fs.rmSync(path.join(bucketDir, '._S3rver_uploads'), { recursive: true, force: true });
+  const bucketDir = path.join(SVC_DATA, 'bucket');
+  fs.rmSync(path.join(bucketDir, 'objects', target.object_key_prefix), { recursive: true, force: true });
+  fs.rmSync(path.join(bucketDir, 'uploads'), { recursive: true, force: true });
 }
 
 // ---------------------------------------------------------------- page cache
@@ -240,8 +244,9 @@ function rcloneEnv(t) {
     [`${p}ENDPOINT`]: t.endpoint,
     [`${p}REGION`]: t.region,
     [`${p}FORCE_PATH_STYLE`]: 'true',
-    // s3rver answers a multipart Complete with a plain MD5 ETag, which rclone
-    // would take for corruption; the bucket gate refuses bucket creation.
+    // Not needed since the embedded bucket answers S3's multipart ETag (s3rver
+    // gave a plain MD5, which rclone took for corruption); kept so that runs
+    // compare with earlier ones. Credentials cannot create buckets.
     [`${p}USE_MULTIPART_ETAG`]: 'false',
     [`${p}NO_CHECK_BUCKET`]: 'true',
   };
@@ -250,9 +255,9 @@ function rcloneEnv(t) {
 async function runRclone(svc, peers, card, sub) {
   const t = await sts(svc);
   const dest = `bench:${t.bucket}/${t.object_key_prefix}/${sub}/`;
-  // rclone's defaults, retries included: its check of each object after the
-  // upload can race s3rver (which answers a PUT before its file is complete);
-  // rclone then copies what failed again, and that time counts as its own.
+  // rclone's defaults, retries included: if its check of an object after the
+  // upload fails, rclone copies it again, and that time counts as its own
+  // (it happened with s3rver, which answered a PUT before its file was complete).
   const r = await measure(peers.rclone.path, ['copy', card, dest], { env: rcloneEnv(t), svcPid: svc.pid });
   const retried = /Attempt \d+\/\d+ failed/.test(r.stderrTail);
   return { ...r, retried, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
@@ -530,7 +535,7 @@ function markdown(f, tg, meta) {
   }
   const main = table(['#', 'Scenario', 'Agent', 'Peer', 'Ratio', 'Target', 'Met'], rows);
 
-  // Where the CPU went: the tool itself and the service (embedded s3rver) meanwhile.
+  // Where the CPU went: the tool itself and the service (with its embedded bucket) meanwhile.
   const cpuRows = [];
   const addCpu = (label, x) => {
     if (!x || !x.wall_s) return;
@@ -559,7 +564,7 @@ function markdown(f, tg, meta) {
   for (const [scen, obj] of Object.entries(f)) {
     for (const [tool, x] of Object.entries(obj)) {
       if (x && typeof x === 'object' && x.failed_runs) failures.push(`- ${scen}/${tool}: ${x.failed_runs} failed run(s): ${x.errors.join(' | ')}`);
-      if (x && typeof x === 'object' && x.retried_runs) failures.push(`- ${scen}/${tool}: ${x.retried_runs} run(s) where rclone retried (its post-upload check raced s3rver); the retry time is included.`);
+      if (x && typeof x === 'object' && x.retried_runs) failures.push(`- ${scen}/${tool}: ${x.retried_runs} run(s) where rclone retried (its post-upload check failed); the retry time is included.`);
     }
   }
   return { main, cpu, failures };
@@ -611,7 +616,7 @@ async function main() {
     '',
     md.main,
     '',
-    'Where the CPU went (tool = the process measured; service = the reference service with its embedded s3rver bucket, one Node process, during that run):',
+    'Where the CPU went (tool = the process measured; service = the reference service with its embedded bucket, one Node process, during that run):',
     '',
     md.cpu,
     ...(md.failures.length ? ['', 'Failed runs (left out of the figures) and retries:', ...md.failures] : []),
@@ -630,7 +635,7 @@ async function main() {
       '',
       `Machine: ${m.cores} cores (${m.cpu_model}), ${m.ram_gib} GiB RAM, Node ${m.node}, ${m.os}; load average at start ${m.load_at_start.join(' / ')} (a shared machine: other work ran meanwhile).`,
       `Peers: ${m.rclone ?? 'rclone n/a'}; ${m.aws ?? 'aws n/a'}; ${m.md5sum ?? 'md5sum n/a'}.`,
-      `Service: the reference service (\`serve\`) with its embedded s3rver bucket, a separate process on loopback, log level warn.`,
+      `Service: the reference service (\`serve\`) with its embedded bucket, a separate process on loopback, log level warn.`,
       `Page cache: scenarios 1, 4, 5 read warm cards (every file read once before each run, for every tool); scenario 2 ${cache === 'cold' ? 'drops the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) before each run of either tool: the card is read from disk' : 'runs warm for both tools (the page cache could not be dropped, or --warm)'}.`,
       `Run: ${ROUNDS} round(s)${opt.quick ? ' (--quick)' : ''}, agent defaults${AGENT_CONFIG ? ` overridden by ${JSON.stringify(AGENT_CONFIG)}` : ''}, ${Math.round(meta.duration_s / 60)} min in all.`,
       '',

@@ -152,8 +152,10 @@ describe.skipIf(process.platform !== 'linux')('card pulled', () => {
       await until('the removal', () => events.some((e) => e.type === 'source-removed'));
       fs.renameSync(away, card);
       await until('completion', () => queue.counts().done.files === files.length, 30_000);
-      // Sent again: only what was not accepted when the card went.
-      expect(video().bytesSent).toBe(31 * MiB - kept * 5 * MiB);
+      // Sent again: only what was not accepted when the card went. The bucket's
+      // ListParts may also show the part in flight at the pull (accepted after the
+      // agent let go of the card, so not in the queue): then one part less.
+      expect([31 * MiB - kept * 5 * MiB, 31 * MiB - (kept + 1) * 5 * MiB]).toContain(video().bytesSent);
     } finally {
       await agent.stop();
       queue.close();

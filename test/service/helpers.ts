@@ -1,4 +1,5 @@
 import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,7 +75,7 @@ export function s3From(sts: Loose): S3Client {
     endpoint: sts.endpoint,
     region: sts.region,
     forcePathStyle: true,
-    // With the SDK defaults, s3rver stores aws-chunked bodies with their framing.
+    // With the SDK defaults, bodies are aws-chunked, which the embedded bucket refuses (README).
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     credentials: {
@@ -91,11 +92,16 @@ export async function getSts(s: RunningService, ws = s.workspaceId, token = s.to
   return r.body.data;
 }
 
+/** The upload fingerprint of some content: its MD5 in hex. */
+export function md5Hex(content: string | Buffer): string {
+  return createHash('md5').update(content).digest('hex');
+}
+
 /** Puts an object into the embedded bucket with fresh STS credentials; returns its key. */
 export async function putObject(
   s: RunningService,
   name: string,
-  content = `content of ${name}`,
+  content: string | Buffer = `content of ${name}`,
 ): Promise<string> {
   const sts = await getSts(s);
   const key = `${sts.object_key_prefix}/${name}`;

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../main/service/migrations.js';
 import { SchemaTooNewError, startService } from '../../main/service/index.js';
-import { call, getSts, paths, putObject, removeDir, s3From, tempDir } from './helpers.js';
+import { call, getSts, md5Hex, paths, putObject, removeDir, s3From, tempDir } from './helpers.js';
 
 const dirs: string[] = [];
 const fresh = () => {
@@ -25,7 +25,7 @@ describe('restart', () => {
     const a = await startService({ dataDir, logger: false });
     const key = await putObject(a, 'kept.jpg');
     const cb = await call(a, 'POST', paths(a.workspaceId).callback, {
-      body: { result: 0, name: 'kept.jpg', object_key: key, fingerprint: 'ABCDEF' },
+      body: { result: 0, name: 'kept.jpg', object_key: key, fingerprint: md5Hex('content of kept.jpg') },
     });
     expect(cb.body.code).toBe(0);
     const sts = await getSts(a);
@@ -40,7 +40,7 @@ describe('restart', () => {
       expect(
         (
           await call(b, 'POST', paths(b.workspaceId).fastUpload, {
-            body: { fingerprint: 'abcdef', name: 'copy.jpg' },
+            body: { fingerprint: md5Hex('content of kept.jpg'), name: 'copy.jpg' },
           })
         ).body.code,
       ).toBe(0);
@@ -121,18 +121,30 @@ describe('schema versions', () => {
       .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
       .pluck()
       .all();
-    expect(tables).toEqual(['bucket_credentials', 'media', 'tokens', 'users', 'waylines', 'workspaces']);
+    expect(tables).toEqual([
+      'bucket_credentials',
+      'bucket_objects',
+      'bucket_parts',
+      'bucket_uploads',
+      'media',
+      'tokens',
+      'users',
+      'waylines',
+      'workspaces',
+    ]);
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     db.close();
   });
 
-  it('upgrades a version 1 database in place: data kept, the wayline order indexes added', async () => {
+  it('upgrades a version 1 database in place: data kept, the later indexes and bucket tables added', async () => {
     const dataDir = fresh();
     const s = await startService({ dataDir, logger: false });
     await s.close();
-    // Back to what version 1 left behind (its schema had no such indexes).
+    // Back to what version 1 left behind (its schema had no such indexes, no bucket tables).
     const old = new Database(join(dataDir, 'service.db'));
-    old.exec('DROP INDEX waylines_by_name; DROP INDEX waylines_by_create;');
+    old.exec(`DROP INDEX waylines_by_name; DROP INDEX waylines_by_create;
+      DROP TABLE bucket_parts; DROP TABLE bucket_uploads; DROP TABLE bucket_objects;
+      ALTER TABLE bucket_credentials DROP COLUMN endpoint_host;`);
     old.pragma('user_version = 1');
     const before = old.prepare('SELECT count(*) FROM waylines').pluck().get();
     old.close();
@@ -141,10 +153,22 @@ describe('schema versions', () => {
     const db = new Database(join(dataDir, 'service.db'));
     expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     expect(db.prepare('SELECT count(*) FROM waylines').pluck().get()).toBe(before);
-    const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'waylines'").pluck().all();
-    expect(indexes).toEqual(expect.arrayContaining(['waylines_by_update', 'waylines_by_name', 'waylines_by_create']));
-    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT * FROM waylines WHERE workspace_id = 'w' ORDER BY name DESC, id ASC LIMIT 10").all();
+    const indexes = db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'waylines'")
+      .pluck()
+      .all();
+    expect(indexes).toEqual(
+      expect.arrayContaining(['waylines_by_update', 'waylines_by_name', 'waylines_by_create']),
+    );
+    const plan = db
+      .prepare(
+        "EXPLAIN QUERY PLAN SELECT * FROM waylines WHERE workspace_id = 'w' ORDER BY name DESC, id ASC LIMIT 10",
+      )
+      .all();
     expect(JSON.stringify(plan)).toContain('waylines_by_name');
+    const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck();
+    expect(columns.all('bucket_objects')).toContain('md5');
+    expect(columns.all('bucket_credentials')).toContain('endpoint_host');
     db.close();
   });
 });

@@ -1,7 +1,8 @@
-import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODES } from '../../main/service/index.js';
-import { call, getSts, paths, putObject, s3From, startTemp } from './helpers.js';
+import { call, md5Hex, paths, putObject, startTemp } from './helpers.js';
 
 let s: Awaited<ReturnType<typeof startTemp>>;
 let p: ReturnType<typeof paths>;
@@ -13,7 +14,9 @@ afterAll(async () => {
   await s.stop();
 });
 
-const FP = '297F490B0252690D3F93841818567CC6';
+const NAME = 'DJI_20220831151616_0004_W_Waypoint4.JPG';
+// The MD5 of what putObject() stores for NAME, in capitals as some clients send it.
+const FP = md5Hex(`content of ${NAME}`).toUpperCase();
 const callback = (body: unknown) => call(s, 'POST', p.callback, { body });
 const fastUpload = (body: unknown) => call(s, 'POST', p.fastUpload, { body });
 const fullCallback = (key: string, extra: Record<string, unknown> = {}) => ({
@@ -134,7 +137,7 @@ describe('upload-callback and fast-upload', () => {
   });
 
   it('records an uploaded file once however often the callback comes, then knows its fingerprint', async () => {
-    const key = await putObject(s, 'DJI_20220831151616_0004_W_Waypoint4.JPG');
+    const key = await putObject(s, NAME);
     const first = await callback(fullCallback(key));
     expect(first.body).toEqual({ code: 0, message: 'success', data: { object_key: key } });
     expect((await callback(fullCallback(key))).body).toEqual(first.body);
@@ -165,16 +168,30 @@ describe('upload-callback and fast-upload', () => {
     expect(r.body.code).toBe(CODES.FINGERPRINT_UNKNOWN);
   });
 
-  it('forgets a fingerprint whose object was deleted from the bucket', async () => {
-    const fp = '0123456789abcdef0123456789abcdef';
-    const key = await putObject(s, 'to-delete.jpg');
-    expect((await callback(fullCallback(key, { fingerprint: fp, name: 'to-delete.jpg' }))).body.code).toBe(0);
+  it('forgets a fingerprint whose object was replaced by other content', async () => {
+    const key = await putObject(s, 'to-replace.jpg');
+    const fp = md5Hex('content of to-replace.jpg');
+    expect((await callback(fullCallback(key, { fingerprint: fp, name: 'to-replace.jpg' }))).body.code).toBe(
+      0,
+    );
     expect((await fastUpload({ fingerprint: fp })).body.code).toBe(0);
-    const sts = await getSts(s);
-    const client = s3From(sts);
-    await client.send(new DeleteObjectCommand({ Bucket: sts.bucket, Key: key }));
-    client.destroy();
+    await putObject(s, 'to-replace.jpg', 'other bytes');
     expect((await fastUpload({ fingerprint: fp })).body.code).toBe(CODES.FINGERPRINT_UNKNOWN);
+  });
+
+  it("forgets a fingerprint whose object's file was deleted from the bucket folder", async () => {
+    const ws = s.admin.createWorkspace('Cleaned by hand');
+    const token = s.admin.createToken({ workspaceId: ws });
+    const sw = { ...s, workspaceId: ws, token };
+    const key = await putObject(sw, 'to-delete.jpg');
+    const fp = md5Hex('content of to-delete.jpg');
+    const body = fullCallback(key, { fingerprint: fp, name: 'to-delete.jpg' });
+    expect((await call(sw, 'POST', paths(ws).callback, { body })).body.code).toBe(0);
+    expect((await call(sw, 'POST', paths(ws).fastUpload, { body: { fingerprint: fp } })).body.code).toBe(0);
+    // An operator frees space: the workspace's folder of object files goes.
+    rmSync(join(s.bucket.dataDir, 'objects', ws), { recursive: true });
+    const after = await call(sw, 'POST', paths(ws).fastUpload, { body: { fingerprint: fp } });
+    expect(after.body.code).toBe(CODES.FINGERPRINT_UNKNOWN);
   });
 
   it('validates fast-upload input', async () => {

@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeleteObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import Database from 'better-sqlite3';
 import { ApiClient } from '../../main/core/api/client.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { startService, type RunningService } from '../../main/service/index.js';
@@ -140,18 +140,14 @@ describe('"safe to format" appears only when it holds', () => {
   });
 });
 
-/** Deletes an object of the embedded bucket behind the agent's back (as someone with the bucket's console would). */
+/**
+ * Deletes an object of the embedded bucket behind the agent's back, as an
+ * operator freeing space by hand would (the bucket takes a missing file for an
+ * absent object).
+ */
 async function removeObject(key: string): Promise<void> {
-  const sts = await new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token }).getSts();
-  const s3 = new S3Client({
-    endpoint: sts.endpoint,
-    region: sts.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: sts.credentials.access_key_id, secretAccessKey: sts.credentials.access_key_secret, sessionToken: sts.credentials.security_token },
-  });
-  try {
-    await s3.send(new DeleteObjectCommand({ Bucket: sts.bucket, Key: key }));
-  } finally {
-    s3.destroy();
-  }
+  const db = new Database(path.join(dir, 'svc', 'service.db'), { readonly: true });
+  const row = db.prepare('SELECT workspace_id, file FROM bucket_objects WHERE key = ?').get(key) as { workspace_id: string; file: string };
+  db.close();
+  await fs.promises.rm(path.join(svc.bucket.dataDir, 'objects', row.workspace_id, row.file));
 }

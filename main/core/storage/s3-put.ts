@@ -39,7 +39,7 @@ export class S3HttpError extends Error {
 type SourceData = string | ArrayBuffer | ArrayBufferView;
 const bytes = (d: SourceData): BinaryLike =>
   typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
-class NodeSha256 {
+export class NodeSha256 {
   private readonly h;
   constructor(secret?: SourceData) {
     this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));

@@ -1,7 +1,7 @@
 import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { StsResult } from '../../core/api/types.js';
-import { StorageProviderError, type BucketBackend } from './types.js';
+import { StorageProviderError, type BucketBackend, type ObjectInfo } from './types.js';
 import { validateExternalBucketConfig, type ExternalBucketConfig } from './external-config.js';
 
 export { validateExternalBucketConfig, type ExternalBucketConfig };
@@ -136,18 +136,27 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
         },
       };
     } catch (err) {
+      // The provider's text (account ids, role ARNs) goes to the service log only.
       throw new StorageProviderError(
-        `Could not get temporary credentials from the ${cfg.provider} STS: ${(err as Error).message}. Check the externalBucket settings.`,
+        `Could not get temporary credentials from the ${cfg.provider} STS. The service's operator finds the reason in its log.`,
         { cause: err },
       );
     }
   }
 
-  async function objectExists(key: string): Promise<boolean> {
+  /**
+   * HEAD gives the size and the ETag; a single-part object's ETag is its MD5
+   * (S3, MinIO, OSS without KMS encryption). A multipart ETag is not: md5 null.
+   */
+  async function objectInfo(key: string): Promise<ObjectInfo | null> {
+    const md5Of = (etag: string | undefined): string | null => {
+      const plain = etag?.replace(/"/g, '').toLowerCase();
+      return plain !== undefined && /^[0-9a-f]{32}$/.test(plain) ? plain : null;
+    };
     try {
       if (s3) {
-        await s3.send(new HeadObjectCommand({ Bucket: cfg.bucket, Key: key }));
-        return true;
+        const out = await s3.send(new HeadObjectCommand({ Bucket: cfg.bucket, Key: key }));
+        return { size: out.ContentLength ?? 0, md5: md5Of(out.ETag) };
       }
       const { default: OSS } = await import('ali-oss');
       const oss = new OSS({
@@ -157,8 +166,9 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
         accessKeyId: cfg.accessKeyId,
         accessKeySecret: cfg.secretAccessKey,
       });
-      await oss.head(key);
-      return true;
+      const { res } = await oss.head(key);
+      const headers = res.headers as Record<string, string | undefined>;
+      return { size: Number(headers['content-length'] ?? 0), md5: md5Of(headers.etag) };
     } catch (err) {
       const e = err as {
         name?: string;
@@ -172,10 +182,11 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
         e.status === 404 ||
         e.$metadata?.httpStatusCode === 404
       )
-        return false;
-      throw new StorageProviderError(`Could not check the object in the bucket: ${(err as Error).message}`, {
-        cause: err,
-      });
+        return null;
+      throw new StorageProviderError(
+        "Could not check the object in the bucket. The service's operator finds the reason in its log.",
+        { cause: err },
+      );
     }
   }
 
@@ -186,7 +197,7 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
     prefixFor: (workspacePrefix) =>
       cfg.objectKeyPrefix ? `${cfg.objectKeyPrefix}/${workspacePrefix}` : workspacePrefix,
     issue,
-    objectExists,
+    objectInfo,
     close() {
       s3?.destroy();
       sts?.destroy();

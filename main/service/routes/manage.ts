@@ -1,8 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { authenticate, TOKEN_TTL_SECONDS, verifyPassword } from '../auth.js';
+import {
+  authenticate,
+  DUMMY_PASSWORD_HASH,
+  hashPassword,
+  needsRehash,
+  requestToken,
+  TOKEN_TTL_SECONDS,
+  verifyPassword,
+} from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { CODES, ok, parseOrThrow, type Envelope, zInt } from '../envelope.js';
+import { LoginThrottle, ThrottledError } from '../throttle.js';
 
 const loginSchema = z.object({
   username: z.string().min(1).max(64),
@@ -18,10 +27,6 @@ interface UserRow {
   workspace_id: string;
 }
 
-// Compared against when the user does not exist, so that a wrong username
-// takes as long as a wrong password (no user enumeration by timing).
-const DUMMY_HASH = 'scrypt$16384$8$1$AAAAAAAAAAAAAAAAAAAAAA==$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=';
-
 /** Sign-in endpoints outside the contract, shaped like DJI's sample server so its clients work unchanged. */
 export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   const findUser = ctx.db.prepare<[string], UserRow>(
@@ -31,14 +36,41 @@ export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext):
     'SELECT username FROM users WHERE id = ?',
   );
 
+  const updateHash = ctx.db.prepare<[string, number]>('UPDATE users SET password_hash = ? WHERE id = ?');
+  const throttle = new LoginThrottle({
+    free: ctx.limits.loginFreeFailures,
+    firstWaitSeconds: ctx.limits.loginFirstWaitSeconds,
+    maxWaitSeconds: ctx.limits.loginMaxWaitSeconds,
+  });
+
   app.post('/manage/api/v1/login', async (req) => {
     const body = parseOrThrow(loginSchema, req.body);
-    const user = findUser.get(body.username);
-    const good = await verifyPassword(body.password, user?.password_hash ?? DUMMY_HASH);
+    // Per client address and per username: one address cannot try many
+    // users, many addresses cannot try one user, and neither costs a scrypt
+    // once throttled.
+    const userKey = `user:${body.username.toLowerCase()}`;
+    const keys = [`ip:${req.ip}`, userKey];
+    const wait = throttle.begin(keys);
+    if (wait > 0) {
+      throw new ThrottledError(
+        CODES.LOGIN_THROTTLED,
+        `Too many wrong passwords from this computer or for this user. Wait ${wait} s, then sign in again.`,
+        wait,
+      );
+    }
+    let user: UserRow | undefined;
+    let good = false;
+    try {
+      user = findUser.get(body.username);
+      good = (await verifyPassword(body.password, user?.password_hash ?? DUMMY_PASSWORD_HASH)) && !!user;
+    } finally {
+      throttle.finish(keys, good, userKey);
+    }
     if (!user || !good) {
       // HTTP 200 with code 401, as the sample server answers a failed login.
       return { code: CODES.LOGIN_FAILED, message: 'Wrong username or password.' } satisfies Envelope;
     }
+    if (needsRehash(user.password_hash)) updateHash.run(await hashPassword(body.password), user.id);
     const token = ctx.tokens.issue(
       { workspaceId: user.workspace_id, userId: user.id, kind: 'login' },
       TOKEN_TTL_SECONDS,
@@ -51,14 +83,15 @@ export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext):
     });
   });
 
-  // A new token for a still-valid one. The old token stays valid until it
-  // expires, so requests already in flight with it do not fail.
+  // A new token for a still-valid one, which is revoked: a stolen token
+  // cannot be kept alive by refreshing it alongside its owner.
   app.post('/manage/api/v1/token/refresh', (req) => {
     const owner = authenticate(ctx.tokens, req);
     const token = ctx.tokens.issue(
       { workspaceId: owner.workspaceId, userId: owner.userId, kind: 'login' },
       TOKEN_TTL_SECONDS,
     );
+    ctx.tokens.revoke(requestToken(req) ?? '');
     const username = owner.userId === null ? undefined : findUserById.get(owner.userId)?.username;
     return Promise.resolve(
       ok({

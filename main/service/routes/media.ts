@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { workspaceGuard } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { ApiError, CODES, ok, parseOrThrow, type Envelope, zInt } from '../envelope.js';
+import type { ObjectInfo } from '../bucket/types.js';
 import { MediaStore, workspacePrefix } from '../media-store.js';
 
 // Optional fields accept null as "absent": the contract says nulls are left
@@ -61,6 +62,11 @@ const fastUploadSchema = z.object({
   ext: extSchema.omit({ file_group_id: true }).nullish(),
 });
 
+/** The fingerprint is the file's MD5: true when the object has it, or when the bucket cannot tell. */
+function sameContent(fingerprint: string, info: ObjectInfo): boolean {
+  return info.md5 === null || info.md5 === fingerprint.toLowerCase();
+}
+
 export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   const media = new MediaStore(ctx.db);
   const guard = workspaceGuard(ctx.tokens);
@@ -79,13 +85,24 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
           `object_key must start with "${prefix}/" (the object_key_prefix from the sts endpoint); got "${body.object_key}".`,
         );
       }
-      // A success report must be true: a record without its object would make
-      // fast-upload skip files that never reached the bucket.
-      if (body.result === 0 && !(await ctx.bucket.objectExists(body.object_key))) {
-        return {
-          code: CODES.OBJECT_NOT_FOUND,
-          message: `object_key ${body.object_key} was not found in the bucket; upload it first.`,
-        } satisfies Envelope;
+      // A success report must be true: a record without its object, or with
+      // other content, would make fast-upload skip files the bucket does not hold.
+      if (body.result === 0) {
+        const info = await ctx.bucket.objectInfo(body.object_key);
+        if (!info) {
+          return {
+            code: CODES.OBJECT_NOT_FOUND,
+            message: `object_key ${body.object_key} was not found in the bucket; upload it first.`,
+          } satisfies Envelope;
+        }
+        if (body.fingerprint && !sameContent(body.fingerprint, info)) {
+          return {
+            code: CODES.FINGERPRINT_MISMATCH,
+            message:
+              `The object ${body.object_key} in the bucket is not the file with fingerprint ${body.fingerprint} ` +
+              `(its MD5 is ${info.md5 ?? 'unknown'}); upload the file again.`,
+          } satisfies Envelope;
+        }
       }
       media.insert({
         workspaceId,
@@ -111,9 +128,10 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
       const body = parseOrThrow(fastUploadSchema, req.body);
       const workspaceId = req.params.workspace_id;
       const known = media.findKnown(workspaceId, body.fingerprint);
-      // Known only if the object is still in the bucket: if someone deleted
-      // it, the client must upload again rather than point at nothing.
-      if (!known || !(await ctx.bucket.objectExists(known.object_key))) {
+      // Known only if the object is still in the bucket with that content: if
+      // someone deleted or replaced it, the client must upload again.
+      const info = known ? await ctx.bucket.objectInfo(known.object_key) : null;
+      if (!known || !info || !sameContent(body.fingerprint, info)) {
         return {
           code: CODES.FINGERPRINT_UNKNOWN,
           message: `Fingerprint ${body.fingerprint} is not known in this workspace; upload the file.`,

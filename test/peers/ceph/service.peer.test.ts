@@ -5,6 +5,7 @@
  * session policy to the workspace's prefix; RGW (not the service) enforces
  * that limit and verifies every signature.
  */
+import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +15,8 @@ import { CODES } from '../../../main/service/index.js';
 import { call, paths, s3From, startTemp, type Loose } from '../../service/helpers.js';
 import { BIN, rgwBucketConfig } from './peer.js';
 import { startRgw, type Rgw } from './rgw.js';
+
+const md5 = (b: Buffer): string => createHash('md5').update(b).digest('hex');
 
 let rgw: Rgw;
 let svc: Awaited<ReturnType<typeof startTemp>>;
@@ -159,7 +162,7 @@ describe('the service configured for RGW', () => {
         );
         // The service's own HEAD (fast-upload, callback) reaches RGW too.
         const cb = await call(aws, 'POST', paths(aws.workspaceId).callback, {
-          body: { name: 'a.jpg', object_key: key, result: 0, fingerprint: 'f'.repeat(32) },
+          body: { name: 'a.jpg', object_key: key, result: 0, fingerprint: md5(Buffer.from(`bytes of ${key}`)) },
         });
         expect(cb.body.code, JSON.stringify(cb.body)).toBe(0);
         const missing = await call(aws, 'POST', paths(aws.workspaceId).callback, {

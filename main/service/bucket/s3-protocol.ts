@@ -1,0 +1,160 @@
+/**
+ * The S3 wire format the embedded bucket speaks: its XML error answers with
+ * S3's own codes and statuses, the few XML documents it returns, and the one
+ * it reads (CompleteMultipartUpload, parsed with fast-xml-parser: clients
+ * escape the quotes of ETags as entities, e.g. Go's &#34;).
+ */
+import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { XMLParser } from 'fast-xml-parser';
+
+/** A refusal in S3's terms; the message says what to do in plain words. */
+export class S3Error extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'S3Error';
+  }
+}
+
+export const accessDenied = (message: string): S3Error => new S3Error(403, 'AccessDenied', message);
+export const invalidArgument = (message: string): S3Error => new S3Error(400, 'InvalidArgument', message);
+export const invalidRequest = (message: string): S3Error => new S3Error(400, 'InvalidRequest', message);
+export const notImplemented = (what: string): S3Error =>
+  new S3Error(
+    501,
+    'NotImplemented',
+    `${what} is not implemented by this bucket: it serves only what Drone Media Sync uses ` +
+      '(objects, multipart uploads, listing under your own prefix).',
+  );
+export const noSuchUpload = (): S3Error =>
+  new S3Error(
+    404,
+    'NoSuchUpload',
+    'The specified multipart upload does not exist (aborted, completed, or never created for this key).',
+  );
+export const noSuchKey = (): S3Error => new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
+
+const escape = (s: string): string =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+export type XmlValue = string | number | boolean | XmlTree | XmlTree[] | undefined;
+export interface XmlTree {
+  [element: string]: XmlValue;
+}
+
+/** `{A: 1, B: [{C: 'x'}, {C: 'y'}]}` -> `<A>1</A><B><C>x</C></B><B><C>y</C></B>`; undefined is left out. */
+function render(tree: XmlTree): string {
+  let out = '';
+  for (const [name, value] of Object.entries(tree)) {
+    if (value === undefined) continue;
+    const items = Array.isArray(value) ? value : [value];
+    for (const item of items) {
+      const inner = typeof item === 'object' ? render(item) : escape(String(item));
+      out += `<${name}>${inner}</${name}>`;
+    }
+  }
+  return out;
+}
+
+/** S3 quotes ETags in headers and XML alike. */
+export const quoted = (etag: string): string => `"${etag}"`;
+export const isoDate = (ms: number): string => new Date(ms).toISOString();
+
+export const XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
+
+export function xmlElement(root: string, tree: XmlTree): string {
+  return `<${root} xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${render(tree)}</${root}>`;
+}
+
+export function xmlDocument(root: string, tree: XmlTree): string {
+  return XML_DECLARATION + xmlElement(root, tree);
+}
+
+/** `<Error>` with S3's fields, without the XML declaration. */
+export function errorElement(err: S3Error, resource?: string): string {
+  return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: randomUUID() })}</Error>`;
+}
+
+export function sendXml(res: ServerResponse, status: number, body: string, head = false): void {
+  res.writeHead(status, {
+    'content-type': 'application/xml',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(head ? undefined : body);
+}
+
+/**
+ * The error answer. `close`: the request body was not read, so the
+ * connection cannot carry another request.
+ */
+export function sendError(
+  res: ServerResponse,
+  err: S3Error,
+  opts: { head: boolean; close: boolean; resource?: string },
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = XML_DECLARATION + errorElement(err, opts.resource);
+  if (opts.close) res.setHeader('connection', 'close');
+  // HEAD answers carry no body: the code goes in a header so clients can still tell.
+  res.setHeader('x-amz-error-code', err.code);
+  sendXml(res, err.status, body, opts.head);
+}
+
+export interface CompletedPart {
+  partNumber: number;
+  etag: string;
+}
+
+const parser = new XMLParser({
+  ignoreAttributes: true,
+  removeNSPrefix: true,
+  parseTagValue: false,
+  processEntities: true,
+  // Numeric character references (Go's encoder writes &#34; for the quotes of ETags).
+  htmlEntities: true,
+  isArray: (name) => name === 'Part',
+});
+
+/** The part list of a CompleteMultipartUpload body, validated: numbers 1-10000 ascending, ETags present. */
+export function parseCompleteBody(text: string): CompletedPart[] {
+  const malformed = new S3Error(
+    400,
+    'MalformedXML',
+    'The XML you provided was not well-formed or did not validate against our published schema.',
+  );
+  let doc: unknown;
+  try {
+    doc = parser.parse(text, true);
+  } catch {
+    throw malformed;
+  }
+  const root = (doc as { CompleteMultipartUpload?: { Part?: unknown } } | null)?.CompleteMultipartUpload;
+  const list = root?.Part;
+  if (!Array.isArray(list) || list.length === 0) throw malformed;
+  const parts: CompletedPart[] = [];
+  for (const item of list as { PartNumber?: unknown; ETag?: unknown }[]) {
+    const n = typeof item.PartNumber === 'string' ? item.PartNumber.trim() : '';
+    const etag = typeof item.ETag === 'string' ? item.ETag.trim().replace(/^"|"$/g, '') : '';
+    if (!/^\d{1,5}$/.test(n) || +n < 1 || +n > 10_000) {
+      throw invalidArgument('Part number must be an integer between 1 and 10000, inclusive.');
+    }
+    if (!/^[0-9a-f]{32}$/i.test(etag)) throw malformed;
+    const previous = parts.at(-1);
+    if (previous && previous.partNumber >= +n) {
+      throw new S3Error(
+        400,
+        'InvalidPartOrder',
+        'The list of parts was not in ascending order. Parts must be ordered by part number.',
+      );
+    }
+    parts.push({ partNumber: +n, etag: etag.toLowerCase() });
+  }
+  return parts;
+}

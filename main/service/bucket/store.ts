@@ -1,0 +1,343 @@
+/**
+ * Objects and multipart uploads of the embedded bucket. What is known of them
+ * (key, size, MD5, ETag, which workspace) is in the service's SQLite; the
+ * bytes are in files whose names this store makes up (random hex), never
+ * from a request:
+ *   <root>/objects/<workspace id>/<random>   one file per object
+ *   <root>/uploads/<upload id>/<random>      one file per uploaded part
+ *   <root>/tmp/<random>                      a body being received
+ * A body is written once into tmp/ while it is hashed, then renamed into
+ * place; a crash leaves at most files in tmp/, emptied at start. A row whose
+ * file was removed by hand counts as absent (and is dropped when met), so an
+ * operator may free space by deleting a workspace's folder.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, mkdirSync, rmSync, statSync } from 'node:fs';
+import { mkdir, rename, rm, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Db } from '../db.js';
+import { invalidRequest, noSuchUpload, S3Error, type CompletedPart } from './s3-protocol.js';
+
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+
+export interface ObjectRow {
+  key: string;
+  workspace_id: string;
+  file: string;
+  size: number;
+  etag: string;
+  md5: string;
+  content_type: string | null;
+  last_modified: number;
+}
+
+export interface UploadRow {
+  upload_id: string;
+  workspace_id: string;
+  key: string;
+  content_type: string | null;
+  created_at: number;
+}
+
+export interface PartRow {
+  part_number: number;
+  file: string;
+  size: number;
+  md5: string;
+  last_modified: number;
+}
+
+/** A body received into tmp/, hashed on the way. */
+export interface Received {
+  tmp: string;
+  size: number;
+  md5: Buffer;
+}
+
+export interface StoreLimits {
+  maxObjectsPerWorkspace: number;
+  maxOpenUploadsPerWorkspace: number;
+}
+
+const randomName = (): string => randomBytes(16).toString('hex');
+/** Our upload ids: 32 random bytes, base64url. Anything else is not ours and never reaches a path. */
+const UPLOAD_ID = /^[A-Za-z0-9_-]{43}$/;
+/** Workspace ids are the service's own UUIDs; checked anyway before they name a folder. */
+const WORKSPACE_DIR = /^[A-Za-z0-9-]{1,64}$/;
+
+const exists = (file: string): boolean => {
+  try {
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+};
+
+export class BucketStore {
+  private readonly tmpDir: string;
+  private readonly completing = new Set<string>();
+  private readonly q;
+
+  constructor(
+    private readonly root: string,
+    private readonly db: Db,
+    private readonly limits: StoreLimits,
+  ) {
+    this.tmpDir = join(root, 'tmp');
+    rmSync(this.tmpDir, { recursive: true, force: true });
+    mkdirSync(this.tmpDir, { recursive: true });
+    this.q = {
+      object: db.prepare<[string], ObjectRow>('SELECT * FROM bucket_objects WHERE key = ?'),
+      dropObject: db.prepare<[string, string]>('DELETE FROM bucket_objects WHERE key = ? AND file = ?'),
+      putObject: db.prepare(`
+        INSERT INTO bucket_objects (key, workspace_id, file, size, etag, md5, content_type, last_modified)
+        VALUES (@key, @workspace_id, @file, @size, @etag, @md5, @content_type, @last_modified)
+        ON CONFLICT (key) DO UPDATE SET file = excluded.file, size = excluded.size, etag = excluded.etag,
+          md5 = excluded.md5, content_type = excluded.content_type, last_modified = excluded.last_modified`),
+      countObjects: db.prepare<[string], { n: number }>(
+        'SELECT count(*) AS n FROM bucket_objects WHERE workspace_id = ?',
+      ),
+      list: db.prepare<[string, string, string, number], ObjectRow>(
+        'SELECT * FROM bucket_objects WHERE key >= ? AND key > ? AND key < ? ORDER BY key LIMIT ?',
+      ),
+      upload: db.prepare<[string], UploadRow>('SELECT * FROM bucket_uploads WHERE upload_id = ?'),
+      countUploads: db.prepare<[string], { n: number }>(
+        'SELECT count(*) AS n FROM bucket_uploads WHERE workspace_id = ?',
+      ),
+      createUpload: db.prepare(
+        'INSERT INTO bucket_uploads (upload_id, workspace_id, key, content_type, created_at) VALUES (?, ?, ?, ?, ?)',
+      ),
+      dropUpload: db.prepare<[string]>('DELETE FROM bucket_uploads WHERE upload_id = ?'),
+      part: db.prepare<[string, number], PartRow>(
+        'SELECT part_number, file, size, md5, last_modified FROM bucket_parts WHERE upload_id = ? AND part_number = ?',
+      ),
+      parts: db.prepare<[string, number, number], PartRow>(
+        'SELECT part_number, file, size, md5, last_modified FROM bucket_parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?',
+      ),
+      putPart: db.prepare(`
+        INSERT INTO bucket_parts (upload_id, part_number, file, size, md5, last_modified) VALUES (?, ?, ?, ?, ?, ?)
+        ON CONFLICT (upload_id, part_number) DO UPDATE SET file = excluded.file, size = excluded.size,
+          md5 = excluded.md5, last_modified = excluded.last_modified`),
+    };
+  }
+
+  private objectDir(workspaceId: string): string {
+    if (!WORKSPACE_DIR.test(workspaceId)) throw new Error(`unexpected workspace id ${workspaceId}`);
+    return join(this.root, 'objects', workspaceId);
+  }
+
+  private uploadDir(uploadId: string): string {
+    if (!UPLOAD_ID.test(uploadId)) throw new Error('unexpected upload id');
+    return join(this.root, 'uploads', uploadId);
+  }
+
+  /** Streams `body` into a new file in tmp/, hashing it; the caller checks the digests. */
+  async receive(body: AsyncIterable<Buffer>, onChunk?: (chunk: Buffer) => void): Promise<Received> {
+    const tmp = join(this.tmpDir, randomName());
+    const md5 = createHash('md5');
+    let size = 0;
+    try {
+      await pipeline(
+        body,
+        async function* (source: AsyncIterable<Buffer>) {
+          for await (const chunk of source) {
+            size += chunk.length;
+            md5.update(chunk);
+            onChunk?.(chunk);
+            yield chunk;
+          }
+        },
+        createWriteStream(tmp),
+      );
+    } catch (err) {
+      await this.discard(tmp);
+      throw err;
+    }
+    return { tmp, size, md5: md5.digest() };
+  }
+
+  discard(tmp: string): Promise<void> {
+    return unlink(tmp).catch(() => undefined);
+  }
+
+  /** The row with its file's path, if the file is still there; a row without its file is dropped. */
+  private present(row: ObjectRow | undefined): (ObjectRow & { path: string }) | undefined {
+    if (!row) return undefined;
+    const path = join(this.objectDir(row.workspace_id), row.file);
+    if (exists(path)) return { ...row, path };
+    this.q.dropObject.run(row.key, row.file);
+    return undefined;
+  }
+
+  /** The object, if its row and its file both exist. */
+  object(key: string): (ObjectRow & { path: string }) | undefined {
+    return this.present(this.q.object.get(key));
+  }
+
+  /** Objects with keys in [from, to) after `after`, at most `limit`, in key order (rows without a file skipped). */
+  list(from: string, after: string, to: string, limit: number): ObjectRow[] {
+    return this.q.list.all(from, after, to, limit).filter((row) => this.present(row) !== undefined);
+  }
+
+  private checkObjectRoom(workspaceId: string, key: string): void {
+    if (this.q.object.get(key)) return; // a replacement does not add an object
+    const { n } = this.q.countObjects.get(workspaceId) ?? { n: 0 };
+    if (n >= this.limits.maxObjectsPerWorkspace) {
+      throw invalidRequest(
+        `This workspace already holds ${n} objects, the limit of this service: ask its operator to raise it.`,
+      );
+    }
+  }
+
+  /** Moves a received body into place as `key` (replacing any previous object). */
+  async commitObject(
+    workspaceId: string,
+    key: string,
+    tmp: string,
+    meta: { size: number; md5: string; etag: string; contentType: string | null },
+  ): Promise<void> {
+    try {
+      this.checkObjectRoom(workspaceId, key);
+    } catch (err) {
+      await this.discard(tmp);
+      throw err;
+    }
+    const dir = this.objectDir(workspaceId);
+    const file = randomName();
+    await mkdir(dir, { recursive: true });
+    await rename(tmp, join(dir, file));
+    const previous = this.q.object.get(key);
+    this.q.putObject.run({
+      key,
+      workspace_id: workspaceId,
+      file,
+      size: meta.size,
+      etag: meta.etag,
+      md5: meta.md5,
+      content_type: meta.contentType,
+      last_modified: Date.now(),
+    });
+    if (previous)
+      await unlink(join(this.objectDir(previous.workspace_id), previous.file)).catch(() => undefined);
+  }
+
+  createUpload(workspaceId: string, key: string, contentType: string | null): string {
+    const { n } = this.q.countUploads.get(workspaceId) ?? { n: 0 };
+    if (n >= this.limits.maxOpenUploadsPerWorkspace) {
+      throw invalidRequest(
+        `This workspace already has ${n} unfinished multipart uploads, the limit: complete or abort some first.`,
+      );
+    }
+    const uploadId = randomBytes(32).toString('base64url');
+    this.q.createUpload.run(uploadId, workspaceId, key, contentType, Date.now());
+    return uploadId;
+  }
+
+  /**
+   * The upload `uploadId`, only if it was created for this workspace and key:
+   * an id of another shape, another key or another workspace is NoSuchUpload.
+   */
+  upload(uploadId: string, workspaceId: string, key: string): UploadRow {
+    const row = UPLOAD_ID.test(uploadId) ? this.q.upload.get(uploadId) : undefined;
+    if (!row || row.workspace_id !== workspaceId || row.key !== key) throw noSuchUpload();
+    if (this.completing.has(uploadId)) {
+      throw new S3Error(
+        409,
+        'OperationAborted',
+        'This multipart upload is being completed by another request; try again in a moment.',
+      );
+    }
+    return row;
+  }
+
+  async commitPart(upload: UploadRow, partNumber: number, got: Received): Promise<void> {
+    const dir = this.uploadDir(upload.upload_id);
+    const file = randomName();
+    await mkdir(dir, { recursive: true });
+    await rename(got.tmp, join(dir, file));
+    if (!this.q.upload.get(upload.upload_id)) {
+      // Aborted or completed while this part was arriving.
+      await rm(dir, { recursive: true, force: true });
+      throw noSuchUpload();
+    }
+    const previous = this.q.part.get(upload.upload_id, partNumber);
+    this.q.putPart.run(upload.upload_id, partNumber, file, got.size, got.md5.toString('hex'), Date.now());
+    if (previous) await unlink(join(dir, previous.file)).catch(() => undefined);
+  }
+
+  parts(uploadId: string, after: number, limit: number): PartRow[] {
+    return this.q.parts.all(uploadId, after, limit);
+  }
+
+  async abort(upload: UploadRow): Promise<void> {
+    this.q.dropUpload.run(upload.upload_id);
+    await rm(this.uploadDir(upload.upload_id), { recursive: true, force: true });
+  }
+
+  /** The parts a CompleteMultipartUpload lists, each checked: uploaded, same ETag, at least 5 MiB but the last. */
+  checkParts(upload: UploadRow, wanted: CompletedPart[]): PartRow[] {
+    const invalidPart = (n: number): S3Error =>
+      new S3Error(
+        400,
+        'InvalidPart',
+        `Part ${n} was not uploaded, or its ETag does not match: list the parts and send their ETags.`,
+      );
+    const dir = this.uploadDir(upload.upload_id);
+    return wanted.map(({ partNumber, etag }, i) => {
+      const row = this.q.part.get(upload.upload_id, partNumber);
+      if (!row || row.md5 !== etag || !exists(join(dir, row.file))) throw invalidPart(partNumber);
+      if (i < wanted.length - 1 && row.size < MIN_PART_BYTES) {
+        throw new S3Error(
+          400,
+          'EntityTooSmall',
+          `Part ${partNumber} is ${row.size} bytes: every part but the last must be at least 5 MiB.`,
+        );
+      }
+      return row;
+    });
+  }
+
+  /**
+   * Concatenates checked parts into the object, computing the MD5 of the
+   * whole object on the way (kept for upload callbacks). Returns S3's
+   * multipart ETag: MD5 of the parts' MD5s, "-", the number of parts.
+   */
+  async complete(upload: UploadRow, parts: PartRow[]): Promise<string> {
+    const dir = this.uploadDir(upload.upload_id);
+    this.completing.add(upload.upload_id);
+    try {
+      const md5 = createHash('md5');
+      const tmp = join(this.tmpDir, randomName());
+      const out = createWriteStream(tmp);
+      try {
+        await pipeline(async function* () {
+          for (const part of parts) {
+            for await (const chunk of createReadStream(join(dir, part.file), { highWaterMark: 1 << 20 })) {
+              md5.update(chunk as Buffer);
+              yield chunk as Buffer;
+            }
+          }
+        }, out);
+      } catch (err) {
+        await this.discard(tmp);
+        throw err;
+      }
+      const partsDigest = createHash('md5');
+      for (const p of parts) partsDigest.update(Buffer.from(p.md5, 'hex'));
+      const etag = `${partsDigest.digest('hex')}-${parts.length}`;
+      const size = parts.reduce((sum, p) => sum + p.size, 0);
+      await this.commitObject(upload.workspace_id, upload.key, tmp, {
+        size,
+        md5: md5.digest('hex'),
+        etag,
+        contentType: upload.content_type,
+      });
+      this.q.dropUpload.run(upload.upload_id);
+      await rm(dir, { recursive: true, force: true });
+      return etag;
+    } finally {
+      this.completing.delete(upload.upload_id);
+    }
+  }
+}

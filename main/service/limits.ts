@@ -1,0 +1,71 @@
+/**
+ * What the service allows any one client, with the defaults the README's
+ * Security section lists. Every limit is an option of startService, so tests
+ * can use short ones; `serve` uses the defaults.
+ */
+export interface ServiceLimits {
+  /** Both servers: time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** Both servers: a connection with no byte in either direction for this long is closed. */
+  idleTimeoutMs: number;
+  /** Both servers: an idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** API: a whole request (headers and body). */
+  requestTimeoutMs: number;
+  /** Bucket: a whole request, long enough for the largest part on a slow link. */
+  bucketRequestTimeoutMs: number;
+  /** Each server: open connections beyond this are closed at once. */
+  maxConnections: number;
+  /** Largest PutObject body. */
+  maxObjectBytes: number;
+  /** Largest UploadPart body. */
+  maxPartBytes: number;
+  maxObjectsPerWorkspace: number;
+  maxOpenUploadsPerWorkspace: number;
+  /** Wrong passwords a client IP or a username may send before each next try must wait. */
+  loginFreeFailures: number;
+  /** The wait after the first failure beyond those... */
+  loginFirstWaitSeconds: number;
+  /** ...doubles with each further failure, up to this. */
+  loginMaxWaitSeconds: number;
+  /** STS issues one API token may ask for at once... */
+  stsBurst: number;
+  /** ...and then one more every this many seconds. */
+  stsRefillSeconds: number;
+}
+
+const GiB = 1024 ** 3;
+
+export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
+  headersTimeoutMs: 20_000,
+  idleTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  requestTimeoutMs: 30_000,
+  bucketRequestTimeoutMs: 60 * 60_000,
+  maxConnections: 256,
+  maxObjectBytes: 5 * GiB,
+  maxPartBytes: 5 * GiB,
+  maxObjectsPerWorkspace: 1_000_000,
+  maxOpenUploadsPerWorkspace: 1000,
+  loginFreeFailures: 5,
+  loginFirstWaitSeconds: 1,
+  loginMaxWaitSeconds: 900,
+  stsBurst: 60,
+  stsRefillSeconds: 10,
+};
+
+/** The defaults with `given` applied; every value must be a positive integer. */
+export function resolveLimits(given: Partial<ServiceLimits> = {}): ServiceLimits {
+  const limits = { ...DEFAULT_LIMITS, ...given };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new Error(`limits.${name} must be a positive integer (got ${String(value)}).`);
+    }
+  }
+  return limits;
+}
+
+/** How often Node checks the header and request timeouts: often enough for the shortest one. */
+export function checkingInterval(...timeoutsMs: number[]): number {
+  return Math.max(50, Math.min(5_000, Math.floor(Math.min(...timeoutsMs) / 4)));
+}

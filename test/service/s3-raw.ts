@@ -1,0 +1,111 @@
+/**
+ * Raw S3 requests signed with the SDK's own SigV4 signer, for tests that
+ * must send what no SDK call would: a wrong secret, a forged upload id, a
+ * Host header of their choosing, a copy source. Sent with node:http, which
+ * (unlike fetch) lets the Host header be set.
+ */
+import http from 'node:http';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { NodeSha256 } from '../../main/core/storage/s3-put.js';
+import type { Loose } from './helpers.js';
+
+export interface RawRequest {
+  method: string;
+  /** Already encoded, e.g. `/media/<prefix>/a%20b.jpg`. */
+  path: string;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  body?: Buffer | string;
+  /** Signed and sent instead of the endpoint's host:port. */
+  host?: string;
+  /** Signs with this secret instead of the issued one. */
+  secret?: string;
+  /** Sends no session token. */
+  noToken?: boolean;
+}
+
+export interface RawAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  bytes: Buffer;
+  /** The S3 error code of the answer (`<Code>` or x-amz-error-code), if any. */
+  code: string | undefined;
+}
+
+export function signer(
+  sts: Loose,
+  secret = sts.credentials.access_key_secret as string,
+  withToken = true,
+): SignatureV4 {
+  return new SignatureV4({
+    service: 's3',
+    region: sts.region,
+    sha256: NodeSha256,
+    uriEscapePath: false,
+    applyChecksum: false,
+    credentials: {
+      accessKeyId: sts.credentials.access_key_id,
+      secretAccessKey: secret,
+      ...(withToken ? { sessionToken: sts.credentials.security_token as string } : {}),
+    },
+  });
+}
+
+/** Signs `r` with the STS credentials (header form) and sends it to the STS endpoint. */
+export async function rawS3(sts: Loose, r: RawRequest): Promise<RawAnswer> {
+  const endpoint = new URL(sts.endpoint);
+  const body = r.body === undefined ? undefined : Buffer.from(r.body);
+  const headers: Record<string, string> = {
+    host: r.host ?? endpoint.host,
+    'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+    ...(body ? { 'content-length': String(body.length) } : {}),
+    ...r.headers,
+  };
+  const s = signer(sts, r.secret, !r.noToken);
+  const signed = await s.sign({
+    method: r.method,
+    protocol: 'http:',
+    hostname: endpoint.hostname,
+    port: Number(endpoint.port),
+    path: r.path,
+    query: r.query ?? {},
+    headers,
+  });
+  const qs = new URLSearchParams(r.query ?? {}).toString().replace(/\+/g, '%20');
+  return send(endpoint, r.method, `${r.path}${qs ? `?${qs}` : ''}`, signed.headers, body);
+}
+
+export function send(
+  endpoint: URL,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: Buffer,
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: endpoint.hostname, port: endpoint.port, method, path, headers, agent: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const bytes = Buffer.concat(chunks);
+          const text = bytes.toString('utf8');
+          const header = res.headers['x-amz-error-code'];
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: text,
+            bytes,
+            code:
+              /<Code>([^<]+)<\/Code>/.exec(text)?.[1] ?? (typeof header === 'string' ? header : undefined),
+          });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
