@@ -8,6 +8,7 @@ import { flightFolderOf } from './media/flight.js';
 import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import type { Card, CardMonitor } from './sources/cards.js';
+import { completeSource, type Completed } from './offload/complete.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import { SyncEngine, type EngineState, type FileEvent } from './sync/engine.js';
@@ -32,6 +33,8 @@ export interface AgentEvents {
   warning: [string];
   /** A flight folder was matched to a wayline (shown in notifications and `watch`). */
   wayline: [{ source: Source; folder: string; match: WaylineMatch | null }];
+  /** A card came to rest: checked in the bucket, its verdict ("safe to format" or why not) and manifest. */
+  offload: [{ source: Source } & Completed];
 }
 
 export interface AgentOptions {
@@ -43,6 +46,8 @@ export interface AgentOptions {
   quietMs?: number;
   engine?: SyncEngine;
   backoff?: BackoffPolicy;
+  /** Where cards' manifests go (`<state>/manifests`); without it no verdict is made. */
+  manifestsDir?: string;
 }
 
 /**
@@ -63,6 +68,9 @@ export class Agent extends EventEmitter<AgentEvents> {
   private config: Config;
   private cardMonitor: CardMonitor | null = null;
   private readonly cards = new Map<string, Card>();
+  /** Cards with something new since their last verdict. */
+  private readonly unsettled = new Set<string>();
+  private settling: Promise<void> = Promise.resolve();
   private readonly ejected = new Set<string>();
 
   constructor(private readonly opts: AgentOptions) {
@@ -91,6 +99,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           outcome: e.outcome,
         });
       }
+      if (this.cards.has(e.sourceId)) this.unsettled.add(e.sourceId);
       this.emit('file', e);
     });
     this.engine.on('progress', (p) => this.emit('progress', p));
@@ -98,6 +107,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.emit('state', s, e);
       if (s === 'idle') {
         this.emit('idle');
+        void this.settleCards();
         void this.ejectFinishedCards();
       }
     });
@@ -110,6 +120,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   async stop(): Promise<void> {
     this.cardMonitor?.stop();
     this.controller.abort();
+    await this.settling;
     await Promise.all([...this.watchers.values()].map((w) => w.stop()));
     this.watchers.clear();
     await this.running;
@@ -164,6 +175,38 @@ export class Agent extends EventEmitter<AgentEvents> {
     return own ?? (key === 'autoSync' ? this.config.autoSyncCards : this.config.ejectAfterSync);
   }
 
+  /**
+   * Cards at rest (nothing left to do) with something new since their last
+   * verdict: every object checked again in the bucket, the verdict, the
+   * manifest. One at a time, in the background of an idle engine.
+   */
+  private settleCards(): Promise<void> {
+    const manifestsDir = this.opts.manifestsDir;
+    if (!manifestsDir) return this.settling;
+    this.settling = this.settling.then(async () => {
+      for (const [sourceId, card] of this.cards) {
+        if (!this.unsettled.has(sourceId) || this.queue.hasWork(sourceId) || this.controller.signal.aborted) continue;
+        this.unsettled.delete(sourceId);
+        try {
+          const done = await completeSource({
+            engine: this.engine,
+            queue: this.queue,
+            card: { sourceId, label: card.label },
+            manifestsDir,
+            recheckAfterMs: this.config.recheckAfterMinutes * 60_000,
+            log: this.log,
+            signal: this.controller.signal,
+          });
+          this.emit('offload', { source: cardSource(card), ...done });
+        } catch (err) {
+          const e = toDmsError(err);
+          if (e.kind !== 'cancelled') this.emit('warning', `The verdict for ${card.label} could not be made: ${e.message}`);
+        }
+      }
+    });
+    return this.settling;
+  }
+
   /** After a sync: eject the cards that asked for it and have nothing left to do. */
   private async ejectFinishedCards(): Promise<void> {
     for (const [sourceId, card] of this.cards) {
@@ -178,6 +221,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   async addCard(card: Card): Promise<void> {
     const source = cardSource(card);
     this.cards.set(source.sourceId, card);
+    this.unsettled.add(source.sourceId);
     this.ejected.delete(source.sourceId);
     const old = this.watchers.get(source.sourceId);
     if (old) await old.stop();
@@ -272,6 +316,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         setTimeout(() => void this.rescan(source), this.quietMs + 100).unref();
       }
       if (r.pending.length) await this.matchFolders(source, r.pending);
+      // Nothing new on a card seen before: the engine stays idle, so say its verdict now.
+      else void this.settleCards();
       for (const w of r.skipped) this.log.warn({ source: source.sourceId, file: w.relPath }, w.message);
       this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone, skipped: r.skipped });
       this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');

@@ -60,6 +60,14 @@ export const ConfigSchema = z.object({
    * get a second callback.
    */
   callbackSettleSeconds: z.number().int().min(0).max(3600).default(60),
+  /**
+   * "Safe to format" needs each object checked in the bucket. An upload is
+   * checked when the store accepts it (its Content-MD5, or a completed
+   * multipart); when a card comes to rest, objects whose last check is older
+   * than this are looked at again (HEAD), so an object deleted since is
+   * caught. 0 = every time.
+   */
+  recheckAfterMinutes: z.number().int().min(0).max(7 * 24 * 60).default(10),
   /** 0 = unlimited. */
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
   aircraftDefault: deviceKey.optional(),
@@ -70,6 +78,18 @@ export const ConfigSchema = z.object({
    */
   aircraftSerial: aircraftSerial.optional(),
   startAtLogin: z.boolean().default(true),
+  /**
+   * Base-map tiles for the flight map, fetched by the app (never by the
+   * window) from this one source, e.g. `https://tile.openstreetmap.org/{z}/{x}/{y}.png`.
+   * Unset: the map shows points, track, scale and north without a base map.
+   */
+  mapTiles: z
+    .object({
+      url: httpUrl.refine((u) => ['{z}', '{x}', '{y}'].every((p) => u.includes(p)), 'must hold {z}, {x} and {y}'),
+      attribution: z.string().max(200).default(''),
+      maxZoom: z.number().int().min(1).max(22).default(19),
+    })
+    .optional(),
   /** Per-card settings by card id (see `watch --json` / the app's card history); override the global ones (aircraftSerial: the card's aircraft). */
   cards: z
     .record(

@@ -29,6 +29,7 @@ const NOTICE_ICONS: Record<Notice['kind'], IconName> = {
   problem: 'attention',
   'sign-in': 'attention',
   halted: 'attention',
+  safe: 'idle',
 };
 
 export async function runApp(): Promise<void> {

@@ -6,6 +6,8 @@
  */
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import path from 'node:path';
+import { fallbackLabel, type CardRef } from '../core/offload/card.js';
 import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
 import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
@@ -15,6 +17,8 @@ import { openSession, type Session } from '../core/session/open.js';
 import { LOCAL_LABEL } from '../core/session/target.js';
 import type {
   AppStateView,
+  FlightSummaryView,
+  FlightView,
   HistoryEntryView,
   QueueItemView,
   SettingsView,
@@ -23,6 +27,7 @@ import type {
 } from '../shared/ipc.js';
 import { signIn, testConnection, verifyToken } from './account.js';
 import { UserError } from './failures.js';
+import { flightSummaries, flightView, TileCache } from './flights.js';
 import type { Activity } from './notifications.js';
 import { listQueue, retryFailed, type QueueFilter } from './queue-query.js';
 import { cardMonitor, LocalService, startRuntime, WaitingForSignIn, watchFolder, type Runtime } from './runtime.js';
@@ -76,6 +81,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
   /** No server chosen yet: cards are counted, nothing is sent ("Sign in to upload"). */
   private waiting: WaitingForSignIn | null = null;
   private lockRetry: NodeJS.Timeout | null = null;
+  /** Each card's last verdict ("safe to format" or why not), by source id. */
+  private readonly verdicts = new Map<string, { safe: boolean; message: string; reasons: string[] }>();
   private stopped = false;
   private startError: string | null = null;
   /** The user's pause outlives agent rebuilds (a settings change must not resume); an app restart resumes. */
@@ -175,6 +182,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       failedCount: rt ? this.session?.queue.counts().failed.files ?? 0 : 0,
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],
+      verdicts: this.verdicts,
     });
   }
 
@@ -223,6 +231,35 @@ export class AppController extends EventEmitter<ControllerEvents> {
   async waylines(q: WaylineQueryView): Promise<WaylinePageView> {
     const page = await this.requireRuntime().conn.api.listWaylines(waylineQuery(q));
     return waylinePageView(page.list, page.pagination);
+  }
+
+  /** The flights of a card (source id), or of the recent ones. */
+  flights(cardId?: string): FlightSummaryView[] {
+    const queue = this.requireQueue();
+    const ids = cardId ? [cardId] : queue.sources().slice(0, 20);
+    return flightSummaries(queue, ids.map((id) => this.cardRef(id)));
+  }
+
+  flight(cardId: string, folder: string): FlightView {
+    return flightView(this.requireQueue(), this.cardRef(cardId), folder, this.config.mapTiles);
+  }
+
+  /** The crew accepts a flagged flight as it is: it no longer stops "safe to format". */
+  acceptFlight(cardId: string, folder: string): FlightSummaryView {
+    const queue = this.requireQueue();
+    queue.acceptFlight(cardId, folder);
+    const found = flightSummaries(queue, [this.cardRef(cardId)]).find((f) => f.folder === folder);
+    if (!found) throw new UserError('invalid-input', `There is no flight ${folder} on this card.`);
+    this.changed();
+    return found;
+  }
+
+  mapTile(z: number, x: number, y: number): Promise<string> {
+    return new TileCache(path.join(this.opts.stateDir, 'tiles'), this.config.mapTiles).tile(z, x, y);
+  }
+
+  private cardRef(sourceId: string): CardRef {
+    return { sourceId, label: this.labels.get(sourceId) ?? fallbackLabel(sourceId) };
   }
 
   settings(): SettingsView & { signedIn: boolean } {
@@ -382,8 +419,10 @@ export class AppController extends EventEmitter<ControllerEvents> {
           activity: (a) => this.emit('activity', a),
           label: (id, label) => this.labels.set(id, label),
           progress: (p) => (this.push.progress = progressView(p)),
+          verdict: (id, v) => this.verdicts.set(id, v),
           changed: () => this.changed(),
         },
+        manifestsDir: this.paths.manifests,
       });
       if (this.userPaused) this.rt?.agent.engine.pause();
       this.startError = null;

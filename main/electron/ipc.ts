@@ -50,16 +50,16 @@ export type ControllerApi = Pick<
   | 'setToken'
   | 'signOut'
   | 'testConnection'
+  | 'flights'
+  | 'flight'
+  | 'acceptFlight'
+  | 'mapTile'
 >;
 
 export interface ShellActions {
   pickFolder(): Promise<string | null>;
   openLogFolder(): Promise<void>;
   openHelp(topic: keyof typeof HELP_URLS): Promise<void>;
-}
-
-function notConnected(): never {
-  throw new UserError('unavailable', 'The flight view is not connected in this version yet.');
 }
 
 export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
@@ -79,11 +79,10 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'auth:set-token': (r) => c.setToken(r.serverUrl, r.workspaceId, r.token),
     'auth:sign-out': () => c.signOut(),
     'auth:test-connection': (r) => c.testConnection(r.serverUrl, r.workspaceId),
-    // Placeholders until the controller serves flights (main/core/offload: analyseFlight, flightPoints)
-    // and fetches tiles from the configured source: the window shows this sentence meanwhile.
-    'flights:list': () => notConnected(),
-    'flights:get': () => notConnected(),
-    'map:tile': () => notConnected(),
+    'flights:list': (r) => c.flights(r.cardId),
+    'flights:get': (r) => c.flight(r.cardId, r.folder),
+    'flights:accept': (r) => c.acceptFlight(r.cardId, r.folder),
+    'map:tile': (r) => c.mapTile(r.z, r.x, r.y),
     'dialog:pick-folder': () => s.pickFolder(),
     'shell:open-log-folder': async () => {
       await s.openLogFolder();

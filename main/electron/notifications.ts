@@ -17,10 +17,12 @@ export type Activity =
       outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
       size: number;
     }
-  | { type: 'state'; state: EngineStateName; message: string | null; halt?: 'disk-full' | 'database' };
+  | { type: 'state'; state: EngineStateName; message: string | null; halt?: 'disk-full' | 'database' }
+  /** A card came to rest: its verdict. */
+  | { type: 'offload'; sourceId: string; label: string; safe: boolean; message: string; reasons: string[] };
 
 export interface Notice {
-  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted';
+  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted' | 'safe';
   title: string;
   body: string;
 }
@@ -68,6 +70,8 @@ export class NotificationPolicy {
   private held = false;
   private signInSaid = false;
   private haltSaid = false;
+  /** The last verdict said per card, so the same one is not said twice. */
+  private readonly verdicts = new Map<string, string>();
 
   constructor(opts: PolicyOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -97,7 +101,22 @@ export class NotificationPolicy {
         return [];
       case 'state':
         return this.stateChanged(a.state, a.message, a.halt);
+      case 'offload':
+        return this.offload(a);
     }
+  }
+
+  /**
+   * A card at rest: "M30T_CARD: 212 files verified in workspace ws-1 — safe
+   * to format", once per verdict; a card that is not safe says why (its first
+   * reason) once, as a problem.
+   */
+  private offload(a: Extract<Activity, { type: 'offload' }>): Notice[] {
+    const key = `${a.safe}|${a.message}`;
+    if (this.verdicts.get(a.sourceId) === key) return [];
+    this.verdicts.set(a.sourceId, key);
+    if (a.safe) return [{ kind: 'safe', title: `${a.label}: safe to format`, body: a.message }];
+    return [{ kind: 'problem', title: `${a.label}: not safe to format yet`, body: a.reasons[0] ?? a.message }];
   }
 
   /** When a held summary is due (the shell sets a timer for it), else null. */

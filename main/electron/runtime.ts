@@ -32,6 +32,8 @@ export interface RuntimeSink {
   activity(a: Activity): void;
   label(sourceId: string, label: string): void;
   progress(p: ProgressSnapshot): void;
+  /** A card's verdict, for the window and the tray. */
+  verdict(sourceId: string, v: { safe: boolean; message: string; reasons: string[] }): void;
   /** Something the window shows changed (state, counts, the list). */
   changed(): void;
 }
@@ -42,6 +44,8 @@ export interface RuntimeOptions {
   conn: Exclude<Connection, { kind: 'none' }>;
   logger: Logger;
   sink: RuntimeSink;
+  /** `<state>/manifests`: each card's manifest and report. */
+  manifestsDir: string;
   quietMs?: number;
   cardPollMs?: number;
 }
@@ -52,6 +56,7 @@ export function startRuntime(o: RuntimeOptions): Runtime {
     api: o.conn.api,
     config: o.config,
     logger: o.logger,
+    manifestsDir: o.manifestsDir,
     ...(o.quietMs === undefined ? {} : { quietMs: o.quietMs }),
   });
   const rt: Runtime = { agent, conn: o.conn, monitor: null };
@@ -111,6 +116,12 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
     activity({ type: 'wayline', sourceId: source.sourceId, folder, waylineName: match?.waylineName ?? null });
   });
   agent.on('warning', (w) => log.warn(w));
+  agent.on('offload', ({ source, offload }) => {
+    const v = offload.verdict;
+    sink.verdict(source.sourceId, { safe: v.safe, message: v.message, reasons: v.reasons });
+    activity({ type: 'offload', sourceId: source.sourceId, label: source.label, safe: v.safe, message: v.message, reasons: v.reasons });
+    if (live()) sink.changed();
+  });
 }
 
 /** The built-in local service, started on first need and kept until the app switches to a real server. */

@@ -78,6 +78,14 @@ export function trayView(s: AppStateView): TrayView {
     };
   }
   if (s.failedCount > 0) return attention(`${files(s.failedCount)} need attention`);
+  // The cards' verdicts: a card not safe to format needs a look; safe ones are said.
+  const verdicts = s.cards.flatMap((c) => (c.verdict ? [c.verdict] : []));
+  const unsafe = verdicts.find((v) => !v.safe);
+  if (unsafe) return attention(unsafe.message);
+  if (verdicts.length > 0) {
+    const line = verdicts.length === 1 ? (verdicts[0]?.message ?? '') : `${verdicts.length} cards safe to format`;
+    return { icon: 'idle', tooltip: `${APP}: ${line}`, activityLine: line };
+  }
   return { icon: 'idle', tooltip: `${APP}: all synced`, activityLine: 'All files are synced' };
 }
 

@@ -8,11 +8,12 @@ import type { Wayline, WaylineQuery } from '../core/api/types.js';
 import { DmsError, ERROR_KINDS, plainMessage, QueueWriteError, type ErrorKind } from '../core/errors.js';
 import type { HistoryEntry } from '../core/history.js';
 import type { QueueRow } from '../core/queue/queue.js';
-import { sourceOf } from '../core/sources/source.js';
+import { cardSource, sourceOf } from '../core/sources/source.js';
 import type { SyncEngine } from '../core/sync/engine.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
 import type {
   AppStateView,
+  CardView,
   HistoryEntryView,
   ProgressView,
   QueueItemView,
@@ -160,6 +161,8 @@ export interface AppStateInput {
   failedCount: number;
   progress: ProgressView | null;
   cards: ReadonlyArray<{ id: string; label: string; root: string }>;
+  /** Each card's last verdict, by source id. */
+  verdicts?: ReadonlyMap<string, CardView['verdict']>;
 }
 
 /**
@@ -192,6 +195,6 @@ export function appStateView(i: AppStateInput): AppStateView {
     progress: i.progress ?? (e ? progressView(e.progress.snapshot()) : NO_PROGRESS),
     serverLabel: i.serverLabel,
     signedIn: i.signedIn,
-    cards: i.cards.map((c) => ({ id: c.id, label: c.label, root: c.root })),
+    cards: i.cards.map((c) => ({ id: c.id, label: c.label, root: c.root, verdict: i.verdicts?.get(cardSource(c).sourceId) ?? null })),
   };
 }

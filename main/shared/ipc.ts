@@ -29,6 +29,14 @@ export interface ProgressView {
   currentSource: string | null;
 }
 
+/** A card inserted now, with its last verdict ("safe to format" or why not) once its sync came to rest. */
+export interface CardView {
+  id: string;
+  label: string;
+  root: string;
+  verdict: { safe: boolean; message: string; reasons: string[] } | null;
+}
+
 export interface AppStateView {
   engine: EngineStateName;
   paused: boolean;
@@ -42,7 +50,7 @@ export interface AppStateView {
   serverLabel: string;
   signedIn: boolean;
   /** Cards currently inserted. */
-  cards: Array<{ id: string; label: string; root: string }>;
+  cards: CardView[];
 }
 
 export type QueueItemState =
@@ -220,6 +228,11 @@ export const Channels = {
   'flights:list': {
     request: z.object({ cardId: z.string().min(1).max(256).optional() }).strict(),
     response: null as unknown as FlightSummaryView[],
+  },
+  /** The crew accepts a flagged (incomplete) flight as it is: it no longer stops "safe to format". */
+  'flights:accept': {
+    request: z.object({ cardId: z.string().min(1).max(256), folder: z.string().min(1).max(1024) }).strict(),
+    response: null as unknown as FlightSummaryView,
   },
   'flights:get': {
     request: z.object({ cardId: z.string().min(1).max(256), folder: z.string().min(1).max(1024) }).strict(),

@@ -101,6 +101,18 @@ export function banners(s: AppStateView): Banner[] {
       }
       break;
   }
+  // Each card at rest: "safe to format", or why not (what to do).
+  for (const c of s.cards) {
+    if (!c.verdict) continue;
+    out.push({
+      tone: c.verdict.safe ? 'ok' : 'warn',
+      title: c.verdict.message,
+      detail: c.verdict.safe
+        ? 'Every file of this card is in the workspace and checked in its bucket. Drone Media Sync never formats a card itself.'
+        : c.verdict.reasons.join(' '),
+      action: null,
+    });
+  }
   if (failed > 0 && s.engine !== 'auth-required') {
     out.push({
       tone: 'error',

@@ -34,6 +34,10 @@ function fakeController() {
     setToken: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     signOut: vi.fn(() => Promise.resolve({ signedIn: false as const })),
     testConnection: vi.fn(() => Promise.resolve({ message: 'Connected: 1 wayline in this workspace.' })),
+    flights: vi.fn(() => []),
+    flight: vi.fn(() => ({}) as never),
+    acceptFlight: vi.fn(() => ({}) as never),
+    mapTile: vi.fn(() => Promise.resolve('data:image/png;base64,')),
   };
 }
 

@@ -104,6 +104,7 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
     'auth:test-connection': { serverUrl, workspaceId },
     'flights:list': {},
     'flights:get': { cardId: 'card-1', folder: 'DCIM/DJI_202209021517_001_Waypoint1' },
+    'flights:accept': { cardId: 'card-1', folder: 'DCIM/DJI_202209021517_001_Waypoint1' },
     'map:tile': { z: 3, x: 4, y: 2 },
     'dialog:pick-folder': undefined,
     'shell:open-log-folder': undefined,

@@ -149,7 +149,9 @@ describe('damaged queue file', () => {
     expect(fs.readFileSync(path.join(state, kept[0]!)).equals(damaged), 'the damaged queue is kept as it was').toBe(true);
     const summary = lastJson(r.stdout)!;
     expect(summary).toMatchObject({ type: 'summary', fast_uploaded: files.length, uploaded: 0, bytes_sent: 0, pending: 0, failed: 0 });
-    expect(rig.bucket.records.filter((x) => x.id > bSince && (x.op === 'PutObject' || x.op === 'UploadPart'))).toEqual([]);
+    // No card file is sent again (the card's manifest is: the rebuilt queue is a new state of the card).
+    const cardFiles = (x: { key?: string }) => !(x.key ?? '').includes('/manifests/');
+    expect(rig.bucket.records.filter((x) => x.id > bSince && (x.op === 'PutObject' || x.op === 'UploadPart') && cardFiles(x))).toEqual([]);
     await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
     expect(forwardedCallbacks(rig.service).size).toBeGreaterThan(0);
   }, 60_000);

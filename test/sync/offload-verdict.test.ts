@@ -48,7 +48,7 @@ it('not while a file is still on its way; safe once all are done and checked', a
   expect(pending.safe).toBe(false);
   expect(pending.reasons[0]).toMatch(/^10 files still on the way .*wait until they are done/);
   await engine.run({ mode: 'until-idle' });
-  await engine.verifySource(source.sourceId, { all: true });
+  await engine.verifySource(source.sourceId, { olderThanMs: 0 });
   expect(verdict()).toMatchObject({ safe: true, reasons: [] });
   engine.close();
   queue.close();
@@ -82,7 +82,7 @@ it('not with a failed file: the reason says which and why', async () => {
     const source = folderSource(c.root);
     await engine.scan(source);
     await engine.run({ mode: 'until-idle' });
-    await engine.verifySource(source.sourceId, { all: true });
+    await engine.verifySource(source.sourceId, { olderThanMs: 0 });
     const v = cardOffload(queue, { sourceId: source.sourceId, label: 'failed' }).verdict;
     expect(v.safe).toBe(false);
     expect(v.reasons).toEqual([expect.stringMatching(/^1 file failed \(M2EA_IR\.JPG\): .*Read why in the list, fix it and choose Retry\.$/)]);
@@ -100,7 +100,7 @@ it('not after a switch to another target until the card is there too', async () 
     const { queue, engine, source, verdict } = setup('switch');
     await engine.scan(source);
     await engine.run({ mode: 'until-idle' });
-    await engine.verifySource(source.sourceId, { all: true });
+    await engine.verifySource(source.sourceId, { olderThanMs: 0 });
     expect(verdict().safe).toBe(true);
     engine.close();
     // The crew signs in to another server: nothing of this card is acknowledged there yet.
@@ -111,7 +111,7 @@ it('not after a switch to another target until the card is there too', async () 
     expect(v.safe).toBe(false);
     expect(v.message).toMatch(/not safe to format yet — 10 on the way/);
     await onOther.run({ mode: 'until-idle' });
-    await onOther.verifySource(source.sourceId, { all: true });
+    await onOther.verifySource(source.sourceId, { olderThanMs: 0 });
     expect(verdict().safe).toBe(true);
     expect(verdict().message).toContain(`workspace ${other.workspaceId}`);
     onOther.close();

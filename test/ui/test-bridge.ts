@@ -156,7 +156,7 @@ export function installTestBridge(options: BridgeOptions): void {
         },
     serverLabel: 'https://fh.example.com',
     signedIn: true,
-    cards: [{ id: 'card-m30t', label: 'M30T_CARD', root: 'E:\\' }],
+    cards: [{ id: 'card-m30t', label: 'M30T_CARD', root: 'E:\\', verdict: null }],
   };
 
   const SITES = [
@@ -709,6 +709,16 @@ export function installTestBridge(options: BridgeOptions): void {
       const folder = str(o.folder, 1, 1024, 'folder');
       const f = flights.find((x) => x.cardId === cardId && x.folder === folder);
       return f ? ok(f) : err('not-found', 'This flight is not on the card any more.');
+    },
+    'flights:accept': (req) => {
+      const o = strict(req, ['cardId', 'folder']);
+      const cardId = str(o.cardId, 1, 256, 'cardId');
+      const folder = str(o.folder, 1, 1024, 'folder');
+      const i = flights.findIndex((x) => x.cardId === cardId && x.folder === folder);
+      if (i < 0) return err('not-found', 'This flight is not on the card any more.');
+      flights[i] = { ...flights[i]!, accepted: true };
+      const { points: _p, tiles: _t, ...summary } = flights[i]!;
+      return ok(summary);
     },
     'map:tile': (req) => {
       const o = strict(req, ['z', 'x', 'y']);

@@ -94,7 +94,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         queue,
         card: { sourceId: source.sourceId, label: path.basename(root) || root },
         manifestsDir: ctx.paths.manifests,
-        recheck: true,
+        recheckAfterMs: config.recheckAfterMinutes * 60_000,
         log: ctx.logger,
         signal: controller.signal,
       });

@@ -3,6 +3,7 @@ import { Agent } from '../../core/agent.js';
 import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
+import { offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson } from '../output.js';
 
 export interface WatchFlags extends ServerFlags {
@@ -18,7 +19,7 @@ export interface WatchFlags extends ServerFlags {
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
   const ctx = await openAgentContext(flags);
   const { queue, notice } = ctx.session;
-  const agent = new Agent({ queue, api: ctx.api, config: ctx.config, logger: ctx.logger });
+  const agent = new Agent({ queue, api: ctx.api, config: ctx.config, logger: ctx.logger, manifestsDir: ctx.paths.manifests });
   const say = (json: Record<string, unknown>, text: string) => (flags.json ? printJson(json) : process.stdout.write(text + '\n'));
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
 
@@ -70,6 +71,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
   });
   agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
+  agent.on('offload', (o) => say(offloadJson(o.offload, o.manifest.dir), offloadText(o.offload, o.manifest.dir).trimEnd()));
   agent.on('wayline', ({ source, folder, match }) =>
     say(
       { type: 'wayline', id: source.sourceId, folder, wayline: match },

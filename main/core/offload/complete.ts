@@ -27,12 +27,12 @@ export async function completeSource(o: {
   queue: Queue;
   card: CardRef;
   manifestsDir: string;
-  /** Check every done file again (a card at the end of its sync), or only those never checked. */
-  recheck: boolean;
+  /** Objects last checked longer ago than this are looked at again (config.recheckAfterMinutes). */
+  recheckAfterMs: number;
   log: Logger;
   signal?: AbortSignal;
 }): Promise<Completed> {
-  await o.engine.verifySource(o.card.sourceId, { all: o.recheck, ...(o.signal ? { signal: o.signal } : {}) });
+  await o.engine.verifySource(o.card.sourceId, { olderThanMs: o.recheckAfterMs, ...(o.signal ? { signal: o.signal } : {}) });
   const offload = cardOffload(o.queue, o.card);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;

@@ -368,12 +368,21 @@ export class Queue {
     this.stmts.addBytes.run(bytes, id);
   }
 
-  /** The object is complete in the bucket (`bytesSent` of it sent by this run); parts are no longer needed. */
-  setUploaded(id: number, objectKey: string, bytesSent = 0): void {
+  /**
+   * The object is complete in the bucket (`bytesSent` of it sent by this run)
+   * and, as the store accepted it, checked; parts are no longer needed.
+   */
+  setUploaded(id: number, objectKey: string, bytesSent = 0, verified?: Verification): void {
     this.db.transaction(() => {
       this.stmts.clearParts.run(id);
       if (bytesSent > 0) this.stmts.addBytes.run(bytesSent, id);
-      this.patch(id, { state: 'uploaded', object_key: objectKey, upload_id: null, outcome: 'uploaded' });
+      this.patch(id, {
+        state: 'uploaded',
+        object_key: objectKey,
+        upload_id: null,
+        outcome: 'uploaded',
+        verified_json: verified ? JSON.stringify(verified) : null,
+      });
     })();
   }
 

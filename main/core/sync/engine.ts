@@ -419,16 +419,17 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   /**
-   * Checks the done files of a source in the bucket (for "safe to format"):
-   * `all` again (a card at the end of its sync: an object deleted after its
-   * callback is caught), else only those never checked. A check that cannot
-   * be made now (network) leaves the file unchecked; returns how many were checked.
+   * Checks in the bucket the done files of a source never checked, or last
+   * checked more than `olderThanMs` ago (for "safe to format": an object
+   * deleted after its callback is caught). A check that cannot be made now
+   * (network) leaves the file as it was; returns how many were checked.
    */
-  async verifySource(sourceId: string, opts: { all: boolean; signal?: AbortSignal }): Promise<number> {
+  async verifySource(sourceId: string, opts: { olderThanMs: number; signal?: AbortSignal }): Promise<number> {
+    const before = Date.now() - opts.olderThanMs;
     const ctx = this.context(AbortSignal.any([this.haltController.signal, ...(opts.signal ? [opts.signal] : [])]));
     const rows = this.queue
       .list({ sourceId, states: ['done'], limit: 1_000_000 })
-      .filter((r): r is DoneRow & { fingerprint: string } => r.state === 'done' && r.fingerprint !== undefined && (opts.all || r.verified === null));
+      .filter((r): r is DoneRow & { fingerprint: string } => r.state === 'done' && r.fingerprint !== undefined && (r.verified === null || r.verified.at <= before));
     let checked = 0;
     await Promise.all(
       rows.map((r) =>

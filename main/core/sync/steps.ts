@@ -324,7 +324,11 @@ export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<voi
   // Changed during the upload: the object holds a mix or the old content.
   // Never record it; the new version gets a row (and key) of its own.
   await assertUnchanged(row);
-  ctx.queue.setUploaded(row.id, key, result.bytesSent);
+  // The store checked the Content-MD5 of a single PUT (its ETag is that MD5);
+  // a completed multipart holds the parts it acknowledged: the size.
+  const etag = result.etag?.replace(/"/g, '').toLowerCase();
+  const checksum = !result.multipart && etag === row.fingerprint.toLowerCase() ? 'match' : 'not-given';
+  ctx.queue.setUploaded(row.id, key, result.bytesSent, { at: Date.now(), by: 'bucket', found: true, size: row.size, checksum });
 }
 
 /** uploaded -> done: the callback, exactly once even when an answer is lost. */
