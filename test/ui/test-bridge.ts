@@ -716,8 +716,9 @@ export function installTestBridge(options: BridgeOptions): void {
       const folder = str(o.folder, 1, 1024, 'folder');
       const i = flights.findIndex((x) => x.cardId === cardId && x.folder === folder);
       if (i < 0) return err('not-found', 'This flight is not on the card any more.');
-      flights[i] = { ...flights[i]!, accepted: true };
-      const { points: _p, tiles: _t, ...summary } = flights[i]!;
+      const accepted = { ...flights[i]!, accepted: true };
+      flights[i] = accepted;
+      const { points: _p, tiles: _t, ...summary } = accepted;
       return ok(summary);
     },
     'map:tile': (req) => {
