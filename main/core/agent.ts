@@ -185,7 +185,9 @@ export class Agent extends EventEmitter<AgentEvents> {
     if (!manifestsDir) return this.settling;
     this.settling = this.settling.then(async () => {
       for (const [sourceId, card] of this.cards) {
-        if (!this.unsettled.has(sourceId) || this.queue.hasWork(sourceId) || this.controller.signal.aborted) continue;
+        // Files still being written when last scanned are looked at again first: no verdict meanwhile.
+        const scanned = this.queue.lastScan(sourceId)?.complete === true;
+        if (!this.unsettled.has(sourceId) || !scanned || this.queue.hasWork(sourceId) || this.controller.signal.aborted) continue;
         this.unsettled.delete(sourceId);
         try {
           const done = await completeSource({
@@ -205,6 +207,12 @@ export class Agent extends EventEmitter<AgentEvents> {
       }
     });
     return this.settling;
+  }
+
+  /** A card's verdict is due again (the crew accepted one of its flights): made now if it is at rest. */
+  reconsider(sourceId: string): Promise<void> {
+    if (this.cards.has(sourceId)) this.unsettled.add(sourceId);
+    return this.settleCards();
   }
 
   /** After a sync: eject the cards that asked for it and have nothing left to do. */

@@ -247,11 +247,12 @@ export class AppController extends EventEmitter<ControllerEvents> {
   /** The crew accepts a flagged flight as it is: it no longer stops "safe to format". */
   acceptFlight(cardId: string, folder: string): FlightSummaryView {
     const queue = this.requireQueue();
-    queue.acceptFlight(cardId, folder);
     const found = flightSummaries(queue, [this.cardRef(cardId)]).find((f) => f.folder === folder);
     if (!found) throw new UserError('invalid-input', `There is no flight ${folder} on this card.`);
+    queue.acceptFlight(cardId, folder);
+    void this.rt?.agent.reconsider(cardId);
     this.changed();
-    return found;
+    return { ...found, accepted: true };
   }
 
   mapTile(z: number, x: number, y: number): Promise<string> {

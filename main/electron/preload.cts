@@ -29,6 +29,7 @@ const CHANNELS = [
   'auth:sign-out',
   'auth:test-connection',
   'flights:list',
+  'flights:accept',
   'flights:get',
   'map:tile',
   'dialog:pick-folder',

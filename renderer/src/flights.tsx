@@ -49,6 +49,14 @@ export function Flights() {
     });
   };
 
+  const accept = (f: FlightView): void => {
+    void call('flights:accept', { cardId: f.cardId, folder: f.folder }).then((r) => {
+      if (!r.ok) return setError(r.error.message);
+      setCurrent({ ...f, accepted: true });
+      setList((prev) => prev?.map((x) => (x.cardId === f.cardId && x.folder === f.folder ? r.value : x)) ?? prev);
+    });
+  };
+
   useEffect(() => {
     void call('flights:list', {}).then((r) => {
       if (!r.ok) return setError(r.error.message);
@@ -102,6 +110,18 @@ export function Flights() {
                 {current.wayline ? ` · wayline ${current.wayline.name}` : ''}
               </p>
             </div>
+            {current.incomplete && !current.accepted ? (
+              <p class="flight-accept">
+                This flight stops “safe to format” for its card. If it is fine as it is (the missing
+                photos were never taken, or are kept elsewhere), accept it.{' '}
+                <button type="button" class="btn" onClick={() => accept(current)}>
+                  Accept this flight as it is
+                </button>
+              </p>
+            ) : null}
+            {current.incomplete && current.accepted ? (
+              <p class="muted flight-accepted">Accepted as it is: it no longer stops “safe to format”.</p>
+            ) : null}
             {current.flags.length > 0 ? (
               <ul class="flight-flags">
                 {current.flags.map((f, i) => (

@@ -1,5 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,6 +11,7 @@ import { UserError } from '../../main/electron/failures.js';
 import { NotificationPolicy, type Notice } from '../../main/electron/notifications.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { DJI_FILES, tempDir } from '../support/harness.js';
+import { buildRtkCard } from '../support/rtk-card.js';
 import { FOLDER, insertCard, MemorySecrets, recordController, until } from './helpers.js';
 
 // The controller is Electron-free, so it runs here for real: the built-in
@@ -135,10 +138,13 @@ describe('controller with the built-in local service', () => {
         expect.objectContaining({ type: 'wayline', folder: FOLDER, waylineName: 'Waypoint1' }),
       );
 
-      // The same activity, through the notification policy: one card notice, one summary.
+      // The same activity, through the notification policy: one card notice, one summary, and
+      // once the card is at rest and checked in the bucket, "safe to format".
+      await until('the verdict', () => activity.some((a) => a.type === 'offload'));
       const policy = new NotificationPolicy();
       const notices: Notice[] = activity.flatMap((a) => policy.handle(a));
-      expect(notices.map((n) => n.kind)).toEqual(['card', 'synced']);
+      expect(notices.map((n) => n.kind)).toEqual(['card', 'synced', 'safe']);
+      expect(notices[2]!.body).toMatch(/^DJI_CARD: 4 files verified in workspace .* — safe to format$/);
       expect(notices[0]!.body).toContain('wayline “Waypoint1”');
       expect(notices[1]!.body).toMatch(/^4 files synced \(.+ uploaded\)\.$/);
     } finally {
@@ -361,6 +367,61 @@ describe('before any sign-in, and beside the command line', () => {
       }
     } finally {
       holder.kill('SIGKILL');
+    }
+  });
+});
+
+describe('verified offload in the app', () => {
+  it('a card at rest gets its verdict (window, notification), its flights and map, and an accepted flight makes it safe', async () => {
+    const mnt = path.join(root, 'mnt-offload');
+    fs.mkdirSync(mnt);
+    // A base-map source on loopback: the only host main asks for tiles.
+    const tilesAsked: string[] = [];
+    const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
+    const tiles = http.createServer((req, res) => {
+      tilesAsked.push(req.url ?? '');
+      res.writeHead(200, { 'content-type': 'image/png' }).end(png);
+    });
+    await new Promise<void>((r) => tiles.listen(0, '127.0.0.1', r));
+    const port = (tiles.address() as AddressInfo).port;
+    const { c, stateDir } = newController('offload', {
+      useLocalService: true,
+      mountRoots: [mnt],
+      mapTiles: { url: `http://127.0.0.1:${port}/{z}/{x}/{y}.png`, attribution: 'Test tiles', maxZoom: 18 },
+    });
+    const { activity } = recordController(c);
+    await c.start();
+    try {
+      buildRtkCard({ root: path.join(mnt, 'M3E_CARD'), mission: 'Quarry', exposures: 6, missing: [4], float: [2] });
+      await until('the verdict', () => (c.state().cards[0]?.verdict ?? null) !== null);
+      const v = c.state().cards[0]!.verdict!;
+      expect(v.safe).toBe(false);
+      expect(v.message).toBe('M3E_CARD: not safe to format yet — 1 flight incomplete');
+      const notices = activity.flatMap((a) => new NotificationPolicy().handle(a));
+      expect(notices).toContainEqual({ kind: 'problem', title: 'M3E_CARD: not safe to format yet', body: expect.stringMatching(/incomplete: 1 photo missing/) });
+
+      const [flight] = c.flights();
+      expect(flight).toMatchObject({ cardLabel: 'M3E_CARD', missingIndexes: [4], incomplete: true, accepted: false });
+      expect(flight!.rtkCounts).toMatchObject({ fixed: 5, float: 1 });
+      const view = c.flight(flight!.cardId, flight!.folder);
+      expect(view.points.map((p) => p.state).sort()).toEqual(['done', 'done', 'done', 'done', 'missing', 'rtk-float']);
+      expect(view.tiles).toEqual({ attribution: 'Test tiles', maxZoom: 18 });
+      const tile = await c.mapTile(3, 4, 2);
+      expect(tile).toBe(`data:image/png;base64,${png.toString('base64')}`);
+      expect(await c.mapTile(3, 4, 2)).toBe(tile); // from the cache
+      expect(tilesAsked).toEqual(['/3/4/2.png']);
+      await expect(c.mapTile(19, 0, 0)).rejects.toThrow(/zoom 18 at most/);
+
+      // Accepted as it is: the verdict is made again at once, and says safe.
+      expect(c.acceptFlight(flight!.cardId, flight!.folder)).toMatchObject({ accepted: true });
+      await until('safe', () => c.state().cards[0]?.verdict?.safe === true, 15_000);
+      expect(c.state().cards[0]!.verdict!.message).toMatch(/^M3E_CARD: 9 files verified in workspace .* — safe to format$/);
+      const manifests = fs.readdirSync(path.join(stateDir, 'manifests'));
+      expect(manifests).toHaveLength(1);
+      expect(fs.readdirSync(path.join(stateDir, 'manifests', manifests[0]!, 'ascmhl')).filter((f) => f.endsWith('.mhl'))).toHaveLength(2);
+    } finally {
+      await c.stop();
+      tiles.close();
     }
   });
 });

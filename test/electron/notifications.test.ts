@@ -175,6 +175,15 @@ describe('notification policy', () => {
     ]);
   });
 
+  it('says "safe to format" once per verdict, and why a card is not safe', () => {
+    const p = new NotificationPolicy();
+    const safe = { type: 'offload' as const, sourceId: 'card:1', label: 'M30T_CARD', safe: true, message: 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format', reasons: [] };
+    expect(p.handle(safe)).toEqual([{ kind: 'safe', title: 'M30T_CARD: safe to format', body: safe.message }]);
+    expect(p.handle(safe)).toEqual([]);
+    const unsafe = { ...safe, safe: false, message: 'M30T_CARD: not safe to format yet — 1 flight incomplete', reasons: ['Flight DJI_1 is incomplete: 1 photo missing.'] };
+    expect(p.handle(unsafe)).toEqual([{ kind: 'problem', title: 'M30T_CARD: not safe to format yet', body: 'Flight DJI_1 is incomplete: 1 photo missing.' }]);
+  });
+
   it('formats sizes', () => {
     expect(formatBytes(0)).toBe('0 B');
     expect(formatBytes(1536)).toBe('1.5 KB');
