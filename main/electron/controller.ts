@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fallbackLabel, type CardRef } from '../core/offload/card.js';
+import { labelOf, type CardRef } from '../core/offload/card.js';
 import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
 import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
@@ -260,7 +260,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   private cardRef(sourceId: string): CardRef {
-    return { sourceId, label: this.labels.get(sourceId) ?? fallbackLabel(sourceId) };
+    return { sourceId, label: this.labels.get(sourceId) ?? labelOf(this.requireQueue(), sourceId) };
   }
 
   settings(): SettingsView & { signedIn: boolean } {

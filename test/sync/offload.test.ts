@@ -105,10 +105,13 @@ describe('"safe to format" appears only when it holds', () => {
   }
 
   it('a complete flight, everything acknowledged and in the bucket: safe', async () => {
-    const { run } = await synced('card-ok');
+    const { run, state } = await synced('card-ok');
     expect(run.status, run.stderr).toBe(0);
     expect(verdictOf(run)).toMatchObject({ safe: true, reasons: [] });
     expect(verdictOf(run).message).toMatch(/^card-ok: 16 files verified in workspace .* — safe to format$/);
+    // `status` says it too, from the queue alone.
+    const status = await cli(['status', '--state', state], null);
+    expect(status.stdout).toMatch(/^card-ok: 16 files verified in workspace .* — safe to format$/m);
   });
 
   it('not with a file missing from the bucket after its callback', async () => {

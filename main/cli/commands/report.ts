@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { cardOffload, fallbackLabel, reportInput } from '../../core/offload/card.js';
+import { cardOffload, labelOf, reportInput } from '../../core/offload/card.js';
 import { TOOL } from '../../core/offload/complete.js';
 import { writeManifest } from '../../core/offload/publish.js';
 import { reportJson } from '../../core/offload/report.js';
@@ -35,7 +35,7 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
           const root = path.resolve(d);
           return { sourceId: folderSource(root).sourceId, label: path.basename(root) || root };
         })
-      : queue.sources().slice(0, 20).map((sourceId) => ({ sourceId, label: fallbackLabel(sourceId) }));
+      : queue.sources().slice(0, 20).map((sourceId) => ({ sourceId, label: labelOf(queue, sourceId) }));
     const out = [];
     for (const card of cards) {
       let offload = cardOffload(queue, card);

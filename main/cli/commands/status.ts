@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { cardOffload, labelOf } from '../../core/offload/card.js';
 import { statePaths } from '../../core/paths.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
 import { resolveStateDir } from '../context.js';
@@ -50,6 +51,10 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
         counts,
         problems: problems.map((r) => ({ path: r.absPath, state: r.state, kind: r.errorKind, reason: r.errorMessage })),
         targets: others.map((t) => ({ label: t.label, workspace: t.workspaceId, counts: t.counts })),
+        cards: queue.sources().slice(0, 5).map((sourceId) => {
+          const o = cardOffload(queue, { sourceId, label: labelOf(queue, sourceId) });
+          return { source: sourceId, label: o.card.label, safe: o.verdict.safe, message: o.verdict.message, reasons: o.verdict.reasons };
+        }),
       });
       return 0;
     }
@@ -59,6 +64,12 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     }
     for (const r of problems) process.stdout.write(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}\n`);
     if (problems.some((r) => r.state === 'failed')) process.stdout.write('Fix the cause, then run: drone-media-sync retry --all\n');
+    // Each recent card (or folder): safe to format, or why not.
+    for (const sourceId of queue.sources().slice(0, 5)) {
+      const o = cardOffload(queue, { sourceId, label: labelOf(queue, sourceId) });
+      process.stdout.write(`${o.verdict.message}\n`);
+      for (const f of o.flights.filter((x) => x.incomplete)) process.stdout.write(`  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}\n`);
+    }
     for (const t of others) process.stdout.write(`Earlier, for ${t.label}${t.workspaceId ? ` (workspace ${t.workspaceId})` : ''}: ${summary(t.counts)}.\n`);
     return 0;
   } finally {

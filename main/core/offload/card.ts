@@ -133,6 +133,14 @@ export function fallbackLabel(sourceId: string): string {
   return s.kind === 'card' ? s.cardId : path.basename(s.root) || s.root;
 }
 
+/** What the crew called a source when it was last seen (its card's volume label), else fallbackLabel. */
+export function labelOf(queue: Queue, sourceId: string): string {
+  const seen = queue.db
+    .prepare<[string], { label: string }>('SELECT label FROM history WHERE source_id = ? ORDER BY id DESC LIMIT 1')
+    .get(sourceId)?.label;
+  return seen ?? fallbackLabel(sourceId);
+}
+
 /**
  * Everything the crew needs to know about one source, for the current
  * target: files, flights, and the verdict.
