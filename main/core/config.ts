@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { MEDIA_FILE_TYPES } from '../shared/domain.js';
 import { DmsError } from './errors.js';
 
 const httpUrl = z
@@ -20,7 +21,10 @@ const deviceKey = z.string().regex(/^0-\d+-\d+$/, 'must be an aircraft key like 
 const aircraftSerial = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9-]{4,64}$/, 'must be the aircraft serial number (letters and digits, as printed on the aircraft)');
+  .regex(
+    /^[A-Za-z0-9-]{4,64}$/,
+    'must be the aircraft serial number (letters and digits, as printed on the aircraft)',
+  );
 
 /**
  * The settings file shared by the CLI and the desktop app. Every field has a
@@ -43,7 +47,7 @@ export const ConfigSchema = z.object({
   watchedFolders: z.array(z.string()).default([]),
   include: z
     .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/, 'file types are extensions like JPG or MP4'))
-    .default(['JPG', 'JPEG', 'DNG', 'TIF', 'TIFF', 'MP4', 'MOV']),
+    .default([...MEDIA_FILE_TYPES]),
   exclude: z.array(z.string()).default([]),
   concurrency: z
     .object({
@@ -75,7 +79,11 @@ export const ConfigSchema = z.object({
     .record(
       z.string(),
       z
-        .object({ autoSync: z.boolean().optional(), ejectAfterSync: z.boolean().optional(), aircraftSerial: aircraftSerial.optional() })
+        .object({
+          autoSync: z.boolean().optional(),
+          ejectAfterSync: z.boolean().optional(),
+          aircraftSerial: aircraftSerial.optional(),
+        })
         .strict(),
     )
     .default({}),
@@ -114,7 +122,10 @@ export function loadConfig(file: string): Config {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return defaultConfig();
-    throw new DmsError('invalid-input', `The settings file ${file} cannot be read: ${(err as Error).message}`);
+    throw new DmsError(
+      'invalid-input',
+      `The settings file ${file} cannot be read: ${(err as Error).message}`,
+    );
   }
   let json: unknown;
   try {

@@ -1,17 +1,16 @@
+import { QUEUE_FILTERS, type QueueFilter } from '../../main/shared/domain.js';
 import type { AppStateView, HistoryEntryView, QueueItemView, WaylineView } from '../../main/shared/ipc.js';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { call, subscribe, throttle } from './bridge.js';
 import { formatBytes, formatDuration, formatEta, formatRate, formatWhen, plural } from './format.js';
 import { banners, fileStateWords, fileTone, progressSentence } from './words.js';
 
-type QueueFilter = 'all' | 'active' | 'failed' | 'done';
-
-const FILTERS: ReadonlyArray<{ value: QueueFilter; label: string }> = [
-  { value: 'all', label: 'All files' },
-  { value: 'active', label: 'Still to upload' },
-  { value: 'failed', label: 'Need you' },
-  { value: 'done', label: 'Done' },
-];
+const FILTER_LABELS: Record<QueueFilter, string> = {
+  all: 'All files',
+  active: 'Still to upload',
+  failed: 'Need you',
+  done: 'Done',
+};
 
 const QUEUE_LIMIT = 500;
 const HISTORY_LIMIT = 50;
@@ -146,9 +145,9 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
             <label class="inline-field">
               <span>Show</span>
               <select value={filter} onChange={(e) => setFilter(e.currentTarget.value as QueueFilter)}>
-                {FILTERS.map((f) => (
-                  <option key={f.value} value={f.value}>
-                    {f.label}
+                {QUEUE_FILTERS.map((f) => (
+                  <option key={f} value={f}>
+                    {FILTER_LABELS[f]}
                   </option>
                 ))}
               </select>

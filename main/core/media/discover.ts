@@ -1,28 +1,19 @@
 import { opendir, realpath, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
+import { MEDIA_FILE_TYPES, SIDECAR_FILE_TYPES, VIDEO_FILE_TYPES } from '../../shared/domain.js';
 import { DmsError, toDmsError } from '../errors.js';
 
-/** Camera originals worth uploading (lowercase, no dot). */
-export const DEFAULT_MEDIA_EXTENSIONS: readonly string[] = [
-  'jpg',
-  'jpeg',
-  'dng',
-  'tif',
-  'tiff',
-  'mp4',
-  'mov',
-];
+const lowerCase = (types: readonly string[]): readonly string[] => types.map((t) => t.toLowerCase());
 
-/**
- * Side-car files DJI writes next to the media: low-res video proxies (LRF),
- * thumbnails (THM, SCR) and telemetry subtitles (SRT). Never uploaded as media,
- * even if a caller lists them in `include`.
- */
-export const NEVER_MEDIA_EXTENSIONS: readonly string[] = ['lrf', 'thm', 'scr', 'srt'];
+/** Camera originals worth uploading (lowercase, no dot). */
+export const DEFAULT_MEDIA_EXTENSIONS = lowerCase(MEDIA_FILE_TYPES);
+
+/** Side-car files (LRF, THM, SCR, SRT): never uploaded as media, even if a caller lists them in `include`. */
+export const NEVER_MEDIA_EXTENSIONS = lowerCase(SIDECAR_FILE_TYPES);
 
 /** Videos: exifr cannot read their metadata (see metadata.ts). */
-export const VIDEO_EXTENSIONS: readonly string[] = ['mp4', 'mov'];
+export const VIDEO_EXTENSIONS = lowerCase(VIDEO_FILE_TYPES);
 
 export interface DiscoveredFile {
   /** Absolute path. */
@@ -148,7 +139,13 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       entries.push({ name: e.name, dir: e.isDirectory(), file: e.isFile(), link: e.isSymbolicLink() });
     }
   } catch (err) {
-    w.warn({ path: dir, relPath: rel, kind: 'unreadable', message: `Cannot read folder: ${(err as Error).message}`, cause: err });
+    w.warn({
+      path: dir,
+      relPath: rel,
+      kind: 'unreadable',
+      message: `Cannot read folder: ${(err as Error).message}`,
+      cause: err,
+    });
     return;
   }
   entries.sort((a, b) => byName(a.name, b.name));
@@ -168,7 +165,13 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         realChild = await realpath(full);
         st = await stat(realChild);
       } catch (err) {
-        w.warn({ path: full, relPath: relChild, kind: 'broken-link', message: `Broken link skipped: ${(err as Error).message}`, cause: err });
+        w.warn({
+          path: full,
+          relPath: relChild,
+          kind: 'broken-link',
+          message: `Broken link skipped: ${(err as Error).message}`,
+          cause: err,
+        });
         continue;
       }
       // Card contents are not trusted: a link to ~/.ssh/id_ed25519 named
@@ -193,7 +196,12 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
         if (isAncestor || w.linkedTargets.has(realChild)) {
-          w.warn({ path: full, relPath: relChild, kind: 'loop', message: 'Link to a folder already walked (a loop or a duplicate) skipped.' });
+          w.warn({
+            path: full,
+            relPath: relChild,
+            kind: 'loop',
+            message: 'Link to a folder already walked (a loop or a duplicate) skipped.',
+          });
           continue;
         }
         w.linkedTargets.add(realChild);
@@ -210,7 +218,13 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         st = await stat(full);
       } catch (err) {
         // Deleted between listing and stat, or the card is going away.
-        w.warn({ path: full, relPath: relChild, kind: 'unreadable', message: `Cannot read file: ${(err as Error).message}`, cause: err });
+        w.warn({
+          path: full,
+          relPath: relChild,
+          kind: 'unreadable',
+          message: `Cannot read file: ${(err as Error).message}`,
+          cause: err,
+        });
         continue;
       }
     }
