@@ -126,7 +126,7 @@ export const AI_SPOT_CHECK_ACTION = 1;
 
 // ---------- the window's views ----------
 
-/** The window's views of the queue: everything, what is still to upload, what needs the user, what is done. */
+/** The window's views of the queue: all, what is still to upload, what needs the user, what is done. */
 export const QUEUE_FILTERS = ['all', 'active', 'failed', 'done'] as const;
 
 export type QueueFilter = (typeof QUEUE_FILTERS)[number];

@@ -74,7 +74,7 @@ describe('hash workers', () => {
     expect(md5.equals(here.md5)).toBe(true);
   });
 
-  it('say the file changed when its size is not the expected one, and pass file system errors on', async () => {
+  it('say the file changed when it is not the expected size, and pass file system errors on', async () => {
     await expect(readRangeInWorker(file, 0, 1024 * 1024, SIZE + 1)).rejects.toBeInstanceOf(
       SourceChangedSignal,
     );
