@@ -43,6 +43,7 @@ export default tseslint.config(
     into('electron', 'cli', 'renderer'),
   ]),
   layer(['main/electron/**'], 'The desktop shell does not import the CLI.', [into('cli')]),
+  layer(['main/cli/**'], 'The CLI does not import the desktop shell.', [into('electron')]),
   layer(['main/shared/**'], 'main/shared is plain data and pure functions: it imports nothing of main/.', [
     ELECTRON_PACKAGE,
     '^\\.\\./',
