@@ -21,10 +21,7 @@ const deviceKey = z.string().regex(/^0-\d+-\d+$/, 'must be an aircraft key like 
 const aircraftSerial = z
   .string()
   .trim()
-  .regex(
-    /^[A-Za-z0-9-]{4,64}$/,
-    'must be the aircraft serial number (letters and digits, as printed on the aircraft)',
-  );
+  .regex(/^[A-Za-z0-9-]{4,64}$/, 'must be the aircraft serial number (letters and digits, as printed on the aircraft)');
 
 /**
  * The settings file shared by the CLI and the desktop app. Every field has a
@@ -79,11 +76,7 @@ export const ConfigSchema = z.object({
     .record(
       z.string(),
       z
-        .object({
-          autoSync: z.boolean().optional(),
-          ejectAfterSync: z.boolean().optional(),
-          aircraftSerial: aircraftSerial.optional(),
-        })
+        .object({ autoSync: z.boolean().optional(), ejectAfterSync: z.boolean().optional(), aircraftSerial: aircraftSerial.optional() })
         .strict(),
     )
     .default({}),
@@ -122,10 +115,7 @@ export function loadConfig(file: string): Config {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return defaultConfig();
-    throw new DmsError(
-      'invalid-input',
-      `The settings file ${file} cannot be read: ${(err as Error).message}`,
-    );
+    throw new DmsError('invalid-input', `The settings file ${file} cannot be read: ${(err as Error).message}`);
   }
   let json: unknown;
   try {

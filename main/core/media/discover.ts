@@ -139,13 +139,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       entries.push({ name: e.name, dir: e.isDirectory(), file: e.isFile(), link: e.isSymbolicLink() });
     }
   } catch (err) {
-    w.warn({
-      path: dir,
-      relPath: rel,
-      kind: 'unreadable',
-      message: `Cannot read folder: ${(err as Error).message}`,
-      cause: err,
-    });
+    w.warn({ path: dir, relPath: rel, kind: 'unreadable', message: `Cannot read folder: ${(err as Error).message}`, cause: err });
     return;
   }
   entries.sort((a, b) => byName(a.name, b.name));
@@ -165,13 +159,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         realChild = await realpath(full);
         st = await stat(realChild);
       } catch (err) {
-        w.warn({
-          path: full,
-          relPath: relChild,
-          kind: 'broken-link',
-          message: `Broken link skipped: ${(err as Error).message}`,
-          cause: err,
-        });
+        w.warn({ path: full, relPath: relChild, kind: 'broken-link', message: `Broken link skipped: ${(err as Error).message}`, cause: err });
         continue;
       }
       // Card contents are not trusted: a link to ~/.ssh/id_ed25519 named
@@ -196,12 +184,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
         if (isAncestor || w.linkedTargets.has(realChild)) {
-          w.warn({
-            path: full,
-            relPath: relChild,
-            kind: 'loop',
-            message: 'Link to a folder already walked (a loop or a duplicate) skipped.',
-          });
+          w.warn({ path: full, relPath: relChild, kind: 'loop', message: 'Link to a folder already walked (a loop or a duplicate) skipped.' });
           continue;
         }
         w.linkedTargets.add(realChild);
@@ -218,13 +201,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         st = await stat(full);
       } catch (err) {
         // Deleted between listing and stat, or the card is going away.
-        w.warn({
-          path: full,
-          relPath: relChild,
-          kind: 'unreadable',
-          message: `Cannot read file: ${(err as Error).message}`,
-          cause: err,
-        });
+        w.warn({ path: full, relPath: relChild, kind: 'unreadable', message: `Cannot read file: ${(err as Error).message}`, cause: err });
         continue;
       }
     }
