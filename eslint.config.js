@@ -3,6 +3,16 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/** The electron package itself (only the shell may load it). */
+const ELECTRON_PACKAGE = '^electron(/|$)';
+/** A relative import that goes through a folder of one of these names (main/electron, main/cli...). */
+const into = (...folders) => `^\\.\\.?/(.*/)?(${folders.join('|')})(/|$)`;
+/** no-restricted-imports for `files`: an import whose text matches one of `regexes` is refused with `message`. */
+const layer = (files, message, regexes) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: regexes.map((regex) => ({ regex, message })) }] },
+});
+
 export default tseslint.config(
   { ignores: ['dist/', 'out/', 'node_modules/', 'renderer/dist/', 'test-results/', 'coverage/'] },
   js.configs.recommended,
@@ -22,6 +32,26 @@ export default tseslint.config(
       'no-console': 'off',
     },
   },
+  // The layering (README, "Architecture"): which part may import which.
+  layer(
+    ['main/core/**'],
+    'The engine (main/core) imports nothing of the shell, the CLI, the service or the window.',
+    [ELECTRON_PACKAGE, into('electron', 'cli', 'service', 'renderer')],
+  ),
+  layer(['main/service/**'], 'The reference service imports nothing of the shell, the CLI or the window.', [
+    ELECTRON_PACKAGE,
+    into('electron', 'cli', 'renderer'),
+  ]),
+  layer(['main/electron/**'], 'The desktop shell does not import the CLI.', [into('cli')]),
+  layer(['main/cli/**'], 'The CLI does not import the desktop shell.', [into('electron')]),
+  layer(['main/shared/**'], 'main/shared is plain data and pure functions: it imports nothing of main/.', [
+    ELECTRON_PACKAGE,
+    '^\\.\\./',
+  ]),
+  layer(['renderer/src/**'], 'The window imports only its own files, packages, and main/shared.', [
+    ELECTRON_PACKAGE,
+    '^\\.\\./(?!\\.\\./main/shared/)',
+  ]),
   {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { MEDIA_FILE_TYPES } from '../shared/domain.js';
 import { DmsError } from './errors.js';
 
 const httpUrl = z
@@ -43,7 +44,7 @@ export const ConfigSchema = z.object({
   watchedFolders: z.array(z.string()).default([]),
   include: z
     .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/, 'file types are extensions like JPG or MP4'))
-    .default(['JPG', 'JPEG', 'DNG', 'TIF', 'TIFF', 'MP4', 'MOV']),
+    .default([...MEDIA_FILE_TYPES]),
   exclude: z.array(z.string()).default([]),
   concurrency: z
     .object({

@@ -5,7 +5,7 @@
  * CommonJS on purpose: a sandboxed preload cannot be an ES module and can
  * only require('electron') (and a few polyfills), so the contract module
  * cannot be imported here. The channel lists are copied; a unit test
- * (test/electron/preload.test.ts) fails the build if they drift apart.
+ * (main/electron/preload.test.ts) fails the build if they drift apart.
  * The renderer never gets ipcRenderer itself, nor the IPC event (its
  * `sender` would be a way back in).
  */

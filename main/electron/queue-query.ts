@@ -5,8 +5,9 @@
  */
 import type { Queue, QueueRow } from '../core/queue/queue.js';
 import { isWorking, UNFINISHED_STATES } from '../core/queue/states.js';
+import type { QueueFilter } from '../shared/domain.js';
 
-export type QueueFilter = 'all' | 'active' | 'failed' | 'done';
+export type { QueueFilter };
 
 /** Done rows, newest first. */
 function recentDone(queue: Queue, limit: number): QueueRow[] {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { AIRCRAFT as A, CAMERAS as C } from '../shared/domain.js';
 import type { Db } from './db.js';
 import { insertWaylines, type WaylineImport } from './waylines.js';
 
@@ -6,17 +7,17 @@ import { insertWaylines, type WaylineImport } from './waylines.js';
  * Demo waylines put into the default workspace on first start, so that a
  * fresh install shows a realistic library. Deterministic (no clock, no
  * randomness): the same data dir content on every machine, stable ids for tests.
- * Model keys are real DJI enums (service-facts.md); aircraft/payload pairs are real.
+ * Model keys are real DJI enums (main/shared/domain.ts); aircraft/payload pairs are real.
  */
 export const MODEL_COMBOS: readonly (readonly [string, readonly string[]])[] = [
-  ['0-67-1', ['1-53-0']], // M30T
-  ['0-67-0', ['1-52-0']], // M30
-  ['0-77-1', ['1-67-0']], // Mavic 3T
-  ['0-89-0', ['1-43-0']], // M350 + H20T
-  ['0-89-0', ['1-83-0']], // M350 + H30T
-  ['0-60-0', ['1-50-65535']], // M300 + P1
-  ['0-60-0', ['1-43-0', '1-50-65535']], // M300 dual gimbal
-  ['0-99-1', ['1-89-0']], // Matrice 4T
+  [A.M30T.key, [C.M30T.key]],
+  [A.M30.key, [C.M30.key]],
+  [A.M3T.key, [C.M3T.key]],
+  [A.M350.key, [C.H20T.key]],
+  [A.M350.key, [C.H30T.key]],
+  [A.M300.key, [C.P1.key]],
+  [A.M300.key, [C.H20T.key, C.P1.key]], // dual gimbal
+  [A.M4T.key, [C.M4T.key]],
 ];
 
 // [name, template types (0 waypoint, 1 mapping 2D, 2 mapping 3D, 3 mapping strip), action_type]

@@ -8,6 +8,7 @@
  * token or bucket credentials (only whether one is stored).
  */
 import { z } from 'zod';
+import { QUEUE_FILTERS } from './domain.js';
 import type { FlightPointView, LatLngView } from './flight-map.js';
 
 export type { FlightPointView, LatLngView, PointState } from './flight-map.js';
@@ -191,7 +192,7 @@ export type WaylineQueryView = z.infer<typeof WaylineQuerySchema>;
 export const Channels = {
   'app:get-state': { request: Empty, response: null as unknown as AppStateView },
   'queue:list': {
-    request: z.object({ filter: z.enum(['all', 'active', 'failed', 'done']), limit: z.number().int().min(1).max(1000) }).strict(),
+    request: z.object({ filter: z.enum(QUEUE_FILTERS), limit: z.number().int().min(1).max(1000) }).strict(),
     response: null as unknown as QueueItemView[],
   },
   'queue:retry': {

@@ -1,17 +1,17 @@
+import { QUEUE_FILTERS, type QueueFilter } from '../../main/shared/domain.js';
 import type { AppStateView, HistoryEntryView, QueueItemView, WaylineView } from '../../main/shared/ipc.js';
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { call, subscribe, throttle } from './bridge.js';
+import { useEffect, useState } from 'preact/hooks';
+import { call } from './bridge.js';
 import { formatBytes, formatDuration, formatEta, formatRate, formatWhen, plural } from './format.js';
+import { usePushed } from './use-pushed.js';
 import { banners, fileStateWords, fileTone, progressSentence } from './words.js';
 
-type QueueFilter = 'all' | 'active' | 'failed' | 'done';
-
-const FILTERS: ReadonlyArray<{ value: QueueFilter; label: string }> = [
-  { value: 'all', label: 'All files' },
-  { value: 'active', label: 'Still to upload' },
-  { value: 'failed', label: 'Need you' },
-  { value: 'done', label: 'Done' },
-];
+const FILTER_LABELS: Record<QueueFilter, string> = {
+  all: 'All files',
+  active: 'Still to upload',
+  failed: 'Need you',
+  done: 'Done',
+};
 
 const QUEUE_LIMIT = 500;
 const HISTORY_LIMIT = 50;
@@ -27,37 +27,9 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
   const [actionError, setActionError] = useState<string | null>(null);
 
   const [filter, setFilter] = useState<QueueFilter>('all');
-  const filterRef = useRef(filter);
-  filterRef.current = filter;
-  const [queue, setQueue] = useState<QueueItemView[] | null>(null);
-  const [queueError, setQueueError] = useState<string | null>(null);
-  const queueSeq = useRef(0);
-
-  const loadQueue = useMemo(
-    () => async (): Promise<void> => {
-      const mine = ++queueSeq.current;
-      const r = await call('queue:list', { filter: filterRef.current, limit: QUEUE_LIMIT });
-      if (mine !== queueSeq.current) return;
-      if (r.ok) {
-        setQueue(r.value);
-        setQueueError(null);
-      } else setQueueError(r.error.message);
-    },
-    [],
-  );
-
-  useEffect(() => {
-    void loadQueue();
-  }, [filter, loadQueue]);
-
-  useEffect(() => {
-    const t = throttle(() => void loadQueue(), 1000);
-    const off = subscribe('push:queue-changed', () => t.run());
-    return () => {
-      off();
-      t.cancel();
-    };
-  }, [loadQueue]);
+  const listQueue = () => call('queue:list', { filter, limit: QUEUE_LIMIT });
+  const files = usePushed('push:queue-changed', 1000, listQueue, [filter]);
+  const { value: queue, error: queueError, reload: loadQueue } = files;
 
   const act = async (name: string, run: () => Promise<string | null>): Promise<void> => {
     setBusy(name);
@@ -146,9 +118,9 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
             <label class="inline-field">
               <span>Show</span>
               <select value={filter} onChange={(e) => setFilter(e.currentTarget.value as QueueFilter)}>
-                {FILTERS.map((f) => (
-                  <option key={f.value} value={f.value}>
-                    {f.label}
+                {QUEUE_FILTERS.map((f) => (
+                  <option key={f} value={f}>
+                    {FILTER_LABELS[f]}
                   </option>
                 ))}
               </select>
@@ -359,36 +331,18 @@ function QueueTable(props: {
 }
 
 function History() {
-  const [entries, setEntries] = useState<HistoryEntryView[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  // A finished card shows up in the history: refresh when the queue moves, at most every 3 s.
+  const listHistory = () => call('history:list', { limit: HISTORY_LIMIT });
+  const { value: entries, error, reload: load } = usePushed('push:queue-changed', 3000, listHistory, []);
   const [waylines, setWaylines] = useState<WaylineView[]>([]);
   const [saving, setSaving] = useState<string | null>(null);
   const [notes, setNotes] = useState<Record<string, { tone: 'ok' | 'error'; text: string }>>({});
 
-  const load = useMemo(
-    () => async (): Promise<void> => {
-      const r = await call('history:list', { limit: HISTORY_LIMIT });
-      if (r.ok) {
-        setEntries(r.value);
-        setError(null);
-      } else setError(r.error.message);
-    },
-    [],
-  );
-
   useEffect(() => {
-    void load();
     void call('waylines:list', { orderBy: 'name asc', page: 1, pageSize: 100 }).then((r) => {
       if (r.ok) setWaylines(r.value.list);
     });
-    // A finished card shows up in the history: refresh when the queue moves, at most every 3 s.
-    const t = throttle(() => void load(), 3000);
-    const off = subscribe('push:queue-changed', () => t.run());
-    return () => {
-      off();
-      t.cancel();
-    };
-  }, [load]);
+  }, []);
 
   const setWayline = async (folder: string, waylineId: string | null): Promise<void> => {
     setSaving(folder);

@@ -1,11 +1,15 @@
+/**
+ * Settings: the form (server, cards and folders, speed, aircraft) and, below
+ * it, the sign-in panel (sign-in.tsx), which fills in the workspace.
+ */
 import type { FieldErrors, SettingsView } from '../../main/shared/ipc.js';
-import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from './bridge.js';
+import { FieldError, Hint, NumberField, aria, type Note } from './fields.js';
 import { DRONE_MODELS, FILE_TYPES } from './models.js';
-import { isKnownType, toForm, urlProblem, validateSettings, type SettingsForm } from './validate.js';
+import { SignIn } from './sign-in.js';
+import { isKnownType, toForm, validateSettings, type SettingsForm } from './validate.js';
 
-type Note = { tone: 'ok' | 'error'; text: string } | null;
 type FieldName = keyof SettingsView;
 
 const FIELD_ORDER: FieldName[] = [
@@ -19,36 +23,6 @@ const FIELD_ORDER: FieldName[] = [
   'aircraftDefault',
   'aircraftSerial',
 ];
-
-function errId(field: string): string {
-  return `err-${field}`;
-}
-
-function FieldError(props: { field: string; error: string | undefined }) {
-  if (!props.error) return null;
-  return (
-    <p class="field-error" id={errId(props.field)} data-testid={`error-${props.field}`}>
-      {props.error}
-    </p>
-  );
-}
-
-/** aria attributes tying an input to its hint and its error. */
-function aria(field: string, error: string | undefined, hasHint = false) {
-  const ids = [hasHint ? `hint-${field}` : null, error ? errId(field) : null].filter((x) => x !== null);
-  return {
-    'aria-invalid': error ? ('true' as const) : undefined,
-    'aria-describedby': ids.length > 0 ? ids.join(' ') : undefined,
-  };
-}
-
-function Hint(props: { field: string; children: ComponentChildren }) {
-  return (
-    <p class="hint" id={`hint-${props.field}`}>
-      {props.children}
-    </p>
-  );
-}
 
 export function Settings(props: { onSignedInChange: (signedIn: boolean) => void }) {
   const [form, setForm] = useState<SettingsForm | null>(null);
@@ -131,10 +105,8 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
     } else {
       const fields = r.error.fields ?? {};
       setErrors(fields);
-      setSaveNote({
-        tone: 'error',
-        text: `Not saved: ${fields.form ?? (Object.keys(fields).length > 0 ? 'fix the fields marked in red.' : r.error.message)}`,
-      });
+      const why = Object.keys(fields).length > 0 ? 'fix the fields marked in red.' : r.error.message;
+      setSaveNote({ tone: 'error', text: `Not saved: ${fields.form ?? why}` });
       focusFirstError(fields);
     }
   };
@@ -363,7 +335,9 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
               onInput={(ev) => update({ aircraftSerial: ev.currentTarget.value })}
               {...aria('aircraftSerial', e.aircraftSerial)}
             />
-            <Hint field="aircraftSerial">Sent with photos from payload cameras (H20T…) that do not record the aircraft.</Hint>
+            <Hint field="aircraftSerial">
+              Sent with photos from payload cameras (H20T…) that do not record the aircraft.
+            </Hint>
             <FieldError field="aircraftSerial" error={e.aircraftSerial} />
           </div>
           <label class="check">
@@ -403,254 +377,5 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
         onFieldErrors={(f) => setErrors({ ...errors, ...f })}
       />
     </div>
-  );
-}
-
-function NumberField(props: {
-  field: FieldName;
-  label: string;
-  hint: string;
-  value: string;
-  error: string | undefined;
-  onInput: (v: string) => void;
-}) {
-  const id = `f-${props.field}`;
-  return (
-    <div class="field">
-      <label for={id}>{props.label}</label>
-      <input
-        id={id}
-        data-field={props.field}
-        type="text"
-        inputMode="numeric"
-        class="num-input"
-        value={props.value}
-        onInput={(ev) => props.onInput(ev.currentTarget.value)}
-        {...aria(props.field, props.error, true)}
-      />
-      <Hint field={props.field}>{props.hint}</Hint>
-      <FieldError field={props.field} error={props.error} />
-    </div>
-  );
-}
-
-/** Where to sign in: '' means the built-in local service. */
-function target(form: SettingsForm): { serverUrl: string; problem: string | null } {
-  if (form.useLocalService) return { serverUrl: '', problem: null };
-  const serverUrl = form.serverUrl.trim();
-  if (serverUrl === '') return { serverUrl, problem: 'Enter the server address above first.' };
-  return { serverUrl, problem: urlProblem(serverUrl) };
-}
-
-function SignIn(props: {
-  form: SettingsForm;
-  signedIn: boolean;
-  onSignedIn: (signedIn: boolean, workspaceId?: string) => void;
-  onFieldErrors: (f: FieldErrors) => void;
-}) {
-  const [username, setUsername] = useState('');
-  const [password, setPassword] = useState('');
-  const [token, setToken] = useState('');
-  const [errs, setErrs] = useState<Record<string, string>>({});
-  const [note, setNote] = useState<Note>(null);
-  const [testNote, setTestNote] = useState<Note>(null);
-  const [busy, setBusy] = useState<string | null>(null);
-
-  const run = async (name: string, fn: () => Promise<void>): Promise<void> => {
-    setBusy(name);
-    try {
-      await fn();
-    } finally {
-      setBusy(null);
-    }
-  };
-
-  const login = () =>
-    run('login', async () => {
-      const t = target(props.form);
-      const v: Record<string, string> = {};
-      if (t.problem) v.server = t.problem;
-      if (username.trim() === '') v.username = 'Enter your user name.';
-      if (password === '') v.password = 'Enter your password.';
-      setErrs(v);
-      setNote(null);
-      if (Object.keys(v).length > 0) return;
-      const r = await call('auth:login', { serverUrl: t.serverUrl, username: username.trim(), password });
-      setPassword('');
-      if (r.ok) {
-        setNote({ tone: 'ok', text: `Signed in. Workspace: ${r.value.workspaceId}.` });
-        props.onSignedIn(true, r.value.workspaceId);
-      } else {
-        if (r.error.fields) props.onFieldErrors(r.error.fields);
-        setNote({ tone: 'error', text: `Not signed in: ${r.error.message}` });
-      }
-    });
-
-  const useToken = () =>
-    run('token', async () => {
-      const t = target(props.form);
-      const v: Record<string, string> = {};
-      if (t.problem) v.server = t.problem;
-      if (props.form.workspaceId.trim() === '') v.token = 'Enter the workspace ID in the form first.';
-      if (token.trim() === '') v.token = 'Paste the token.';
-      setErrs(v);
-      setNote(null);
-      if (Object.keys(v).length > 0) return;
-      const r = await call('auth:set-token', {
-        serverUrl: t.serverUrl,
-        workspaceId: props.form.workspaceId.trim(),
-        token: token.trim(),
-      });
-      setToken('');
-      if (r.ok) {
-        setNote({ tone: 'ok', text: `Signed in with the token. Workspace: ${r.value.workspaceId}.` });
-        props.onSignedIn(true, r.value.workspaceId);
-      } else {
-        if (r.error.fields) props.onFieldErrors(r.error.fields);
-        setNote({ tone: 'error', text: `Token not accepted: ${r.error.message}` });
-      }
-    });
-
-  const signOut = () =>
-    run('signout', async () => {
-      const r = await call('auth:sign-out', undefined);
-      if (r.ok) {
-        setNote({ tone: 'ok', text: 'Signed out.' });
-        props.onSignedIn(false);
-      } else setNote({ tone: 'error', text: `Could not sign out: ${r.error.message}` });
-    });
-
-  const test = () =>
-    run('test', async () => {
-      const t = target(props.form);
-      if (t.problem) {
-        setTestNote({ tone: 'error', text: t.problem });
-        return;
-      }
-      setTestNote(null);
-      const r = await call('auth:test-connection', {
-        serverUrl: t.serverUrl,
-        workspaceId: props.form.workspaceId.trim(),
-      });
-      setTestNote(r.ok ? { tone: 'ok', text: r.value.message } : { tone: 'error', text: r.error.message });
-    });
-
-  return (
-    <section class="panel signin" aria-labelledby="signin-h">
-      <div class="panel-head">
-        <h2 id="signin-h">Sign in</h2>
-        <span class={props.signedIn ? 'pill pill-ok' : 'pill pill-warn'} data-testid="signin-status">
-          {props.signedIn ? 'Signed in' : 'Not signed in'}
-        </span>
-      </div>
-      <p class="muted small">
-        {props.form.useLocalService
-          ? 'To the built-in local service.'
-          : `To ${props.form.serverUrl.trim() || 'the server above'}.`}
-      </p>
-      {errs.server ? (
-        <p class="field-error" role="alert">
-          {errs.server}
-        </p>
-      ) : null}
-
-      <form
-        class="stack"
-        noValidate
-        aria-label="Sign in with user name and password"
-        onSubmit={(ev) => {
-          ev.preventDefault();
-          void login();
-        }}
-      >
-        <div class="field">
-          <label for="f-username">User name</label>
-          <input
-            id="f-username"
-            type="text"
-            autoComplete="username"
-            spellcheck={false}
-            value={username}
-            onInput={(ev) => setUsername(ev.currentTarget.value)}
-            {...aria('username', errs.username)}
-          />
-          <FieldError field="username" error={errs.username} />
-        </div>
-        <div class="field">
-          <label for="f-password">Password</label>
-          <input
-            id="f-password"
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onInput={(ev) => setPassword(ev.currentTarget.value)}
-            {...aria('password', errs.password)}
-          />
-          <FieldError field="password" error={errs.password} />
-        </div>
-        <div class="button-row">
-          <button type="submit" class="btn btn-primary" disabled={busy !== null}>
-            {busy === 'login' ? 'Signing in…' : 'Sign in'}
-          </button>
-          {props.signedIn ? (
-            <button type="button" class="btn" disabled={busy !== null} onClick={() => void signOut()}>
-              Sign out
-            </button>
-          ) : null}
-        </div>
-      </form>
-
-      <details class="token-box">
-        <summary>Or paste an access token</summary>
-        <form
-          class="stack"
-          noValidate
-          aria-label="Sign in with an access token"
-          onSubmit={(ev) => {
-            ev.preventDefault();
-            void useToken();
-          }}
-        >
-          <div class="field">
-            <label for="f-token">Access token</label>
-            <textarea
-              id="f-token"
-              rows={2}
-              spellcheck={false}
-              autoComplete="off"
-              value={token}
-              onInput={(ev) => setToken(ev.currentTarget.value)}
-              {...aria('token', errs.token)}
-            />
-            <FieldError field="token" error={errs.token} />
-          </div>
-          <button type="submit" class="btn" disabled={busy !== null}>
-            Use this token
-          </button>
-        </form>
-      </details>
-
-      {note ? (
-        <p
-          class={`note tone-${note.tone}`}
-          role={note.tone === 'error' ? 'alert' : 'status'}
-          data-testid="signin-note"
-        >
-          {note.text}
-        </p>
-      ) : null}
-
-      <div class="test-connection">
-        <h3>Connection</h3>
-        <button type="button" class="btn" disabled={busy !== null} onClick={() => void test()}>
-          {busy === 'test' ? 'Testing…' : 'Test connection'}
-        </button>
-        {testNote ? (
-          <p class={`note tone-${testNote.tone}`} role="status" data-testid="test-note">
-            {testNote.text}
-          </p>
-        ) : null}
-      </div>
-    </section>
   );
 }

@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import * as asar from '@electron/asar';
 import { FuseState, FuseV1Options, FuseVersion, getCurrentFuseWire } from '@electron/fuses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -204,6 +206,8 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
       '/dist/main/electron/preload.cjs',
       '/dist/main/core/agent.js',
       '/dist/main/core/queue/queue.js',
+      '/dist/main/core/hash/workers.js',
+      '/dist/main/core/hash/hash-worker.js',
       '/dist/main/service/index.js',
       '/dist/main/shared/ipc.js',
       '/renderer/dist/index.html',
@@ -291,6 +295,30 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
     }
     expect(seen).toBeGreaterThan(100); // the scanner does see the imports
     expect(missing).toEqual([]);
+  });
+
+  it('the packed hash worker needs nothing but Node and hashes in a worker thread', async () => {
+    const js = asar
+      .extractFile(path.join(resources, 'app.asar'), 'dist/main/core/hash/hash-worker.js')
+      .toString();
+    // Loaded by itself in its thread (hash/workers.ts): no import but Node's own.
+    const specs = [...js.matchAll(/^\s*import\s[^'";]*?from\s*['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+    expect(specs.length).toBeGreaterThan(0);
+    expect(specs.filter((s) => !s.startsWith('node:'))).toEqual([]);
+    const file = path.join(work, 'hash-worker.mjs');
+    fs.writeFileSync(file, js);
+    const worker = new Worker(file, { workerData: 'dms-hash-worker' });
+    try {
+      const reply = new Promise<unknown>((resolve, reject) => {
+        worker.on('message', (m: { md5?: string }) => (m.md5 ? resolve(m.md5) : undefined));
+        worker.on('error', reject);
+      });
+      const flag = new Int32Array(new SharedArrayBuffer(4));
+      worker.postMessage({ op: 'file', id: 1, path: file, bufferSize: 4096, flag });
+      expect(await reply).toBe(createHash('md5').update(fs.readFileSync(file)).digest('hex'));
+    } finally {
+      await worker.terminate();
+    }
   });
 
   it('the packed preload runs in a sandbox and exposes every channel', () => {

@@ -1,9 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
-// `npm run test:faults`: exactly the suites the root config (vitest.config.ts)
-// leaves out of `npm test`: the slow fault suites of issue 7 (*.slow.test.ts and
-// soak.test.ts) and the short load test of the service (test/load). The quick
-// fault suites run in `npm test` and are not run twice.
+// `npm run test:faults`: the slow tier, every *.slow.test.ts, which the root
+// config (vitest.config.ts) leaves out of `npm test`: the slow fault suites of
+// issue 7 (SIGKILL storm, outages, queue database, the soak) and the short
+// load test of the service (test/load). The quick fault suites run in
+// `npm test` and are not run twice.
 // One file at a time: the suites start real servers and time faults, and the
 // soak and the kill storm measure throughput. Their random decisions come from
 // a printed seed; DMS_FAULT_SEED=<seed> replays them (test/support/seeded-random.ts).
@@ -11,7 +12,7 @@ export default defineConfig({
   test: {
     // The service's load test too: ten seconds of two cores at full load would
     // slow whatever test runs beside it in `npm test`.
-    include: ['test/faults/**/*.slow.test.ts', 'test/faults/soak.test.ts', 'test/load/**/*.test.ts'],
+    include: ['main/**/*.slow.test.ts', 'test/**/*.slow.test.ts'],
     exclude: ['node_modules', 'dist'],
     testTimeout: 600_000,
     hookTimeout: 300_000,

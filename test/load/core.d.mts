@@ -1,4 +1,4 @@
-// Types of core.mjs (plain JavaScript, run by node without a build), for load.test.ts.
+// Types of core.mjs (plain JavaScript, run by node without a build), for load.slow.test.ts.
 import type { ChildProcess } from 'node:child_process';
 import type { WaylineQuery } from '../../main/core/api/types.js';
 

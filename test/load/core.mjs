@@ -2,7 +2,7 @@
 // against the waylines list and fast-upload endpoints (and a bad-token run),
 // the service started from dist/ as a separate process on loopback, as the
 // benchmark does. Shared by the CLI (load.mjs) and the vitest test
-// (load.test.ts); types in core.d.mts. See README.md.
+// (load.slow.test.ts); types in core.d.mts. See README.md.
 import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -1,8 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { startSampleServer } from '../../../test/support/sample-server.js';
-import type { SampleServer } from '../../../test/support/sample-server.js';
+import { describe, expect, it } from 'vitest';
 import { DmsError } from '../errors.js';
-import { ApiClient } from './client.js';
 import { buildWaylineQuery } from './query.js';
 
 describe('buildWaylineQuery', () => {
@@ -49,25 +46,5 @@ describe('buildWaylineQuery', () => {
     }
     expect(err).toBeInstanceOf(DmsError);
     expect((err as DmsError).kind).toBe('invalid-input');
-  });
-});
-
-describe('the query on the wire', () => {
-  let server: SampleServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-  });
-
-  it('reaches the server as repeated parameters with order_by', async () => {
-    server = await startSampleServer();
-    const client = new ApiClient({ baseUrl: server.baseUrl, workspaceId: 'ws 1/x', token: 'sample-token' });
-    await client.listWaylines({ template_type: [2, 3], favorited: true });
-    const call = server.calls[0]!;
-    // The workspace id is escaped as one path segment.
-    expect(call.path).toBe('/wayline/api/v1/workspaces/ws%201%2Fx/waylines');
-    expect(call.url).toContain('?order_by=update_time%20desc&favorited=true&template_type=2&template_type=3');
-    expect(call.query.getAll('template_type')).toEqual(['2', '3']);
-    expect(call.method).toBe('GET');
-    expect(call.headers['content-type']).toBeUndefined();
   });
 });

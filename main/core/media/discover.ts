@@ -1,28 +1,19 @@
 import { opendir, realpath, stat } from 'node:fs/promises';
 import type { Stats } from 'node:fs';
 import { extname, join, resolve, sep } from 'node:path';
+import { MEDIA_FILE_TYPES, SIDECAR_FILE_TYPES, VIDEO_FILE_TYPES } from '../../shared/domain.js';
 import { DmsError, toDmsError } from '../errors.js';
 
-/** Camera originals worth uploading (lowercase, no dot). */
-export const DEFAULT_MEDIA_EXTENSIONS: readonly string[] = [
-  'jpg',
-  'jpeg',
-  'dng',
-  'tif',
-  'tiff',
-  'mp4',
-  'mov',
-];
+const lowerCase = (types: readonly string[]): readonly string[] => types.map((t) => t.toLowerCase());
 
-/**
- * Side-car files DJI writes next to the media: low-res video proxies (LRF),
- * thumbnails (THM, SCR) and telemetry subtitles (SRT). Never uploaded as media,
- * even if a caller lists them in `include`.
- */
-export const NEVER_MEDIA_EXTENSIONS: readonly string[] = ['lrf', 'thm', 'scr', 'srt'];
+/** Camera originals worth uploading (lowercase, no dot). */
+export const DEFAULT_MEDIA_EXTENSIONS = lowerCase(MEDIA_FILE_TYPES);
+
+/** Side-car files (LRF, THM, SCR, SRT): never uploaded as media, even if a caller lists them in `include`. */
+export const NEVER_MEDIA_EXTENSIONS = lowerCase(SIDECAR_FILE_TYPES);
 
 /** Videos: exifr cannot read their metadata (see metadata.ts). */
-export const VIDEO_EXTENSIONS: readonly string[] = ['mp4', 'mov'];
+export const VIDEO_EXTENSIONS = lowerCase(VIDEO_FILE_TYPES);
 
 export interface DiscoveredFile {
   /** Absolute path. */

@@ -1,8 +1,6 @@
-import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
-import type { FileHandle } from 'node:fs/promises';
 import { DmsError, isAbortError, toDmsError } from '../errors.js';
-import { WorkersUnavailable, hashFileInWorker, useHashWorkers } from '../storage/hash-workers.js';
+import { md5OfFile } from '../hash/hash-worker.js';
+import { WorkersUnavailable, hashFileInWorker, useHashWorkers } from '../hash/workers.js';
 import type { CaptureTime } from './capture-time.js';
 import { isValidCaptureTime, parseExifDateTime } from './capture-time.js';
 
@@ -24,11 +22,10 @@ function cancelled(signal: AbortSignal): DmsError {
 
 /**
  * Streamed MD5 of a file's content, lowercase hex (the `fingerprint` of the
- * contract). Reads with FileHandle.read into two reused buffers (one being
- * hashed while the next read runs): no stream machinery, and two buffers per
- * call whatever the file size, so a 4 GB video never sits in memory.
- * hash.update() is done with a buffer when it returns, and a buffer is
- * refilled only after that, so reusing them is safe.
+ * contract), by md5OfFile (hash/hash-worker.ts): in a worker thread, beside
+ * the event loop, unless the file is small or there is no worker; then on
+ * this thread. Either way two buffers whatever the file size, so a 4 GB video
+ * never sits in memory.
  *
  * Abort is checked between reads (at most one read, 4 MiB by default, runs on
  * after the signal). Errors: ENOENT/EIO/ENXIO/ENODEV and permission errors →
@@ -41,68 +38,30 @@ export async function md5File(path: string, opts: Md5Options = {}): Promise<stri
     throw new DmsError('invalid-input', `highWaterMark must be a positive integer, got ${size}.`);
   }
   if (signal?.aborted) throw cancelled(signal);
-  if (useHashWorkers(opts.sizeHint)) {
-    // Read and hashed in a worker thread (storage/hash-workers.ts), beside the
-    // event loop; the same steps, errors and abort points as below.
-    try {
-      return await hashFileInWorker(path, size, {
-        ...(signal ? { signal } : {}),
-        ...(onBytes ? { onBytes } : {}),
-        abortReason: () => cancelled(signal as AbortSignal),
-      });
-    } catch (err) {
-      if (!(err instanceof WorkersUnavailable)) throw classifyReadError(err, path);
-    }
-  }
-  let handle: FileHandle | undefined;
-  // The read in flight, if any: always awaited before the file is closed.
-  let pending: Promise<{ bytesRead: number }> | undefined;
+  // A file known to be small gets a buffer of its size, not 4 MiB: thousands
+  // of small files would otherwise allocate gigabytes for the collector.
+  const bufferSize = readSizeFor(size, opts.sizeHint);
   try {
-    handle = await open(path, 'r');
-    const fh = handle;
-    // Two buffers: the next read is already running while this one is
-    // hashed, so the disk (a card reader) and the hash overlap.
-    // A file known to be small gets a buffer of its size, not 4 MiB: thousands
-    // of small files would otherwise allocate gigabytes for the collector.
-    let current: Buffer = Buffer.allocUnsafe(readSizeFor(size, opts.sizeHint));
-    // The second one only for files longer than one read (most photos are not).
-    let spare: Buffer | undefined;
-    const hash = createHash('md5');
-    const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
-      const p = fh.read(buf, 0, buf.length, null);
-      // Settled on every path (the finally below awaits it); never unhandled.
-      p.catch(() => undefined);
-      pending = p;
-      return p;
-    };
-    let next = readInto(current);
-    for (;;) {
-      if (signal?.aborted) throw cancelled(signal);
-      const { bytesRead } = await next;
-      pending = undefined;
-      // Only 0 means the end (a short read may come before it).
-      if (bytesRead === 0) break;
-      if (bytesRead === current.length) {
-        const other: Buffer = (spare ??= Buffer.allocUnsafe(current.length));
-        next = readInto(other);
-        hash.update(current.subarray(0, bytesRead));
-        spare = current;
-        current = other;
-      } else {
-        hash.update(current.subarray(0, bytesRead));
-        next = readInto(current);
+    if (useHashWorkers(opts.sizeHint)) {
+      try {
+        return await hashFileInWorker(path, bufferSize, {
+          ...(signal ? { signal } : {}),
+          ...(onBytes ? { onBytes } : {}),
+          abortReason: () => cancelled(signal as AbortSignal),
+        });
+      } catch (err) {
+        if (!(err instanceof WorkersUnavailable)) throw err;
       }
-      onBytes?.(bytesRead);
     }
-    // An abort during the last read still wins: the caller asked us to stop.
-    if (signal?.aborted) throw cancelled(signal);
-    return hash.digest('hex');
+    const md5 = await md5OfFile(path, {
+      bufferSize,
+      stopped: () => signal?.aborted === true,
+      ...(onBytes ? { onBytes } : {}),
+    });
+    if (md5 === null) throw cancelled(signal as AbortSignal);
+    return md5;
   } catch (err) {
     throw classifyReadError(err, path);
-  } finally {
-    await pending?.catch(() => undefined);
-    // A close error after a good read does not change the hash; ignore it.
-    await handle?.close().catch(() => undefined);
   }
 }
 

@@ -284,13 +284,6 @@ export class Queue {
     return ids;
   }
 
-  /** Rows whose next attempt is due, oldest first. */
-  ready(limit: number): WorkingRow[] {
-    return this.readyIds(limit)
-      .map((id) => this.dueRow(id))
-      .filter((r) => r !== undefined);
-  }
-
   /** The row if it is still working and due now (it may have moved on since its id was listed). */
   dueRow(id: number): WorkingRow | undefined {
     const r = this.stmts.get.get(id);

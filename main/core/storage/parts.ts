@@ -1,14 +1,13 @@
 /**
  * Provider-independent pieces of an upload: part geometry, reading one range
- * of the source file, a paced body stream, and a bounded worker pool that
+ * of the source file with its MD5, a paced body stream, and a bounded worker pool that
  * waits for everything in flight before it settles.
  */
-import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { DmsError, toDmsError } from '../errors.js';
+import { SourceChangedSignal, readRangeMd5 } from '../hash/hash-worker.js';
+import { WorkersUnavailable, readRangeInWorker, useHashWorkers } from '../hash/workers.js';
 import { fileChangedError } from './bucket-errors.js';
-import { SourceChangedSignal, WorkersUnavailable, readRangeInWorker, useHashWorkers } from './hash-workers.js';
 
 export const MiB = 1024 * 1024;
 export const MAX_PARTS = 10_000;
@@ -36,44 +35,14 @@ export function partRange(n: number, size: number, partSize: number): { offset: 
   return { offset, length: Math.max(0, Math.min(partSize, size - offset)) };
 }
 
-export function md5Base64(buf: Buffer): string {
-  return createHash('md5').update(buf).digest('base64');
-}
-
 /**
- * Reads `length` bytes at `offset` into a fresh Buffer. The file is opened
- * for each read, on purpose: an open descriptor keeps a deleted file
- * readable, and a file that was deleted or replaced must not be uploaded.
- */
-export async function readRange(
-  filePath: string,
-  offset: number,
-  length: number,
-  expectedSize: number,
-): Promise<Buffer> {
-  let handle;
-  try {
-    handle = await open(filePath, 'r');
-    if ((await handle.stat()).size !== expectedSize) throw fileChangedError();
-    const buf = Buffer.allocUnsafe(length);
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await handle.read(buf, done, length - done, offset + done);
-      if (bytesRead === 0) throw fileChangedError(); // shorter than it said
-      done += bytesRead;
-    }
-    return buf;
-  } catch (err) {
-    throw toDmsError(err, 'source-missing');
-  } finally {
-    await handle?.close().catch(() => undefined);
-  }
-}
-
-/**
- * readRange and the MD5 of what was read (raw digest), both done in a worker
- * thread (hash-workers.ts) unless the range is small or there is no worker,
- * else here. Same errors as readRange.
+ * `length` bytes at `offset` of a file that must be `expectedSize` bytes
+ * long, with their MD5 (raw digest): read and hashed in a worker thread
+ * (hash/workers.ts) unless the range is small or there is no worker, else
+ * here, by the same code (readRangeMd5 of hash/hash-worker.ts). The file is
+ * opened for each read: a deleted or replaced file is never uploaded. A file
+ * of another size, or one that ends early, is `fileChangedError`; what the
+ * file system says is `source-missing`.
  */
 export async function readRangeWithMd5(
   filePath: string,
@@ -81,16 +50,19 @@ export async function readRangeWithMd5(
   length: number,
   expectedSize: number,
 ): Promise<{ body: Buffer; md5: Buffer }> {
-  if (useHashWorkers(length)) {
-    try {
-      return await readRangeInWorker(filePath, offset, length, expectedSize);
-    } catch (err) {
-      if (err instanceof SourceChangedSignal) throw fileChangedError();
-      if (!(err instanceof WorkersUnavailable)) throw toDmsError(err, 'source-missing');
+  try {
+    if (useHashWorkers(length)) {
+      try {
+        return await readRangeInWorker(filePath, offset, length, expectedSize);
+      } catch (err) {
+        if (!(err instanceof WorkersUnavailable)) throw err;
+      }
     }
+    return await readRangeMd5(filePath, offset, expectedSize, Buffer.allocUnsafe(length));
+  } catch (err) {
+    if (err instanceof SourceChangedSignal) throw fileChangedError();
+    throw toDmsError(err, 'source-missing');
   }
-  const body = await readRange(filePath, offset, length, expectedSize);
-  return { body, md5: createHash('md5').update(body).digest() };
 }
 
 export interface PaceOptions {

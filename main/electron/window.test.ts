@@ -4,15 +4,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { FakeBrowserWindow } from './electron-mock.js';
+import type { FakeBrowserWindow } from '../../test/electron/electron-mock.js';
 
 // Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
-vi.mock('electron', () => import('./electron-mock.js').then((m) => m.electronModule));
-const { electron, fake } = await import('./electron-mock.js');
-const { createMainWindow, CSP, hardenSession, isOwnPage, windowPaths } =
-  await import('../../main/electron/window.js');
-const { applyStartAtLogin, autostartEntry, autostartFile, startedAtLogin } =
-  await import('../../main/electron/login-item.js');
+vi.mock('electron', () => import('../../test/electron/electron-mock.js').then((m) => m.electronModule));
+const { electron, fake } = await import('../../test/electron/electron-mock.js');
+const { createMainWindow, CSP, hardenSession, isOwnPage, windowPaths } = await import('./window.js');
+const { applyStartAtLogin, autostartEntry, autostartFile, startedAtLogin } = await import('./login-item.js');
 
 const paths = windowPaths('/opt/dms/resources/app.asar', '/opt/dms/resources/app.asar/dist/main/electron');
 

@@ -3,12 +3,12 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ICON_NAMES, ICON_SIZES, iconFileName, iconPixels, iconPng } from '../../main/electron/icon-art.js';
+import { ICON_NAMES, ICON_SIZES, iconFileName, iconPixels, iconPng } from './icon-art.js';
 
 // The tray draws its icons in code (nothing to copy into the package); the
 // committed PNGs under main/electron/icons are the same pixels, for review and
-// installers. Regenerate them with: UPDATE_ICONS=1 npx vitest run test/electron/icons.test.ts
-const ICON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../main/electron/icons');
+// installers. Regenerate them with: UPDATE_ICONS=1 npx vitest run main/electron/icons.test.ts
+const ICON_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'icons');
 
 /** Decodes our own PNGs (RGBA, 8 bit, filter 0 on every row). */
 function decode(png: Buffer): { width: number; height: number; rgba: Buffer } {

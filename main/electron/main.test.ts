@@ -1,10 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
-import type * as Mock from './electron-mock.js';
+import type * as Mock from '../../test/electron/electron-mock.js';
 
 // Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
-vi.mock('electron', () => import('./electron-mock.js').then((m) => m.electronModule));
+vi.mock('electron', () => import('../../test/electron/electron-mock.js').then((m) => m.electronModule));
 const { runApp } = vi.hoisted(() => ({ runApp: vi.fn(() => Promise.resolve()) }));
-vi.mock('../../main/electron/app.js', () => ({ runApp }));
+vi.mock('./app.js', () => ({ runApp }));
 
 /** A fresh entry module (it runs at import). The mocked 'electron' survives resetModules, so it is taken from there. */
 async function launch(lock: boolean) {
@@ -13,7 +13,7 @@ async function launch(lock: boolean) {
   m.__fake.reset();
   m.__fake.lock = lock;
   vi.clearAllMocks();
-  await import('../../main/electron/main.js');
+  await import('./main.js');
   return m;
 }
 

@@ -3,8 +3,8 @@ import type https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DmsError } from '../errors.js';
-import { ApiClient } from './client.js';
+import { DmsError } from '../../main/core/errors.js';
+import { ApiClient } from '../../main/core/api/client.js';
 
 /**
  * Faults a proxy or a sick server produces, from a raw node:http server so

@@ -2,16 +2,16 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { DmsError, plainMessage } from '../../main/core/errors.js';
-import { UserError } from '../../main/electron/failures.js';
-import { CHANNEL_NAMES, type Result } from '../../main/shared/ipc.js';
+import { DmsError, plainMessage } from '../core/errors.js';
+import { UserError } from './failures.js';
+import { CHANNEL_NAMES, type Result } from '../shared/ipc.js';
 
 // Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
-vi.mock('electron', () => import('./electron-mock.js').then((m) => m.electronModule));
-const { electron, fake, FakeBrowserWindow, FakeWebContents } = await import('./electron-mock.js');
+vi.mock('electron', () => import('../../test/electron/electron-mock.js').then((m) => m.electronModule));
+const { electron, fake, FakeBrowserWindow, FakeWebContents } = await import('../../test/electron/electron-mock.js');
 const { createHandlers, electronShellActions, HELP_URLS, registerIpc } =
-  await import('../../main/electron/ipc.js');
-const { INTERNAL_MESSAGE } = await import('../../main/electron/failures.js');
+  await import('./ipc.js');
+const { INTERNAL_MESSAGE } = await import('./failures.js');
 
 const INDEX = path.resolve('/opt/dms/resources/app.asar/renderer/dist/index.html');
 const OWN_URL = pathToFileURL(INDEX).href;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatBytes, NotificationPolicy, type Activity } from '../../main/electron/notifications.js';
+import { formatBytes, NotificationPolicy, type Activity } from './notifications.js';
 
 function clock(start = 1_000_000) {
   let t = start;

@@ -4,9 +4,9 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ApiClient } from './api/client.js';
-import { makeTestCa } from '../../test/support/certs.js';
-import { dispatcherWithCa, loadCaFile } from './tls.js';
+import { ApiClient } from '../../main/core/api/client.js';
+import { makeTestCa } from '../support/certs.js';
+import { dispatcherWithCa, loadCaFile } from '../../main/core/tls.js';
 
 // A real HTTPS server with a certificate from a throw-away CA made by openssl.
 let dir: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DmsError } from '../../main/core/errors.js';
-import { buildObjectKey, sanitizeSegment } from '../../main/core/storage/keys.js';
+import { DmsError } from '../errors.js';
+import { buildObjectKey, sanitizeSegment } from './keys.js';
 
 const FP = '0CC175B9C0F1B6A831C399E269772661';
 const fp = FP.toLowerCase();

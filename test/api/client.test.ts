@@ -1,10 +1,10 @@
 import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSampleServer } from '../../../test/support/sample-server.js';
-import type { SampleServer } from '../../../test/support/sample-server.js';
-import { DmsError } from '../errors.js';
-import { ApiClient } from './client.js';
-import type { UploadCallbackInput, Wayline } from './types.js';
+import { startSampleServer } from '../support/sample-server.js';
+import type { SampleServer } from '../support/sample-server.js';
+import { DmsError } from '../../main/core/errors.js';
+import { ApiClient } from '../../main/core/api/client.js';
+import type { UploadCallbackInput, Wayline } from '../../main/core/api/types.js';
 
 /** Against the stand-in of DJI's sample server, over real HTTP. */
 

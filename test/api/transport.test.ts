@@ -1,9 +1,9 @@
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DmsError } from '../errors.js';
-import { ApiClient } from './client.js';
-import { classifyFailure } from './transport.js';
+import { DmsError } from '../../main/core/errors.js';
+import { ApiClient } from '../../main/core/api/client.js';
+import { classifyFailure } from '../../main/core/api/transport.js';
 
 /**
  * TLS: a certificate the system does not trust must fail loudly as `network`

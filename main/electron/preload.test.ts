@@ -3,14 +3,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { CHANNEL_NAMES, PUSH_CHANNELS } from '../../main/shared/ipc.js';
-import { runSandboxedPreload } from './helpers.js';
+import { CHANNEL_NAMES, PUSH_CHANNELS } from '../shared/ipc.js';
+import { runSandboxedPreload } from '../../test/electron/helpers.js';
 
 // The preload runs here the way Electron runs a sandboxed preload: compiled to
 // CommonJS, wrapped in a function of (require, process, exports, module, ...)
 // inside a fresh JS context with no Node, and a `require` that only knows
 // 'electron' (here a fake: Electron's binary cannot be downloaded here).
-const SOURCE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../main/electron/preload.cts');
+const SOURCE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'preload.cts');
 
 function loadPreload() {
   const js = ts.transpileModule(fs.readFileSync(SOURCE, 'utf8'), {

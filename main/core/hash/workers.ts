@@ -14,130 +14,30 @@
  * file itself and hands the bytes back without a copy (transferred
  * ArrayBuffer), with their MD5.
  *
- * The workers only read and hash; what a failure means is decided by the
- * callers, exactly as for the in-thread code they replace: errors come back as
- * Errors with the file system's code, `changed` when the file is not the size
- * it should be. DMS_HASH_WORKERS=0 turns the workers off (in-thread hashing),
- * and so does any failure to start one.
+ * The workers run hash-worker.ts, the same code the callers run on their own
+ * thread when there is no worker. They only read and hash; what a failure
+ * means is decided by the callers: errors come back as Errors with the file
+ * system's code, SourceChangedSignal when the file is not the size it should
+ * be. DMS_HASH_WORKERS=0 turns the workers off (in-thread hashing), and so
+ * does any failure to start one.
  */
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { ErrorInfo, Job, Reply } from './hash-worker.js';
+import { HASH_WORKER, SourceChangedSignal } from './hash-worker.js';
 
-/** The worker's code: plain CommonJS, so it runs the same from dist/, from sources under a test runner, or in Electron. */
-const WORKER_SOURCE = String.raw`
-'use strict';
-const { parentPort } = require('node:worker_threads');
-const { createHash } = require('node:crypto');
-const fsp = require('node:fs/promises');
+/**
+ * The worker's module, beside this one: hash-worker.js in dist/ (and in the
+ * packaged app's asar), hash-worker.ts when the sources run as they are
+ * (tests: Node strips the types).
+ */
+const WORKER_URL = new URL(`./hash-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
-function errorInfo(e) {
-  const o = e && typeof e === 'object' ? e : {};
-  return { message: String(o.message ?? e), name: o.name, code: o.code, errno: o.errno, syscall: o.syscall, path: o.path };
-}
-
-// Fingerprint of a whole file: reads in 'size' steps, two buffers so that the
-// next read runs while this one is hashed; stops between reads once the
-// caller set flag[0] (abort).
-async function hashFile(job) {
-  const { id, path, size, flag } = job;
-  let fh;
-  let pending;
-  try {
-    fh = await fsp.open(path, 'r');
-    let current = Buffer.allocUnsafe(size);
-    let spare;
-    const hash = createHash('md5');
-    const readInto = (buf) => (pending = fh.read(buf, 0, size, null));
-    let next = readInto(current);
-    for (;;) {
-      if (Atomics.load(flag, 0) !== 0) return parentPort.postMessage({ id, aborted: true });
-      const { bytesRead } = await next;
-      pending = undefined;
-      if (bytesRead === 0) break;
-      if (bytesRead === size) {
-        const other = (spare ??= Buffer.allocUnsafe(size));
-        next = readInto(other);
-        hash.update(current.subarray(0, bytesRead));
-        spare = current;
-        current = other;
-      } else {
-        hash.update(current.subarray(0, bytesRead));
-        next = readInto(current);
-      }
-      parentPort.postMessage({ id, bytes: bytesRead });
-    }
-    parentPort.postMessage({ id, md5: hash.digest('hex') });
-  } catch (e) {
-    parentPort.postMessage({ id, error: errorInfo(e) });
-  } finally {
-    if (pending) await pending.catch(() => undefined);
-    if (fh) await fh.close().catch(() => undefined);
-  }
-}
-
-// One request body: 'length' bytes at 'offset' of a file that must be
-// 'expectedSize' long, with their MD5; the bytes are transferred, not copied.
-async function readRange(job) {
-  const { id, path, offset, length, expectedSize } = job;
-  let fh;
-  try {
-    fh = await fsp.open(path, 'r');
-    if ((await fh.stat()).size !== expectedSize) return parentPort.postMessage({ id, changed: true });
-    // A buffer of its own (never a slice of Node's pool), not zero-filled: it is transferred whole.
-    const buf = Buffer.allocUnsafeSlow(length);
-    const ab = buf.buffer;
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
-      if (bytesRead === 0) return parentPort.postMessage({ id, changed: true });
-      done += bytesRead;
-    }
-    const md5 = createHash('md5').update(buf).digest();
-    // Transferred without a copy when the buffer owns its memory (always, for allocUnsafeSlow).
-    const whole = buf.byteOffset === 0 && ab.byteLength === length ? ab : buf.buffer.slice(buf.byteOffset, buf.byteOffset + length);
-    parentPort.postMessage({ id, body: whole, md5: md5.toString('hex') }, [whole]);
-  } catch (e) {
-    parentPort.postMessage({ id, error: errorInfo(e) });
-  } finally {
-    if (fh) await fh.close().catch(() => undefined);
-  }
-}
-
-parentPort.on('message', (job) => {
-  void (job.op === 'file' ? hashFile(job) : readRange(job));
-});
-`;
-
-interface ErrorInfo {
-  message: string;
-  name?: string;
-  code?: string;
-  errno?: number;
-  syscall?: string;
-  path?: string;
-}
-
-interface Reply {
-  id: number;
-  bytes?: number;
-  md5?: string;
-  body?: ArrayBuffer;
-  changed?: boolean;
-  aborted?: boolean;
-  error?: ErrorInfo;
-}
-
-interface Job {
-  message: Record<string, unknown> & { id: number };
+interface PoolJob {
+  message: Job;
   onMessage: (r: Reply) => boolean; // true when this was the job's last message
   fail: (err: Error) => void;
-}
-
-/** The file was not the size it should be (or shorter than it said) when read for sending. */
-export class SourceChangedSignal extends Error {
-  constructor() {
-    super('the file changed while it was being read');
-    this.name = 'SourceChangedSignal';
-  }
 }
 
 /** A worker's error, as the file system gave it (code, errno, syscall kept for classification). */
@@ -164,12 +64,12 @@ let disabled = process.env.DMS_HASH_WORKERS === '0';
 
 class Pool {
   private readonly idle: Worker[] = [];
-  private readonly busy = new Map<Worker, Job>();
-  private readonly queue: Job[] = [];
+  private readonly busy = new Map<Worker, PoolJob>();
+  private readonly queue: PoolJob[] = [];
 
   constructor(private readonly size: number) {}
 
-  run(job: Job): void {
+  run(job: PoolJob): void {
     this.queue.push(job);
     this.pump();
   }
@@ -185,7 +85,7 @@ class Pool {
         }
         return;
       }
-      const job = this.queue.shift() as Job;
+      const job = this.queue.shift() as PoolJob;
       this.busy.set(w, job);
       // Only a worker with a job keeps the process alive.
       w.ref();
@@ -194,14 +94,17 @@ class Pool {
   }
 
   private spawn(): Worker | null {
+    if (disabled) return null;
     let w: Worker;
     try {
-      w = new Worker(WORKER_SOURCE, { eval: true });
+      w = new Worker(WORKER_URL, { workerData: HASH_WORKER });
     } catch {
       disabled = true;
       return null;
     }
+    let answered = false;
     w.on('message', (r: Reply) => {
+      answered = true;
       const job = this.busy.get(w);
       if (!job || job.message.id !== r.id) return;
       if (!job.onMessage(r)) return;
@@ -211,6 +114,9 @@ class Pool {
       this.pump();
     });
     const lost = (err: Error): void => {
+      // One that dies before its first answer could not load its module:
+      // the others would not either, so none is started any more.
+      if (!answered) disabled = true;
       const job = this.busy.get(w);
       this.busy.delete(w);
       const i = this.idle.indexOf(w);
@@ -248,14 +154,15 @@ export function useHashWorkers(bytes?: number): boolean {
 }
 
 /**
- * MD5 (lowercase hex) of a whole file in a worker. `onBytes` gets each read's
+ * MD5 (lowercase hex) of a whole file in a worker (md5OfFile, reads of
+ * `bufferSize` bytes). `onBytes` gets each read's
  * size; setting the abort flag (via `signal`) stops the worker between reads,
  * and the promise then rejects with `abortReason()`. File system errors come
  * back as Errors with their code; WorkersUnavailable when no worker can run.
  */
 export function hashFileInWorker(
   path: string,
-  readSize: number,
+  bufferSize: number,
   opts: { signal?: AbortSignal; onBytes?: (n: number) => void; abortReason: () => Error },
 ): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -270,7 +177,7 @@ export function hashFileInWorker(
     const done = (): void => signal?.removeEventListener('abort', onAbort);
     filePool ??= new Pool(FILE_WORKERS);
     filePool.run({
-      message: { op: 'file', id: nextId++, path, size: readSize, flag },
+      message: { op: 'file', id: nextId++, path, bufferSize, flag },
       onMessage: (r) => {
         if (r.bytes !== undefined) {
           if (signal?.aborted !== true && !callbackError) {
@@ -284,7 +191,10 @@ export function hashFileInWorker(
           return false;
         }
         done();
-        if (callbackError) reject(callbackError.err instanceof Error ? callbackError.err : new Error(String(callbackError.err)));
+        if (callbackError)
+          reject(
+            callbackError.err instanceof Error ? callbackError.err : new Error(String(callbackError.err)),
+          );
         else if (r.error) reject(rebuildError(r.error));
         // An abort during the last read still wins: the caller asked us to stop.
         else if (r.aborted || signal?.aborted === true) reject(opts.abortReason());

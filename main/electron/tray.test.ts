@@ -1,10 +1,10 @@
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { AppStateView, ProgressView } from '../../main/shared/ipc.js';
+import type { AppStateView, ProgressView } from '../shared/ipc.js';
 
 // Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
-vi.mock('electron', () => import('./electron-mock.js').then((m) => m.electronModule));
-const { fake, FakeTray } = await import('./electron-mock.js');
-const { AppTray, formatEta, trayMenuTemplate, trayView } = await import('../../main/electron/tray.js');
+vi.mock('electron', () => import('../../test/electron/electron-mock.js').then((m) => m.electronModule));
+const { fake, FakeTray } = await import('../../test/electron/electron-mock.js');
+const { AppTray, formatEta, trayMenuTemplate, trayView } = await import('./tray.js');
 
 const GB = 1024 ** 3;
 const progress = (p: Partial<ProgressView> = {}): ProgressView => ({
