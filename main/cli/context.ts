@@ -4,7 +4,12 @@ import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
 import { createLogger, type Logger } from '../core/log.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
-import { resolveConnection, type Connection, type ConnectionInputs, type LocalServiceHandle } from '../core/session/connection.js';
+import {
+  resolveConnection,
+  type Connection,
+  type ConnectionInputs,
+  type LocalServiceHandle,
+} from '../core/session/connection.js';
 import { openSession, type Session } from '../core/session/open.js';
 import { TokenFile } from '../core/session/token-file.js';
 import type { RunningService } from '../service/index.js';
@@ -54,7 +59,10 @@ async function readStdin(): Promise<string> {
 async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
   if (flags.tokenStdin) {
     const token = await readStdin();
-    if (token === '') throw new DmsError('invalid-input', 'No token on standard input (--token-stdin).', { retryable: false });
+    if (token === '')
+      throw new DmsError('invalid-input', 'No token on standard input (--token-stdin).', {
+        retryable: false,
+      });
     return token;
   }
   if (flags.token !== undefined) {
@@ -91,7 +99,12 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
       // fastify, the bucket and the service's SQLite code at all.
       const { startService } = await import('../service/index.js');
       local = await startService({ dataDir: paths.service, port: 0, logger: false });
-      return { baseUrl: local.baseUrl, workspaceId: local.workspaceId, token: local.token, dataDir: paths.service };
+      return {
+        baseUrl: local.baseUrl,
+        workspaceId: local.workspaceId,
+        token: local.token,
+        dataDir: paths.service,
+      };
     },
   };
   return { paths, config, logger, inputs, closeLocal: async () => local?.close() };
@@ -100,9 +113,13 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
 /** The CLI works with a server or the local service; a sign-in that is missing is said plainly. */
 function usable(c: Connection): Exclude<Connection, { kind: 'none' }> {
   if (c.kind === 'none') {
-    throw new DmsError('invalid-input', 'No workspace is set. Pass --workspace <id>, set DMS_WORKSPACE, or sign in with `drone-media-sync login`.', {
-      retryable: false,
-    });
+    throw new DmsError(
+      'invalid-input',
+      'No workspace is set. Pass --workspace <id>, set DMS_WORKSPACE, or sign in with `drone-media-sync login`.',
+      {
+        retryable: false,
+      },
+    );
   }
   if (c.kind === 'server' && !c.signedIn) {
     throw new DmsError(

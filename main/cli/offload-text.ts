@@ -7,11 +7,16 @@ export function flightLines(f: FlightCompleteness): string[] {
   const name = path.posix.basename(f.folder);
   const parts = [`${f.photos} photo${f.photos === 1 ? '' : 's'}`];
   if (f.videos > 0) parts.push(`${f.videos} video${f.videos === 1 ? '' : 's'}`);
-  if (f.exposuresInMrk !== null) parts.push(`${f.exposuresFound} of ${f.exposuresInMrk} exposures in the MRK`);
-  if (f.rtkCounts) parts.push(`RTK fixed ${f.rtkCounts.fixed}, float ${f.rtkCounts.float}, single ${f.rtkCounts.single}`);
+  if (f.exposuresInMrk !== null)
+    parts.push(`${f.exposuresFound} of ${f.exposuresInMrk} exposures in the MRK`);
+  if (f.rtkCounts)
+    parts.push(`RTK fixed ${f.rtkCounts.fixed}, float ${f.rtkCounts.float}, single ${f.rtkCounts.single}`);
   if (f.wayline) parts.push(`wayline "${f.wayline.name}"`);
   const mark = f.incomplete ? 'INCOMPLETE' : f.flags.length > 0 ? 'check' : 'ok';
-  return [`  ${mark.padEnd(10)} ${name}: ${parts.join(', ')}`, ...f.flags.map((x) => `             - ${x.message}`)];
+  return [
+    `  ${mark.padEnd(10)} ${name}: ${parts.join(', ')}`,
+    ...f.flags.map((x) => `             - ${x.message}`),
+  ];
 }
 
 /** The verdict, its reasons and the flights, for a terminal. */

@@ -19,10 +19,16 @@ export function formatDuration(seconds: number): string {
 
 /** One line: [#####-----] 37/212 files  1.2 GB/3.4 GB  25 MB/s  ~4 min */
 export function progressLine(p: ProgressSnapshot, width = 24): string {
-  const frac = p.bytesTotal > 0 ? Math.min(1, p.bytesDone / p.bytesTotal) : p.filesTotal > 0 ? p.filesDone / p.filesTotal : 0;
+  const frac =
+    p.bytesTotal > 0
+      ? Math.min(1, p.bytesDone / p.bytesTotal)
+      : p.filesTotal > 0
+        ? p.filesDone / p.filesTotal
+        : 0;
   const filled = Math.round(frac * width);
   const bar = '#'.repeat(filled) + '-'.repeat(width - filled);
-  const eta = p.etaSeconds !== null && p.filesDone < p.filesTotal ? `  ~${formatDuration(p.etaSeconds)} left` : '';
+  const eta =
+    p.etaSeconds !== null && p.filesDone < p.filesTotal ? `  ~${formatDuration(p.etaSeconds)} left` : '';
   return `[${bar}] ${p.filesDone}/${p.filesTotal} files  ${formatBytes(p.bytesDone)}/${formatBytes(p.bytesTotal)}  ${formatBytes(p.rate)}/s${eta}`;
 }
 

@@ -14,12 +14,20 @@ const int = (name: string) => (v: string) => {
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number.`);
   return n;
 };
-const collect = <T>(parse: (v: string) => T) => (v: string, prev: T[] = []) => [...prev, parse(v)];
+const collect =
+  <T>(parse: (v: string) => T) =>
+  (v: string, prev: T[] = []) => [...prev, parse(v)];
 
 function serverOptions(cmd: Command): Command {
   return cmd
-    .option('--server <url>', 'server base URL (env DMS_SERVER; default: settings, else the built-in local service)')
-    .option('--token <token>', 'access token; visible in the process list: prefer DMS_TOKEN or --token-stdin (default: the stored sign-in)')
+    .option(
+      '--server <url>',
+      'server base URL (env DMS_SERVER; default: settings, else the built-in local service)',
+    )
+    .option(
+      '--token <token>',
+      'access token; visible in the process list: prefer DMS_TOKEN or --token-stdin (default: the stored sign-in)',
+    )
     .option('--token-stdin', 'read the access token from standard input')
     .option('--workspace <id>', 'workspace id (env DMS_WORKSPACE)')
     .option('--state <dir>', 'state folder: settings, queue, sign-in (env DMS_STATE_DIR)')
@@ -35,8 +43,14 @@ export function buildProgram(): Command {
   serverOptions(program.command('sync').argument('<dir...>', 'folders (or card mount points) to sync'))
     .description('upload everything under the folders, then exit (0 = all done)')
     .option('--json', 'one JSON line per file outcome and a final summary line')
-    .option('--aircraft <key>', 'aircraft key for payload cameras that fit several drones, e.g. 0-89-0 (M350)')
-    .option('--aircraft-serial <sn>', "the aircraft's serial, for files that do not carry it (e.g. H20T photos)")
+    .option(
+      '--aircraft <key>',
+      'aircraft key for payload cameras that fit several drones, e.g. 0-89-0 (M350)',
+    )
+    .option(
+      '--aircraft-serial <sn>',
+      "the aircraft's serial, for files that do not carry it (e.g. H20T photos)",
+    )
     .action(async (dirs: string[], opts: SyncFlags) => {
       process.exitCode = await (await import('./commands/sync.js')).syncCommand(dirs, opts);
     });
@@ -44,7 +58,11 @@ export function buildProgram(): Command {
   serverOptions(program.command('watch').argument('[dir...]', 'folders to watch'))
     .description('keep running: sync cards as they are inserted and files as they appear')
     .option('--cards', 'also watch for memory cards being inserted')
-    .option('--mount-root <dir>', 'where cards get mounted (repeatable; default: the OS places)', collect(String))
+    .option(
+      '--mount-root <dir>',
+      'where cards get mounted (repeatable; default: the OS places)',
+      collect(String),
+    )
     .option('--json', 'print events as JSON lines')
     .action(async (dirs: string[], opts: WatchFlags) => {
       process.exitCode = await (await import('./commands/watch.js')).watchCommand(dirs, opts);
@@ -65,7 +83,7 @@ export function buildProgram(): Command {
     .option('--json', 'the report as JSON (the data of the manifest report)')
     .option('--accept-flight <folder>', 'accept a flagged flight as it is (repeatable)', collect(String))
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
-    .description('safe to format? each card\'s verdict, flights and manifest')
+    .description("safe to format? each card's verdict, flights and manifest")
     .action(async (dirs: string[], opts: { state?: string; json?: boolean; acceptFlight?: string[] }) => {
       process.exitCode = (await import('./commands/report.js')).reportCommand(dirs, opts);
     });
@@ -84,7 +102,11 @@ export function buildProgram(): Command {
     .description("list the workspace's waylines (flight routes)")
     .option('--favorited', 'only favorites')
     .option('--not-favorited', 'only non-favorites')
-    .option('--template-type <n>', '0 waypoint, 1 mapping 2D, 2 mapping 3D, 3 strip (repeatable)', collect(int('template type')))
+    .option(
+      '--template-type <n>',
+      '0 waypoint, 1 mapping 2D, 2 mapping 3D, 3 strip (repeatable)',
+      collect(int('template type')),
+    )
     .option('--action-type <n>', '1 = AI spot-check waylines', int('action type'))
     .option('--drone-model <key>', 'aircraft key, e.g. 0-67-0 (repeatable)', collect(String))
     .option('--payload-model <key>', 'payload key, e.g. 1-53-0 (repeatable)', collect(String))
@@ -94,7 +116,9 @@ export function buildProgram(): Command {
     .option('--json', 'raw JSON')
     .action(async (opts: WaylineFlags & { notFavorited?: boolean }) => {
       const favorited = opts.favorited ? true : opts.notFavorited ? false : undefined;
-      process.exitCode = await (await import('./commands/waylines.js')).waylinesCommand({ ...opts, favorited });
+      process.exitCode = await (
+        await import('./commands/waylines.js')
+      ).waylinesCommand({ ...opts, favorited });
     });
 
   program
@@ -140,10 +164,14 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';
     if (code.startsWith('commander.')) {
-      return code === 'commander.helpDisplayed' || code === 'commander.version' || code === 'commander.help' ? 0 : EXIT.usage;
+      return code === 'commander.helpDisplayed' || code === 'commander.version' || code === 'commander.help'
+        ? 0
+        : EXIT.usage;
     }
     const e = err instanceof DmsError ? err : toDmsError(err);
-    process.stderr.write(`drone-media-sync: ${e.kind === 'invalid-input' || e.kind === 'source-missing' ? e.message : `${plainMessage(e)} (${e.message})`}\n`);
+    process.stderr.write(
+      `drone-media-sync: ${e.kind === 'invalid-input' || e.kind === 'source-missing' ? e.message : `${plainMessage(e)} (${e.message})`}\n`,
+    );
     return e.kind === 'auth' ? EXIT.auth : e.kind === 'invalid-input' ? EXIT.usage : EXIT.notAllDone;
   }
 }

@@ -29,11 +29,20 @@ export function ensureElectron(): { binary: string } | { reason: string } {
   }
   if (!fs.existsSync(path.join(pkgDir, 'dist'))) {
     process.stderr.write('Fetching the Electron runtime (first start only)...\n');
-    const r = spawnSync(process.execPath, [path.join(pkgDir, 'install.js')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const r = spawnSync(process.execPath, [path.join(pkgDir, 'install.js')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     if (r.status !== 0) {
       // The installer prints a stack; the line that names the error is enough.
-      const lines = (r.stderr?.toString() ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
-      const why = (lines.find((l) => /error|ENOTFOUND|ECONN|EAI_AGAIN/i.test(l) && !l.startsWith('at ')) ?? lines[0] ?? 'download failed').slice(0, 160);
+      const lines = (r.stderr?.toString() ?? '')
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean);
+      const why = (
+        lines.find((l) => /error|ENOTFOUND|ECONN|EAI_AGAIN/i.test(l) && !l.startsWith('at ')) ??
+        lines[0] ??
+        'download failed'
+      ).slice(0, 160);
       return { reason: `the Electron runtime could not be downloaded (${why})` };
     }
   }
@@ -45,10 +54,16 @@ export function ensureElectron(): { binary: string } | { reason: string } {
 }
 
 function runHeadless(reason: string): void {
-  process.stderr.write(`Desktop app not started: ${reason}. Running the headless agent instead (drone-media-sync watch --cards).\n`);
-  const child = spawn(process.execPath, [path.join(repoRoot, 'dist', 'main', 'cli', 'bin.js'), 'watch', '--cards', ...process.argv.slice(2)], {
-    stdio: 'inherit',
-  });
+  process.stderr.write(
+    `Desktop app not started: ${reason}. Running the headless agent instead (drone-media-sync watch --cards).\n`,
+  );
+  const child = spawn(
+    process.execPath,
+    [path.join(repoRoot, 'dist', 'main', 'cli', 'bin.js'), 'watch', '--cards', ...process.argv.slice(2)],
+    {
+      stdio: 'inherit',
+    },
+  );
   forward(child);
 }
 

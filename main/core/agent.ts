@@ -78,7 +78,9 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.queue = opts.queue;
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
-    this.engine = opts.engine ?? new SyncEngine({
+    this.engine =
+      opts.engine ??
+      new SyncEngine({
         queue: opts.queue,
         api: opts.api,
         config: opts.config,
@@ -90,7 +92,12 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.history = new History(opts.queue.db, target.id);
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
-      if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored' || e.outcome === 'failed') {
+      if (
+        e.outcome === 'uploaded' ||
+        e.outcome === 'fast-uploaded' ||
+        e.outcome === 'stored' ||
+        e.outcome === 'failed'
+      ) {
         this.history.record({
           sourceId: e.sourceId,
           label: this.labels.get(e.sourceId) ?? e.sourceId,
@@ -187,7 +194,13 @@ export class Agent extends EventEmitter<AgentEvents> {
       for (const [sourceId, card] of this.cards) {
         // Files still being written when last scanned are looked at again first: no verdict meanwhile.
         const scanned = this.queue.lastScan(sourceId)?.complete === true;
-        if (!this.unsettled.has(sourceId) || !scanned || this.queue.hasWork(sourceId) || this.controller.signal.aborted) continue;
+        if (
+          !this.unsettled.has(sourceId) ||
+          !scanned ||
+          this.queue.hasWork(sourceId) ||
+          this.controller.signal.aborted
+        )
+          continue;
         this.unsettled.delete(sourceId);
         try {
           const done = await completeSource({
@@ -202,7 +215,8 @@ export class Agent extends EventEmitter<AgentEvents> {
           this.emit('offload', { source: cardSource(card), ...done });
         } catch (err) {
           const e = toDmsError(err);
-          if (e.kind !== 'cancelled') this.emit('warning', `The verdict for ${card.label} could not be made: ${e.message}`);
+          if (e.kind !== 'cancelled')
+            this.emit('warning', `The verdict for ${card.label} could not be made: ${e.message}`);
         }
       }
     });
@@ -222,7 +236,11 @@ export class Agent extends EventEmitter<AgentEvents> {
       if (this.queue.hasWork(sourceId)) continue;
       this.ejected.add(sourceId);
       const r = await ejectVolume(card.root, card.device);
-      this.emit('source', { type: r.ok ? 'ejected' : 'eject-failed', source: cardSource(card), message: r.message });
+      this.emit('source', {
+        type: r.ok ? 'ejected' : 'eject-failed',
+        source: cardSource(card),
+        message: r.message,
+      });
     }
   }
 
@@ -263,7 +281,10 @@ export class Agent extends EventEmitter<AgentEvents> {
 
   /** A source went away: its unfinished files wait for it, nothing is lost or marked deleted. */
   sourceGone(source: Source): number {
-    const waiting = this.engine.sourceRemoved(source.sourceId, `${source.label} was removed; its files will continue when it is back.`);
+    const waiting = this.engine.sourceRemoved(
+      source.sourceId,
+      `${source.label} was removed; its files will continue when it is back.`,
+    );
     const message = `${source.label} was removed; ${waiting} file${waiting === 1 ? '' : 's'} will continue when it is inserted again.`;
     this.emit('source', { type: 'source-removed', source, waiting, message });
     return waiting;
@@ -288,7 +309,11 @@ export class Agent extends EventEmitter<AgentEvents> {
   async setFolderWayline(folder: string, waylineId: string | null): Promise<number> {
     if (waylineId === null) return this.history.setWayline(folder, null, { user: true });
     const w = (await this.waylines.all()).find((x) => x.id === waylineId);
-    return this.history.setWayline(folder, { waylineId, waylineName: w?.name ?? waylineId, how: 'user' }, { user: true });
+    return this.history.setWayline(
+      folder,
+      { waylineId, waylineName: w?.name ?? waylineId, how: 'user' },
+      { user: true },
+    );
   }
 
   /** Matches the new flight folders of a scan to the workspace's waylines by mission name. */
@@ -308,14 +333,17 @@ export class Agent extends EventEmitter<AgentEvents> {
       }
     } catch (err) {
       const e = toDmsError(err);
-      if (e.kind !== 'cancelled') this.emit('warning', `Waylines could not be listed to name the flights: ${e.message}`);
+      if (e.kind !== 'cancelled')
+        this.emit('warning', `Waylines could not be listed to name the flights: ${e.message}`);
     }
   }
 
   private async rescan(source: Source): Promise<void> {
     try {
       this.labels.set(source.sourceId, source.label);
-      const r = await scanSource(this.queue, source, this.config, this.controller.signal, { quietMs: this.quietMs });
+      const r = await scanSource(this.queue, source, this.config, this.controller.signal, {
+        quietMs: this.quietMs,
+      });
       this.engine.track(r.pending, source.label);
       // Files too fresh to read (still being written when we looked) get
       // another look once the quiet period is over: the watcher only reports
@@ -327,7 +355,13 @@ export class Agent extends EventEmitter<AgentEvents> {
       // Nothing new on a card seen before: the engine stays idle, so say its verdict now.
       else void this.settleCards();
       for (const w of r.skipped) this.log.warn({ source: source.sourceId, file: w.relPath }, w.message);
-      this.emit('source', { type: 'scanned', source, pending: r.pending.length, alreadyDone: r.alreadyDone, skipped: r.skipped });
+      this.emit('source', {
+        type: 'scanned',
+        source,
+        pending: r.pending.length,
+        alreadyDone: r.alreadyDone,
+        skipped: r.skipped,
+      });
       this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');
     } catch (err) {
       const e = toDmsError(err);

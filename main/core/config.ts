@@ -21,7 +21,10 @@ const deviceKey = z.string().regex(/^0-\d+-\d+$/, 'must be an aircraft key like 
 const aircraftSerial = z
   .string()
   .trim()
-  .regex(/^[A-Za-z0-9-]{4,64}$/, 'must be the aircraft serial number (letters and digits, as printed on the aircraft)');
+  .regex(
+    /^[A-Za-z0-9-]{4,64}$/,
+    'must be the aircraft serial number (letters and digits, as printed on the aircraft)',
+  );
 
 /**
  * The settings file shared by the CLI and the desktop app. Every field has a
@@ -68,7 +71,12 @@ export const ConfigSchema = z.object({
    * than this are looked at again (HEAD), so an object deleted since is
    * caught. 0 = every time.
    */
-  recheckAfterMinutes: z.number().int().min(0).max(7 * 24 * 60).default(10),
+  recheckAfterMinutes: z
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 60)
+    .default(10),
   /** 0 = unlimited. */
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
   aircraftDefault: deviceKey.optional(),
@@ -86,7 +94,10 @@ export const ConfigSchema = z.object({
    */
   mapTiles: z
     .object({
-      url: httpUrl.refine((u) => ['{z}', '{x}', '{y}'].every((p) => u.includes(p)), 'must hold {z}, {x} and {y}'),
+      url: httpUrl.refine(
+        (u) => ['{z}', '{x}', '{y}'].every((p) => u.includes(p)),
+        'must hold {z}, {x} and {y}',
+      ),
       attribution: z.string().max(200).default(''),
       maxZoom: z.number().int().min(1).max(22).default(19),
     })
@@ -96,7 +107,11 @@ export const ConfigSchema = z.object({
     .record(
       z.string(),
       z
-        .object({ autoSync: z.boolean().optional(), ejectAfterSync: z.boolean().optional(), aircraftSerial: aircraftSerial.optional() })
+        .object({
+          autoSync: z.boolean().optional(),
+          ejectAfterSync: z.boolean().optional(),
+          aircraftSerial: aircraftSerial.optional(),
+        })
         .strict(),
     )
     .default({}),
@@ -135,7 +150,10 @@ export function loadConfig(file: string): Config {
     text = fs.readFileSync(file, 'utf8');
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') return defaultConfig();
-    throw new DmsError('invalid-input', `The settings file ${file} cannot be read: ${(err as Error).message}`);
+    throw new DmsError(
+      'invalid-input',
+      `The settings file ${file} cannot be read: ${(err as Error).message}`,
+    );
   }
   let json: unknown;
   try {

@@ -117,7 +117,13 @@ export class QueueWriteError extends DmsError {
 }
 
 /** Kinds that say the server or the network as a whole is in trouble, not one file. */
-const SERVER_WIDE: ReadonlySet<ErrorKind> = new Set<ErrorKind>(['network', 'timeout', 'server', 'throttled', 'malformed-response']);
+const SERVER_WIDE: ReadonlySet<ErrorKind> = new Set<ErrorKind>([
+  'network',
+  'timeout',
+  'server',
+  'throttled',
+  'malformed-response',
+]);
 
 /** Worth trying again later by itself (the kind's default, or as the error says). */
 export function isTransient(err: DmsError): boolean {
@@ -141,7 +147,14 @@ export function causeCode(err: unknown): { code: string; message: string } | und
 }
 
 /** Failures that happen before a request can reach the server: it certainly did not act on it. */
-const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NEVER_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** True when the request never reached the server (refused connection, unknown host...). */
 export function neverReachedServer(err: DmsError): boolean {
@@ -155,8 +168,7 @@ export function isDmsError(err: unknown): err is DmsError {
 
 export function isAbortError(err: unknown): boolean {
   return (
-    err instanceof Error &&
-    (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
+    err instanceof Error && (err.name === 'AbortError' || (err as { code?: unknown }).code === 'ABORT_ERR')
   );
 }
 
@@ -174,16 +186,24 @@ export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsErr
     });
   }
   if (typeof code === 'string' && (code === 'SQLITE_FULL' || code === 'ENOSPC')) {
-    return new DmsError('invalid-input', 'The disk holding the queue is full. Free some space; syncing continues after that.', {
-      cause: err,
-      retryable: true,
-    });
+    return new DmsError(
+      'invalid-input',
+      'The disk holding the queue is full. Free some space; syncing continues after that.',
+      {
+        cause: err,
+        retryable: true,
+      },
+    );
   }
   if (typeof code === 'string' && code.startsWith('SQLITE_')) {
-    return new DmsError('invalid-input', `The queue database failed (${code}). Restart Drone Media Sync; nothing is lost.`, {
-      cause: err,
-      retryable: true,
-    });
+    return new DmsError(
+      'invalid-input',
+      `The queue database failed (${code}). Restart Drone Media Sync; nothing is lost.`,
+      {
+        cause: err,
+        retryable: true,
+      },
+    );
   }
   if (code === 'EACCES' || code === 'EPERM') {
     return new DmsError('source-missing', 'The file cannot be read (permission denied).', {

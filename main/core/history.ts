@@ -48,14 +48,21 @@ export class History {
 
   /** Starts a new session for a source (a card insertion); later files count into it. */
   begin(sourceId: string): number {
-    const last = this.db.prepare<[], { s: number | null }>('SELECT MAX(session) AS s FROM history').get()?.s ?? 0;
+    const last =
+      this.db.prepare<[], { s: number | null }>('SELECT MAX(session) AS s FROM history').get()?.s ?? 0;
     const session = Math.max(last, ...this.sessions.values(), 0) + 1;
     this.sessions.set(sourceId, session);
     return session;
   }
 
   /** Counts one finished file into its folder's entry of the source's current session. */
-  record(file: { sourceId: string; label: string; folder: string; size: number; outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' }): void {
+  record(file: {
+    sourceId: string;
+    label: string;
+    folder: string;
+    size: number;
+    outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed';
+  }): void {
     const session = this.sessions.get(file.sourceId) ?? this.begin(file.sourceId);
     const t = this.now();
     this.db
@@ -88,21 +95,32 @@ export class History {
         `INSERT INTO folder_waylines (target_id, folder, wayline_id, wayline_name, how) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (target_id, folder) DO UPDATE SET wayline_id = excluded.wayline_id, wayline_name = excluded.wayline_name, how = excluded.how`,
       )
-      .run(this.targetId, folder, match?.waylineId ?? null, match?.waylineName ?? null, opts.user ? 'user' : (match?.how ?? 'user')).changes;
+      .run(
+        this.targetId,
+        folder,
+        match?.waylineId ?? null,
+        match?.waylineName ?? null,
+        opts.user ? 'user' : (match?.how ?? 'user'),
+      ).changes;
   }
 
   waylineOf(folder: string): WaylineMatch | null {
     const r = this.db
-      .prepare<[number, string], { wayline_id: string | null; wayline_name: string | null; how: WaylineMatch['how'] }>(
-        'SELECT wayline_id, wayline_name, how FROM folder_waylines WHERE target_id = ? AND folder = ?',
-      )
+      .prepare<
+        [number, string],
+        { wayline_id: string | null; wayline_name: string | null; how: WaylineMatch['how'] }
+      >('SELECT wayline_id, wayline_name, how FROM folder_waylines WHERE target_id = ? AND folder = ?')
       .get(this.targetId, folder);
     return r?.wayline_id ? { waylineId: r.wayline_id, waylineName: r.wayline_name ?? '', how: r.how } : null;
   }
 
   /** Whether a folder already has a decision (a match, or the user's "none"). */
   hasDecision(folder: string): boolean {
-    return this.db.prepare('SELECT 1 FROM folder_waylines WHERE target_id = ? AND folder = ?').get(this.targetId, folder) !== undefined;
+    return (
+      this.db
+        .prepare('SELECT 1 FROM folder_waylines WHERE target_id = ? AND folder = ?')
+        .get(this.targetId, folder) !== undefined
+    );
   }
 
   list(limit = 50): HistoryEntry[] {
@@ -124,7 +142,9 @@ export class History {
         bytes: r.bytes,
         fastUploaded: r.fast_uploaded,
         failed: r.failed,
-        wayline: r.wayline_id ? { waylineId: r.wayline_id, waylineName: r.wayline_name ?? '', how: r.how ?? 'user' } : null,
+        wayline: r.wayline_id
+          ? { waylineId: r.wayline_id, waylineName: r.wayline_name ?? '', how: r.how ?? 'user' }
+          : null,
       }));
   }
 }

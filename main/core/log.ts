@@ -22,7 +22,9 @@ export const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`,
 
 export type Logger = pino.Logger;
 
-export function createLogger(opts: { level?: string; destination?: pino.DestinationStream | number } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; destination?: pino.DestinationStream | number } = {},
+): Logger {
   const dest = opts.destination ?? 2; // stderr: stdout belongs to the CLI's output
   return pino(
     {

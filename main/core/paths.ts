@@ -12,7 +12,8 @@ export const APP_DIR_NAME = 'drone-media-sync';
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, platform = process.platform): string {
   if (env.DMS_STATE_DIR) return path.resolve(env.DMS_STATE_DIR);
   const home = os.homedir();
-  if (platform === 'win32') return path.join(env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), APP_DIR_NAME);
+  if (platform === 'win32')
+    return path.join(env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), APP_DIR_NAME);
   if (platform === 'darwin') return path.join(home, 'Library', 'Application Support', APP_DIR_NAME);
   return path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), APP_DIR_NAME);
 }

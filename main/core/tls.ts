@@ -13,10 +13,18 @@ export function loadCaFile(file: string): string {
   try {
     pem = fs.readFileSync(file, 'utf8');
   } catch (err) {
-    throw new DmsError('invalid-input', `The CA certificate file ${file} cannot be read: ${(err as Error).message}`, { retryable: false });
+    throw new DmsError(
+      'invalid-input',
+      `The CA certificate file ${file} cannot be read: ${(err as Error).message}`,
+      { retryable: false },
+    );
   }
   if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new DmsError('invalid-input', `The CA certificate file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----).`, { retryable: false });
+    throw new DmsError(
+      'invalid-input',
+      `The CA certificate file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----).`,
+      { retryable: false },
+    );
   }
   return pem;
 }

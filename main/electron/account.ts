@@ -24,10 +24,18 @@ export function checkedUrl(serverUrl: string): string {
   return url;
 }
 
-export async function signIn(serverUrl: string, username: string, password: string, caFile?: string): Promise<StoredToken> {
+export async function signIn(
+  serverUrl: string,
+  username: string,
+  password: string,
+  caFile?: string,
+): Promise<StoredToken> {
   const url = checkedUrl(serverUrl);
   try {
-    const r = await serverApi({ serverUrl: url, workspaceId: '', ...(caFile ? { caFile } : {}) }).login(username, password);
+    const r = await serverApi({ serverUrl: url, workspaceId: '', ...(caFile ? { caFile } : {}) }).login(
+      username,
+      password,
+    );
     return { server: url, workspaceId: r.workspace_id, token: r.access_token };
   } catch (err) {
     throw connectionFailure(err, url, 'login');
@@ -49,7 +57,9 @@ export async function verifyToken(
   const url = checkedUrl(serverUrl);
   const ws = workspaceId.trim();
   try {
-    await serverApi({ serverUrl: url, workspaceId: ws, token, ...(caFile ? { caFile } : {}) }).listWaylines(PROBE);
+    await serverApi({ serverUrl: url, workspaceId: ws, token, ...(caFile ? { caFile } : {}) }).listWaylines(
+      PROBE,
+    );
   } catch (err) {
     const e = toDmsError(err);
     if (e.kind === 'auth' || e.kind === 'rejected' || e.kind === 'invalid-input')
@@ -85,7 +95,12 @@ export async function testConnection(o: {
       });
     }
     if (!mine) throw new UserError('auth', `Not signed in to ${url} yet. Sign in, then test again.`);
-    api = serverApi({ serverUrl: url, workspaceId: ws, token: mine.token, ...(o.caFile ? { caFile: o.caFile } : {}) });
+    api = serverApi({
+      serverUrl: url,
+      workspaceId: ws,
+      token: mine.token,
+      ...(o.caFile ? { caFile: o.caFile } : {}),
+    });
     label = url;
   }
   try {

@@ -30,7 +30,14 @@ import { UserError } from './failures.js';
 import { flightSummaries, flightView, TileCache } from './flights.js';
 import type { Activity } from './notifications.js';
 import { listQueue, retryFailed, type QueueFilter } from './queue-query.js';
-import { cardMonitor, LocalService, startRuntime, WaitingForSignIn, watchFolder, type Runtime } from './runtime.js';
+import {
+  cardMonitor,
+  LocalService,
+  startRuntime,
+  WaitingForSignIn,
+  watchFolder,
+  type Runtime,
+} from './runtime.js';
 import type { SecretStore, StoredToken } from './secrets.js';
 import { applySettings, needsRestart, toSettingsView } from './settings.js';
 import { Pushes, type PushMessage } from './pushes.js';
@@ -177,9 +184,11 @@ export class AppController extends EventEmitter<ControllerEvents> {
     return appStateView({
       engine: rt?.agent.engine ?? null,
       signedIn: rt ? rt.conn.kind === 'local' || rt.conn.signedIn : false,
-      serverLabel: rt?.conn.label ?? (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'no server yet')),
+      serverLabel:
+        rt?.conn.label ??
+        (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'no server yet')),
       startError: rt ? null : (waiting?.attention() ?? this.startError ?? 'The sync engine is not running.'),
-      failedCount: rt ? this.session?.queue.counts().failed.files ?? 0 : 0,
+      failedCount: rt ? (this.session?.queue.counts().failed.files ?? 0) : 0,
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],
       verdicts: this.verdicts,
@@ -237,7 +246,10 @@ export class AppController extends EventEmitter<ControllerEvents> {
   flights(cardId?: string): FlightSummaryView[] {
     const queue = this.requireQueue();
     const ids = cardId ? [cardId] : queue.sources().slice(0, 20);
-    return flightSummaries(queue, ids.map((id) => this.cardRef(id)));
+    return flightSummaries(
+      queue,
+      ids.map((id) => this.cardRef(id)),
+    );
   }
 
   flight(cardId: string, folder: string): FlightView {
@@ -265,7 +277,10 @@ export class AppController extends EventEmitter<ControllerEvents> {
 
   settings(): SettingsView & { signedIn: boolean } {
     const conn = this.rt?.conn;
-    return { ...toSettingsView(this.config), signedIn: conn ? conn.kind === 'local' || conn.signedIn : false };
+    return {
+      ...toSettingsView(this.config),
+      signedIn: conn ? conn.kind === 'local' || conn.signedIn : false,
+    };
   }
 
   saveSettings(view: SettingsView): Promise<SettingsView & { signedIn: boolean }> {
@@ -323,12 +338,21 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private requireQueue(): Queue {
     // Without a target (not signed in) there is nothing of this queue to show.
     if (!this.session || !this.rt)
-      throw new UserError('unavailable', this.waiting?.attention() ?? this.startError ?? 'The app is starting or stopping; try again in a moment.');
+      throw new UserError(
+        'unavailable',
+        this.waiting?.attention() ??
+          this.startError ??
+          'The app is starting or stopping; try again in a moment.',
+      );
     return this.session.queue;
   }
 
   private requireRuntime(): Runtime {
-    if (!this.rt) throw new UserError('unavailable', this.waiting?.attention() ?? this.startError ?? 'The sync engine is not running.');
+    if (!this.rt)
+      throw new UserError(
+        'unavailable',
+        this.waiting?.attention() ?? this.startError ?? 'The sync engine is not running.',
+      );
     return this.rt;
   }
 

@@ -39,16 +39,25 @@ export function flightSummaries(queue: Queue, cards: readonly CardRef[]): Flight
   return cards.flatMap((card) => {
     const o = cardOffload(queue, card);
     const accepted = queue.acceptedFlights(card.sourceId);
-    return o.flights.filter((f) => f.photos > 0 || f.exposuresInMrk !== null).map((f) => summary(card, f, accepted));
+    return o.flights
+      .filter((f) => f.photos > 0 || f.exposuresInMrk !== null)
+      .map((f) => summary(card, f, accepted));
   });
 }
 
 /** One flight with its map points. */
-export function flightView(queue: Queue, card: CardRef, folder: string, tiles: Config['mapTiles']): FlightView {
+export function flightView(
+  queue: Queue,
+  card: CardRef,
+  folder: string,
+  tiles: Config['mapTiles'],
+): FlightView {
   const o = cardOffload(queue, card);
   const f = o.flights.find((x) => x.folder === folder);
   if (!f) throw new UserError('invalid-input', `There is no flight ${folder} on ${card.label}.`);
-  const states: FileStates = Object.fromEntries(o.files.map((x) => [x.relPath, { state: x.state, error: x.error ?? null }]));
+  const states: FileStates = Object.fromEntries(
+    o.files.map((x) => [x.relPath, { state: x.state, error: x.error ?? null }]),
+  );
   return {
     ...summary(card, f, queue.acceptedFlights(card.sourceId)),
     points: flightPoints(f, states),
@@ -73,8 +82,14 @@ export class TileCache {
   async tile(z: number, x: number, y: number): Promise<string> {
     const src = this.source;
     if (!src) throw new UserError('unavailable', 'No base map is configured: the flight shows without one.');
-    if (z > src.maxZoom) throw new UserError('invalid-input', `The base map goes to zoom ${src.maxZoom} at most.`);
-    const folder = path.join(this.dir, createHash('sha256').update(src.url).digest('hex').slice(0, 12), String(z), String(x));
+    if (z > src.maxZoom)
+      throw new UserError('invalid-input', `The base map goes to zoom ${src.maxZoom} at most.`);
+    const folder = path.join(
+      this.dir,
+      createHash('sha256').update(src.url).digest('hex').slice(0, 12),
+      String(z),
+      String(x),
+    );
     const file = path.join(folder, String(y));
     try {
       return fs.readFileSync(file, 'utf8');
@@ -84,14 +99,25 @@ export class TileCache {
     const url = src.url.replace('{z}', String(z)).replace('{x}', String(x)).replace('{y}', String(y));
     let res;
     try {
-      res = await request(url, { method: 'GET', headers: { 'user-agent': 'drone-media-sync (flight map)' }, headersTimeout: 10_000, bodyTimeout: 10_000 });
+      res = await request(url, {
+        method: 'GET',
+        headers: { 'user-agent': 'drone-media-sync (flight map)' },
+        headersTimeout: 10_000,
+        bodyTimeout: 10_000,
+      });
     } catch {
       throw new UserError('network', 'The base map cannot be reached now; the flight shows without it.');
     }
-    const type = String(res.headers['content-type'] ?? '').split(';')[0]?.trim() ?? '';
+    const type =
+      String(res.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim() ?? '';
     const body = Buffer.from(await res.body.arrayBuffer());
     if (res.statusCode !== 200 || !IMAGE_TYPES.has(type) || body.length > MAX_TILE_BYTES) {
-      throw new UserError('network', `The base map answered something that is not a tile (HTTP ${res.statusCode}).`);
+      throw new UserError(
+        'network',
+        `The base map answered something that is not a tile (HTTP ${res.statusCode}).`,
+      );
     }
     const data = `data:${type};base64,${body.toString('base64')}`;
     fs.mkdirSync(folder, { recursive: true });

@@ -8,9 +8,9 @@ import { CHANNEL_NAMES, type Result } from '../shared/ipc.js';
 
 // Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
 vi.mock('electron', () => import('../../test/electron/electron-mock.js').then((m) => m.electronModule));
-const { electron, fake, FakeBrowserWindow, FakeWebContents } = await import('../../test/electron/electron-mock.js');
-const { createHandlers, electronShellActions, HELP_URLS, registerIpc } =
-  await import('./ipc.js');
+const { electron, fake, FakeBrowserWindow, FakeWebContents } =
+  await import('../../test/electron/electron-mock.js');
+const { createHandlers, electronShellActions, HELP_URLS, registerIpc } = await import('./ipc.js');
 const { INTERNAL_MESSAGE } = await import('./failures.js');
 
 const INDEX = path.resolve('/opt/dms/resources/app.asar/renderer/dist/index.html');

@@ -164,24 +164,50 @@ describe('notification policy', () => {
 
   it('says once why syncing stopped (disk full) and what to do, again after a resume', () => {
     const p = new NotificationPolicy();
-    const message = 'Disk full: the disk holding /home/crew/.config/drone-media-sync is full. Free space on it, then press Resume; nothing is lost.';
+    const message =
+      'Disk full: the disk holding /home/crew/.config/drone-media-sync is full. Free space on it, then press Resume; nothing is lost.';
     expect(p.handle({ type: 'state', state: 'halted', message, halt: 'disk-full' })).toEqual([
       { kind: 'halted', title: 'Disk full: syncing stopped', body: message },
     ]);
     expect(p.handle({ type: 'state', state: 'halted', message, halt: 'disk-full' })).toEqual([]);
     p.handle({ type: 'state', state: 'idle', message: null });
-    expect(p.handle({ type: 'state', state: 'halted', message: 'The upload queue cannot be written.', halt: 'database' })).toEqual([
-      { kind: 'halted', title: 'Syncing stopped', body: 'The upload queue cannot be written.' },
-    ]);
+    expect(
+      p.handle({
+        type: 'state',
+        state: 'halted',
+        message: 'The upload queue cannot be written.',
+        halt: 'database',
+      }),
+    ).toEqual([{ kind: 'halted', title: 'Syncing stopped', body: 'The upload queue cannot be written.' }]);
   });
 
   it('says "safe to format" once per verdict, and why a card is not safe', () => {
     const p = new NotificationPolicy();
-    const safe = { type: 'offload' as const, sourceId: 'card:1', label: 'M30T_CARD', safe: true, message: 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format', reasons: [] };
-    expect(p.handle(safe)).toEqual([{ kind: 'safe', title: 'M30T_CARD: safe to format', body: safe.message }]);
+    const safe = {
+      type: 'offload' as const,
+      sourceId: 'card:1',
+      label: 'M30T_CARD',
+      safe: true,
+      message: 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format',
+      reasons: [],
+    };
+    expect(p.handle(safe)).toEqual([
+      { kind: 'safe', title: 'M30T_CARD: safe to format', body: safe.message },
+    ]);
     expect(p.handle(safe)).toEqual([]);
-    const unsafe = { ...safe, safe: false, message: 'M30T_CARD: not safe to format yet — 1 flight incomplete', reasons: ['Flight DJI_1 is incomplete: 1 photo missing.'] };
-    expect(p.handle(unsafe)).toEqual([{ kind: 'problem', title: 'M30T_CARD: not safe to format yet', body: 'Flight DJI_1 is incomplete: 1 photo missing.' }]);
+    const unsafe = {
+      ...safe,
+      safe: false,
+      message: 'M30T_CARD: not safe to format yet — 1 flight incomplete',
+      reasons: ['Flight DJI_1 is incomplete: 1 photo missing.'],
+    };
+    expect(p.handle(unsafe)).toEqual([
+      {
+        kind: 'problem',
+        title: 'M30T_CARD: not safe to format yet',
+        body: 'Flight DJI_1 is incomplete: 1 photo missing.',
+      },
+    ]);
   });
 
   it('formats sizes', () => {

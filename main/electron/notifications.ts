@@ -116,7 +116,9 @@ export class NotificationPolicy {
     if (this.verdicts.get(a.sourceId) === key) return [];
     this.verdicts.set(a.sourceId, key);
     if (a.safe) return [{ kind: 'safe', title: `${a.label}: safe to format`, body: a.message }];
-    return [{ kind: 'problem', title: `${a.label}: not safe to format yet`, body: a.reasons[0] ?? a.message }];
+    return [
+      { kind: 'problem', title: `${a.label}: not safe to format yet`, body: a.reasons[0] ?? a.message },
+    ];
   }
 
   /** When a held summary is due (the shell sets a timer for it), else null. */
@@ -161,7 +163,11 @@ export class NotificationPolicy {
     return [{ kind: 'card', title: `Card ${scan.label} detected`, body: lines.join(' ') }];
   }
 
-  private stateChanged(state: EngineStateName, message: string | null, halt?: 'disk-full' | 'database'): Notice[] {
+  private stateChanged(
+    state: EngineStateName,
+    message: string | null,
+    halt?: 'disk-full' | 'database',
+  ): Notice[] {
     if (state === 'auth-required') {
       if (this.signInSaid) return [];
       this.signInSaid = true;
@@ -177,8 +183,15 @@ export class NotificationPolicy {
       // Once per halt: the reason (disk full...) and what to do, from the engine's own words.
       if (this.haltSaid) return [];
       this.haltSaid = true;
-      const body = message ?? 'The upload queue cannot be written. Fix the cause, then press Resume; nothing is lost.';
-      return [{ kind: 'halted', title: halt === 'disk-full' ? 'Disk full: syncing stopped' : 'Syncing stopped', body }];
+      const body =
+        message ?? 'The upload queue cannot be written. Fix the cause, then press Resume; nothing is lost.';
+      return [
+        {
+          kind: 'halted',
+          title: halt === 'disk-full' ? 'Disk full: syncing stopped' : 'Syncing stopped',
+          body,
+        },
+      ];
     }
     // Anything but auth-required means the sign-in works again (or the user resumed): a later expiry is news.
     if (state === 'syncing' || state === 'idle') {

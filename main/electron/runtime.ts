@@ -86,7 +86,8 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
     const sourceId = e.source.sourceId;
     const label = e.source.label;
     sink.label(sourceId, label);
-    if (e.type === 'source-added') activity({ type: 'source-added', sourceId, label, isCard: e.source.kind === 'card' });
+    if (e.type === 'source-added')
+      activity({ type: 'source-added', sourceId, label, isCard: e.source.kind === 'card' });
     else if (e.type === 'source-removed') activity({ type: 'source-removed', sourceId });
     else if (e.type === 'scanned') {
       activity({ type: 'scanned', sourceId, pending: e.pending, alreadyDone: e.alreadyDone });
@@ -107,7 +108,12 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
     if (live()) sink.progress(p);
   });
   agent.on('state', (state, err) => {
-    activity({ type: 'state', state, message: err ? plainMessage(err) : null, ...(err instanceof QueueWriteError ? { halt: err.reason } : {}) });
+    activity({
+      type: 'state',
+      state,
+      message: err ? plainMessage(err) : null,
+      ...(err instanceof QueueWriteError ? { halt: err.reason } : {}),
+    });
     if (!live()) return;
     refresh();
     sink.changed();
@@ -119,7 +125,14 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
   agent.on('offload', ({ source, offload }) => {
     const v = offload.verdict;
     sink.verdict(source.sourceId, { safe: v.safe, message: v.message, reasons: v.reasons });
-    activity({ type: 'offload', sourceId: source.sourceId, label: source.label, safe: v.safe, message: v.message, reasons: v.reasons });
+    activity({
+      type: 'offload',
+      sourceId: source.sourceId,
+      label: source.label,
+      safe: v.safe,
+      message: v.message,
+      reasons: v.reasons,
+    });
     if (live()) sink.changed();
   });
 }
@@ -200,7 +213,12 @@ export class WaitingForSignIn {
 
   /** Cards inserted, with the media files waiting on each. */
   cards(): Array<{ id: string; label: string; root: string; files: number }> {
-    return [...this.found.values()].map(({ card, files }) => ({ id: card.id, label: card.label, root: card.root, files }));
+    return [...this.found.values()].map(({ card, files }) => ({
+      id: card.id,
+      label: card.label,
+      root: card.root,
+      files,
+    }));
   }
 
   /** "Sign in to upload: 212 files on M30T_CARD wait." */

@@ -4,7 +4,10 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { readTokenFile as readStoredToken, writeTokenFile as writeStoredToken } from '../core/session/token-file.js';
+import {
+  readTokenFile as readStoredToken,
+  writeTokenFile as writeStoredToken,
+} from '../core/session/token-file.js';
 import { ENCRYPTED_TOKEN_FILE, SafeTokenStore, type SafeStorageLike } from './secrets.js';
 
 // A fake of Electron's safeStorage (the real one needs the Electron binary and an OS keyring):

@@ -9,7 +9,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths } from '../core/paths.js';
-import { parseStoredToken, readTokenFile, writeTokenFile, type StoredToken, type TokenStore } from '../core/session/token-file.js';
+import {
+  parseStoredToken,
+  readTokenFile,
+  writeTokenFile,
+  type StoredToken,
+  type TokenStore,
+} from '../core/session/token-file.js';
 
 export type { StoredToken } from '../core/session/token-file.js';
 

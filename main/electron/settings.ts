@@ -26,7 +26,8 @@ const FIELD_RULES: Record<keyof SettingsView, string> = {
   partsConcurrency: 'Parts per file at once must be a whole number from 1 to 16.',
   bandwidthLimitKiBps: 'The bandwidth limit is a whole number of KiB/s (0 means no limit).',
   aircraftDefault: 'The default aircraft is a DJI key like 0-89-0 (M350), or empty.',
-  aircraftSerial: "The aircraft serial is the serial number printed on the aircraft (letters and digits), or empty.",
+  aircraftSerial:
+    'The aircraft serial is the serial number printed on the aircraft (letters and digits), or empty.',
   startAtLogin: 'Choose on or off.',
 };
 

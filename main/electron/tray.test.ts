@@ -84,20 +84,42 @@ describe('trayView', () => {
     expect(v.activityLine).toBe('Server unreachable, retrying by itself (1 file waiting)');
   });
 
-  it('an idle tray says each inserted card\'s verdict: safe to format, or needs a look', () => {
-    const card = (safe: boolean, message: string) => ({ id: 'c', label: 'M30T_CARD', root: '/media/x', verdict: { safe, message, reasons: [] } });
-    const safe = trayView(state({ cards: [card(true, 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format')] }));
-    expect(safe).toMatchObject({ icon: 'idle', activityLine: 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format' });
-    const unsafe = trayView(state({ cards: [card(false, 'M30T_CARD: not safe to format yet — 1 flight incomplete')] }));
-    expect(unsafe).toMatchObject({ icon: 'attention', activityLine: 'M30T_CARD: not safe to format yet — 1 flight incomplete' });
+  it("an idle tray says each inserted card's verdict: safe to format, or needs a look", () => {
+    const card = (safe: boolean, message: string) => ({
+      id: 'c',
+      label: 'M30T_CARD',
+      root: '/media/x',
+      verdict: { safe, message, reasons: [] },
+    });
+    const safe = trayView(
+      state({ cards: [card(true, 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format')] }),
+    );
+    expect(safe).toMatchObject({
+      icon: 'idle',
+      activityLine: 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format',
+    });
+    const unsafe = trayView(
+      state({ cards: [card(false, 'M30T_CARD: not safe to format yet — 1 flight incomplete')] }),
+    );
+    expect(unsafe).toMatchObject({
+      icon: 'attention',
+      activityLine: 'M30T_CARD: not safe to format yet — 1 flight incomplete',
+    });
   });
 
   it('a halt shows its reason, and the menu offers Resume', () => {
-    const message = 'Disk full: the disk holding /x is full. Free space on it, then press Resume; nothing is lost.';
+    const message =
+      'Disk full: the disk holding /x is full. Free space on it, then press Resume; nothing is lost.';
     const s = state({ engine: 'halted', attention: message, halt: { reason: 'disk-full', message } });
     const v = trayView(s);
     expect(v).toMatchObject({ icon: 'attention', activityLine: 'Disk full: free space, then Resume' });
-    const ids = trayMenuTemplate(v, s, { open: () => {}, pause: () => {}, resume: () => {}, syncNow: () => {}, quit: () => {} } as never).map((m) => m.id);
+    const ids = trayMenuTemplate(v, s, {
+      open: () => {},
+      pause: () => {},
+      resume: () => {},
+      syncNow: () => {},
+      quit: () => {},
+    } as never).map((m) => m.id);
     expect(ids).toContain('resume');
     expect(ids).not.toContain('pause');
   });

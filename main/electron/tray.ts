@@ -53,7 +53,12 @@ export function trayView(s: AppStateView): TrayView {
     activityLine,
   });
 
-  if (s.engine === 'halted') return attention(s.halt?.reason === 'disk-full' ? 'Disk full: free space, then Resume' : 'Stopped: the queue cannot be written');
+  if (s.engine === 'halted')
+    return attention(
+      s.halt?.reason === 'disk-full'
+        ? 'Disk full: free space, then Resume'
+        : 'Stopped: the queue cannot be written',
+    );
   if (s.engine === 'auth-required') return attention('Sign in needed');
   // Any other sentence without failed files is a problem of its own (the engine could not start).
   if (s.attention && s.failedCount === 0) return attention(s.attention);
@@ -83,7 +88,8 @@ export function trayView(s: AppStateView): TrayView {
   const unsafe = verdicts.find((v) => !v.safe);
   if (unsafe) return attention(unsafe.message);
   if (verdicts.length > 0) {
-    const line = verdicts.length === 1 ? (verdicts[0]?.message ?? '') : `${verdicts.length} cards safe to format`;
+    const line =
+      verdicts.length === 1 ? (verdicts[0]?.message ?? '') : `${verdicts.length} cards safe to format`;
     return { icon: 'idle', tooltip: `${APP}: ${line}`, activityLine: line };
   }
   return { icon: 'idle', tooltip: `${APP}: all synced`, activityLine: 'All files are synced' };

@@ -174,7 +174,10 @@ export function appStateView(i: AppStateInput): AppStateView {
   const e = i.engine;
   let engine = e?.state ?? (i.signedIn ? 'offline' : 'auth-required');
   let attention: string | null = null;
-  const halt = e?.state === 'halted' && e.error instanceof QueueWriteError ? { reason: e.error.reason, message: e.error.message } : null;
+  const halt =
+    e?.state === 'halted' && e.error instanceof QueueWriteError
+      ? { reason: e.error.reason, message: e.error.message }
+      : null;
   if (!e) attention = i.startError ?? 'The sync engine is not running.';
   else if (halt) attention = halt.message;
   else if (!i.signedIn) {
@@ -195,6 +198,11 @@ export function appStateView(i: AppStateInput): AppStateView {
     progress: i.progress ?? (e ? progressView(e.progress.snapshot()) : NO_PROGRESS),
     serverLabel: i.serverLabel,
     signedIn: i.signedIn,
-    cards: i.cards.map((c) => ({ id: c.id, label: c.label, root: c.root, verdict: i.verdicts?.get(cardSource(c).sourceId) ?? null })),
+    cards: i.cards.map((c) => ({
+      id: c.id,
+      label: c.label,
+      root: c.root,
+      verdict: i.verdicts?.get(cardSource(c).sourceId) ?? null,
+    })),
   };
 }

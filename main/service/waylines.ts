@@ -98,7 +98,9 @@ export function listWaylines(
     args.push(...f.payloadModelKeys);
   }
   const clause = where.join(' AND ');
-  const total = (prepared(db, `SELECT count(*) AS n FROM waylines WHERE ${clause}`).get(...args) as { n: number }).n;
+  const total = (
+    prepared(db, `SELECT count(*) AS n FROM waylines WHERE ${clause}`).get(...args) as { n: number }
+  ).n;
   // The column comes from ORDER_COLUMNS, never from the request text; id breaks ties so pages are stable.
   const order = `${ORDER_COLUMNS[f.orderColumn]} ${f.orderDir === 'asc' ? 'ASC' : 'DESC'}, id ASC`;
   const rows = prepared(db, `SELECT * FROM waylines WHERE ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`).all(

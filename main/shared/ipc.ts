@@ -154,13 +154,19 @@ export const SettingsSchema = z.object({
   autoSyncCards: z.boolean(),
   ejectAfterSync: z.boolean(),
   watchedFolders: z.array(z.string().min(1).max(4096)).max(50),
-  include: z.array(z.string().regex(/^[A-Za-z0-9]{1,10}$/)).min(1).max(30),
+  include: z
+    .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/))
+    .min(1)
+    .max(30),
   filesConcurrency: z.number().int().min(1).max(16),
   partsConcurrency: z.number().int().min(1).max(16),
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000),
   aircraftDefault: z.string().regex(/^(0-\d+-\d+)?$/),
   /** The aircraft's serial for files that do not carry it (H20T photos...); '' = none. */
-  aircraftSerial: z.string().trim().regex(/^([A-Za-z0-9-]{4,64})?$/),
+  aircraftSerial: z
+    .string()
+    .trim()
+    .regex(/^([A-Za-z0-9-]{4,64})?$/),
   startAtLogin: z.boolean(),
 });
 export type SettingsView = z.infer<typeof SettingsSchema>;
@@ -169,7 +175,8 @@ export type SettingsView = z.infer<typeof SettingsSchema>;
 export type FieldErrors = Partial<Record<keyof SettingsView | 'form', string>>;
 
 /** Every answer carries success or a plain-words failure: failures are data, never exceptions across IPC. */
-export type Result<T> = { ok: true; value: T } | { ok: false; error: { kind: string; message: string; fields?: FieldErrors } };
+export type Result<T> =
+  { ok: true; value: T } | { ok: false; error: { kind: string; message: string; fields?: FieldErrors } };
 
 // ---------- request schemas (validated in main) ----------
 
@@ -180,9 +187,17 @@ export const WaylineQuerySchema = z
     favorited: z.boolean().optional(),
     templateTypes: z.array(z.number().int().min(0).max(99)).max(10).optional(),
     actionType: z.number().int().min(0).max(99).optional(),
-    droneModelKeys: z.array(z.string().regex(/^\d+-\d+-\d+$/)).max(30).optional(),
-    payloadModelKeys: z.array(z.string().regex(/^\d+-\d+-\d+$/)).max(30).optional(),
-    orderBy: z.string().regex(/^(name|update_time|create_time|favorited|user_name|drone_model_key|action_type) (asc|desc)$/),
+    droneModelKeys: z
+      .array(z.string().regex(/^\d+-\d+-\d+$/))
+      .max(30)
+      .optional(),
+    payloadModelKeys: z
+      .array(z.string().regex(/^\d+-\d+-\d+$/))
+      .max(30)
+      .optional(),
+    orderBy: z
+      .string()
+      .regex(/^(name|update_time|create_time|favorited|user_name|drone_model_key|action_type) (asc|desc)$/),
     page: z.number().int().min(1).max(100_000),
     pageSize: z.number().int().min(1).max(100),
   })
@@ -196,7 +211,10 @@ export const Channels = {
     response: null as unknown as QueueItemView[],
   },
   'queue:retry': {
-    request: z.union([z.object({ id: z.number().int().positive() }).strict(), z.object({ all: z.literal(true) }).strict()]),
+    request: z.union([
+      z.object({ id: z.number().int().positive() }).strict(),
+      z.object({ all: z.literal(true) }).strict(),
+    ]),
     response: null as unknown as { count: number },
   },
   'sync:pause': { request: Empty, response: null as unknown as AppStateView },
@@ -207,18 +225,35 @@ export const Channels = {
     response: null as unknown as HistoryEntryView[],
   },
   'history:set-wayline': {
-    request: z.object({ folder: z.string().min(1).max(512), waylineId: z.string().min(1).max(128).nullable() }).strict(),
+    request: z
+      .object({ folder: z.string().min(1).max(512), waylineId: z.string().min(1).max(128).nullable() })
+      .strict(),
     response: null as unknown as { updated: number },
   },
   'waylines:list': { request: WaylineQuerySchema, response: null as unknown as WaylinePageView },
   'settings:get': { request: Empty, response: null as unknown as SettingsView & { signedIn: boolean } },
-  'settings:save': { request: SettingsSchema, response: null as unknown as SettingsView & { signedIn: boolean } },
+  'settings:save': {
+    request: SettingsSchema,
+    response: null as unknown as SettingsView & { signedIn: boolean },
+  },
   'auth:login': {
-    request: z.object({ serverUrl: z.string().max(2048), username: z.string().min(1).max(256), password: z.string().min(1).max(1024) }).strict(),
+    request: z
+      .object({
+        serverUrl: z.string().max(2048),
+        username: z.string().min(1).max(256),
+        password: z.string().min(1).max(1024),
+      })
+      .strict(),
     response: null as unknown as { workspaceId: string },
   },
   'auth:set-token': {
-    request: z.object({ serverUrl: z.string().max(2048), workspaceId: z.string().min(1).max(128), token: z.string().min(1).max(8192) }).strict(),
+    request: z
+      .object({
+        serverUrl: z.string().max(2048),
+        workspaceId: z.string().min(1).max(128),
+        token: z.string().min(1).max(8192),
+      })
+      .strict(),
     response: null as unknown as { workspaceId: string },
   },
   'auth:sign-out': { request: Empty, response: null as unknown as { signedIn: false } },

@@ -53,7 +53,9 @@ export function Flights() {
     void call('flights:accept', { cardId: f.cardId, folder: f.folder }).then((r) => {
       if (!r.ok) return setError(r.error.message);
       setCurrent({ ...f, accepted: true });
-      setList((prev) => prev?.map((x) => (x.cardId === f.cardId && x.folder === f.folder ? r.value : x)) ?? prev);
+      setList(
+        (prev) => prev?.map((x) => (x.cardId === f.cardId && x.folder === f.folder ? r.value : x)) ?? prev,
+      );
     });
   };
 
@@ -112,8 +114,8 @@ export function Flights() {
             </div>
             {current.incomplete && !current.accepted ? (
               <p class="flight-accept">
-                This flight stops “safe to format” for its card. If it is fine as it is (the missing
-                photos were never taken, or are kept elsewhere), accept it.{' '}
+                This flight stops “safe to format” for its card. If it is fine as it is (the missing photos
+                were never taken, or are kept elsewhere), accept it.{' '}
                 <button type="button" class="btn" onClick={() => accept(current)}>
                   Accept this flight as it is
                 </button>

@@ -108,7 +108,8 @@ export function validateSettings(
   if (!/^(0-\d+-\d+)?$/.test(f.aircraftDefault)) errors.aircraftDefault = 'Choose an aircraft from the list.';
   const serial = f.aircraftSerial.trim();
   if (serial !== '' && !/^[A-Za-z0-9-]{4,64}$/.test(serial))
-    errors.aircraftSerial = 'Enter the serial number printed on the aircraft (letters and digits), or leave it empty.';
+    errors.aircraftSerial =
+      'Enter the serial number printed on the aircraft (letters and digits), or leave it empty.';
 
   if (Object.keys(errors).length > 0 || 'error' in files || 'error' in parts || 'error' in bw)
     return { ok: false, errors };

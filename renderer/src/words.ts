@@ -47,7 +47,10 @@ export function banners(s: AppStateView): Banner[] {
       out.push({
         tone: 'error',
         title: s.halt?.reason === 'disk-full' ? 'Disk full — syncing stopped' : 'Syncing stopped',
-        detail: s.halt?.message ?? s.attention ?? 'The upload queue cannot be written. Fix the cause, then press Resume.',
+        detail:
+          s.halt?.message ??
+          s.attention ??
+          'The upload queue cannot be written. Fix the cause, then press Resume.',
         action: null,
       });
       break;

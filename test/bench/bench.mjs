@@ -39,7 +39,11 @@ const ROUNDS = Math.max(1, Number(opt.rounds ?? (opt.quick ? 1 : 3)));
 const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert').split(',').map((s) => s.trim()));
 const AGENT_CONFIG = opt['agent-config'] ? JSON.parse(opt['agent-config']) : null;
 const AGENT_NODE_ARGS = opt['agent-node-args'] ? opt['agent-node-args'].split(' ').filter(Boolean) : [];
-const RESULTS_FILE = opt.results ? path.resolve(opt.results) : opt.quick ? null : path.join(HERE, 'RESULTS.md');
+const RESULTS_FILE = opt.results
+  ? path.resolve(opt.results)
+  : opt.quick
+    ? null
+    : path.join(HERE, 'RESULTS.md');
 
 const log = (msg) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
@@ -67,7 +71,10 @@ function aptInstall(pkg) {
       aptUpdated = true;
     }
     log(`apt-get install ${pkg}`);
-    execFileSync('apt-get', ['install', '-y', '-qq', pkg], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    execFileSync('apt-get', ['install', '-y', '-qq', pkg], {
+      stdio: 'ignore',
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
     return true;
   } catch (err) {
     log(`could not install ${pkg}: ${err.message.split('\n')[0]}`);
@@ -77,7 +84,13 @@ function aptInstall(pkg) {
 
 function version(cmd, args) {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: peerEnvBase() }).split('\n')[0].trim();
+    return execFileSync(cmd, args, {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: peerEnvBase(),
+    })
+      .split('\n')[0]
+      .trim();
   } catch {
     return null;
   }
@@ -143,7 +156,9 @@ async function startService() {
       const nl = buf.indexOf('\n');
       if (nl >= 0) resolve(buf.slice(0, nl));
     });
-    child.once('exit', (code) => reject(new Error(`the service exited (${code}); see ${path.join(TMP, 'service.log')}`)));
+    child.once('exit', (code) =>
+      reject(new Error(`the service exited (${code}); see ${path.join(TMP, 'service.log')}`)),
+    );
   });
   const info = JSON.parse(line);
   return { pid: child.pid, baseUrl: info.base_url, workspaceId: info.workspace_id, token: info.token };
@@ -200,7 +215,23 @@ function prewarm(files) {
 let runNo = 0;
 
 function agentArgs(card, stateDir, svc) {
-  return [...AGENT_NODE_ARGS, '--import', EXIT_HOOK, BIN, 'sync', card, '--server', svc.baseUrl, '--token', svc.token, '--workspace', svc.workspaceId, '--state', stateDir, '--json'];
+  return [
+    ...AGENT_NODE_ARGS,
+    '--import',
+    EXIT_HOOK,
+    BIN,
+    'sync',
+    card,
+    '--server',
+    svc.baseUrl,
+    '--token',
+    svc.token,
+    '--workspace',
+    svc.workspaceId,
+    '--state',
+    stateDir,
+    '--json',
+  ];
 }
 
 /** `sync` of the built agent. stateDir: reused when given, else a fresh one (removed after). */
@@ -225,7 +256,8 @@ async function runAgent(svc, card, expect, stateDir) {
   if (r.code !== 0) problems.push(`exit ${r.code}: ${r.stderrTail.slice(-500)}`);
   if (!summary) problems.push('no summary line');
   else {
-    for (const k of Object.keys(expect)) if (summary[k] !== expect[k]) problems.push(`${k}=${summary[k]} (expected ${expect[k]})`);
+    for (const k of Object.keys(expect))
+      if (summary[k] !== expect[k]) problems.push(`${k}=${summary[k]} (expected ${expect[k]})`);
   }
   return { ...r, ok: problems.length === 0, error: problems.join('; ') || undefined, summary };
 }
@@ -280,19 +312,42 @@ async function runAws(svc, peers, card, sub) {
   };
   delete env.AWS_PROFILE;
   const dest = `s3://${t.bucket}/${t.object_key_prefix}/${sub}/`;
-  const r = await measure(peers.aws.path, ['s3', 'cp', '--recursive', '--only-show-errors', '--no-progress', '--endpoint-url', t.endpoint, card, dest], { env, svcPid: svc.pid });
+  const r = await measure(
+    peers.aws.path,
+    [
+      's3',
+      'cp',
+      '--recursive',
+      '--only-show-errors',
+      '--no-progress',
+      '--endpoint-url',
+      t.endpoint,
+      card,
+      dest,
+    ],
+    { env, svcPid: svc.pid },
+  );
   return { ...r, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
 }
 
 async function runMd5sum(svc, peers, files) {
-  const r = await measure(peers.md5sum.path, files.map((f) => f.path), { svcPid: svc.pid });
+  const r = await measure(
+    peers.md5sum.path,
+    files.map((f) => f.path),
+    { svcPid: svc.pid },
+  );
   return { ...r, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
 }
 
 function describe(name, r, bytes, files) {
-  const rate = r.wallS > 0 ? ` ${(bytes / MiB / r.wallS).toFixed(1)} MiB/s, ${(files / r.wallS).toFixed(0)} files/s` : '';
+  const rate =
+    r.wallS > 0
+      ? ` ${(bytes / MiB / r.wallS).toFixed(1)} MiB/s, ${(files / r.wallS).toFixed(0)} files/s`
+      : '';
   const svc = r.svcCpuS !== null ? `, service ${r.svcCpuS.toFixed(1)} s CPU` : '';
-  log(`  ${name.padEnd(14)} ${r.ok ? '' : 'FAILED '}${r.wallS.toFixed(2)} s${rate}, CPU ${r.cpuS.toFixed(1)} s, peak RSS ${r.peakRssMiB.toFixed(0)} MiB${svc}${r.ok ? '' : ` — ${r.error}`}`);
+  log(
+    `  ${name.padEnd(14)} ${r.ok ? '' : 'FAILED '}${r.wallS.toFixed(2)} s${rate}, CPU ${r.cpuS.toFixed(1)} s, peak RSS ${r.peakRssMiB.toFixed(0)} MiB${svc}${r.ok ? '' : ` — ${r.error}`}`,
+  );
 }
 
 // ---------------------------------------------------------------- scenarios
@@ -317,7 +372,8 @@ async function surveyScenario(svc, peers, cache) {
         if (!r.ok) return;
         // Scenario 2 right away: the server now has this content; a fresh agent state.
         const pair = {
-          known_agent: () => runAgent(svc, card.root, { uploaded: 0, fast_uploaded: n, failed: 0, pending: 0 }),
+          known_agent: () =>
+            runAgent(svc, card.root, { uploaded: 0, fast_uploaded: n, failed: 0, pending: 0 }),
           md5sum: () => runMd5sum(svc, peers, card.files),
         };
         for (const k of round % 2 ? ['known_agent', 'md5sum'] : ['md5sum', 'known_agent']) {
@@ -397,7 +453,12 @@ async function reinsertScenario(svc) {
   const runs = { agent: [] };
   if (setup.ok) {
     for (let round = 1; round <= ROUNDS; round++) {
-      const r = await runAgent(svc, card.root, { uploaded: 0, fast_uploaded: 0, skipped: n, failed: 0, pending: 0 }, state);
+      const r = await runAgent(
+        svc,
+        card.root,
+        { uploaded: 0, fast_uploaded: 0, skipped: n, failed: 0, pending: 0 },
+        state,
+      );
       describe(`re-insert ${round}`, r, 0, n);
       runs.agent.push(r);
     }
@@ -469,7 +530,12 @@ function figures(res) {
   }
   if (res.reinsert) {
     const { files, bytes, runs, setup } = res.reinsert;
-    out.reinsert = { files, bytes, first_sync: runFigures([setup], bytes, files), agent: runFigures(runs.agent, 0, files) };
+    out.reinsert = {
+      files,
+      bytes,
+      first_sync: runFigures([setup], bytes, files),
+      agent: runFigures(runs.agent, 0, files),
+    };
   }
   for (const k of ['small', 'big']) {
     if (!res[k]) continue;
@@ -488,11 +554,14 @@ function figures(res) {
 
 function targets(f) {
   const t = [];
-  const add = (id, name, value, op, target) => t.push({ id, name, value, op, target, met: verdict(value, op, target) });
+  const add = (id, name, value, op, target) =>
+    t.push({ id, name, value, op, target, met: verdict(value, op, target) });
   if (f.survey) add(1, 'fresh survey: agent / rclone wall time', f.survey.agent_over_rclone, '<=', 1.0);
   if (f.known) add(2, 'known content: agent / md5sum wall time', f.known.agent_over_md5sum, '<=', 1.3);
-  if (f.reinsert) add(3, `re-insert ${f.reinsert.files} done files: wall s`, f.reinsert.agent.wall_s, '<=', 2);
-  if (f.small) add(4, 'small files: agent / rclone files per second', f.small.agent_over_rclone_throughput, '>=', 1.0);
+  if (f.reinsert)
+    add(3, `re-insert ${f.reinsert.files} done files: wall s`, f.reinsert.agent.wall_s, '<=', 2);
+  if (f.small)
+    add(4, 'small files: agent / rclone files per second', f.small.agent_over_rclone_throughput, '>=', 1.0);
   if (f.big) {
     add('5a', 'big file: agent peak RSS MiB', f.big.agent.peak_rss_mib, '<=', 300);
     add('5b', 'big file: agent / rclone throughput', f.big.agent_over_rclone_throughput, '>=', 1.0);
@@ -514,24 +583,72 @@ function markdown(f, tg, meta) {
       '≤ 1.00',
       met(1),
     ]);
-    rows.push(['', '… same, vs aws s3 cp', '', `aws ${fmt(s.aws.wall_s)} (${fmt(s.aws.mib_s, 0)} MiB/s)`, fmt(s.agent_over_aws), '–', '']);
+    rows.push([
+      '',
+      '… same, vs aws s3 cp',
+      '',
+      `aws ${fmt(s.aws.wall_s)} (${fmt(s.aws.mib_s, 0)} MiB/s)`,
+      fmt(s.agent_over_aws),
+      '–',
+      '',
+    ]);
   }
   if (f.known) {
     const k = f.known;
-    rows.push(['2', `Known content, fresh state (${meta.cache} page cache): wall s`, fmt(k.agent.wall_s), `md5sum ${fmt(k.md5sum.wall_s)}`, fmt(k.agent_over_md5sum), '≤ 1.30', met(2)]);
+    rows.push([
+      '2',
+      `Known content, fresh state (${meta.cache} page cache): wall s`,
+      fmt(k.agent.wall_s),
+      `md5sum ${fmt(k.md5sum.wall_s)}`,
+      fmt(k.agent_over_md5sum),
+      '≤ 1.30',
+      met(2),
+    ]);
   }
   if (f.reinsert) {
     const r = f.reinsert;
-    rows.push(['3', `Re-insert, ${r.files} files already done: wall s`, fmt(r.agent.wall_s), '–', '–', '≤ 2 s', met(3)]);
+    rows.push([
+      '3',
+      `Re-insert, ${r.files} files already done: wall s`,
+      fmt(r.agent.wall_s),
+      '–',
+      '–',
+      '≤ 2 s',
+      met(3),
+    ]);
   }
   if (f.small) {
     const s = f.small;
-    rows.push(['4', `Small files (${s.files} × ${sizeText(s.bytes / s.files)}): files/s`, fmt(s.agent.files_s, 0), `rclone ${fmt(s.rclone.files_s, 0)}`, fmt(s.agent_over_rclone_throughput), '≥ 1.00', met(4)]);
+    rows.push([
+      '4',
+      `Small files (${s.files} × ${sizeText(s.bytes / s.files)}): files/s`,
+      fmt(s.agent.files_s, 0),
+      `rclone ${fmt(s.rclone.files_s, 0)}`,
+      fmt(s.agent_over_rclone_throughput),
+      '≥ 1.00',
+      met(4),
+    ]);
   }
   if (f.big) {
     const b = f.big;
-    rows.push(['5a', `Big file (${sizeText(b.bytes)}): agent peak RSS MiB`, fmt(b.agent.peak_rss_mib, 0), `rclone ${fmt(b.rclone.peak_rss_mib, 0)}`, '–', '≤ 300', met('5a')]);
-    rows.push(['5b', 'Big file: MiB/s', fmt(b.agent.mib_s, 0), `rclone ${fmt(b.rclone.mib_s, 0)}`, fmt(b.agent_over_rclone_throughput), '≥ 1.00', met('5b')]);
+    rows.push([
+      '5a',
+      `Big file (${sizeText(b.bytes)}): agent peak RSS MiB`,
+      fmt(b.agent.peak_rss_mib, 0),
+      `rclone ${fmt(b.rclone.peak_rss_mib, 0)}`,
+      '–',
+      '≤ 300',
+      met('5a'),
+    ]);
+    rows.push([
+      '5b',
+      'Big file: MiB/s',
+      fmt(b.agent.mib_s, 0),
+      `rclone ${fmt(b.rclone.mib_s, 0)}`,
+      fmt(b.agent_over_rclone_throughput),
+      '≥ 1.00',
+      met('5b'),
+    ]);
   }
   const main = table(['#', 'Scenario', 'Agent', 'Peer', 'Ratio', 'Target', 'Met'], rows);
 
@@ -539,7 +656,15 @@ function markdown(f, tg, meta) {
   const cpuRows = [];
   const addCpu = (label, x) => {
     if (!x || !x.wall_s) return;
-    cpuRows.push([label, fmt(x.wall_s), fmt(x.cpu_s), fmt(x.tool_cores), fmt(x.service_cpu_s), fmt(x.service_cores), fmt(x.peak_rss_mib, 0)]);
+    cpuRows.push([
+      label,
+      fmt(x.wall_s),
+      fmt(x.cpu_s),
+      fmt(x.tool_cores),
+      fmt(x.service_cpu_s),
+      fmt(x.service_cores),
+      fmt(x.peak_rss_mib, 0),
+    ]);
   };
   if (f.survey) {
     addCpu('1 survey: agent', f.survey.agent);
@@ -559,12 +684,19 @@ function markdown(f, tg, meta) {
     addCpu('5 big: agent', f.big.agent);
     addCpu('5 big: rclone', f.big.rclone);
   }
-  const cpu = table(['Run', 'Wall s', 'Tool CPU s', 'Tool cores', 'Service CPU s', 'Service cores', 'Peak RSS MiB'], cpuRows);
+  const cpu = table(
+    ['Run', 'Wall s', 'Tool CPU s', 'Tool cores', 'Service CPU s', 'Service cores', 'Peak RSS MiB'],
+    cpuRows,
+  );
   const failures = [];
   for (const [scen, obj] of Object.entries(f)) {
     for (const [tool, x] of Object.entries(obj)) {
-      if (x && typeof x === 'object' && x.failed_runs) failures.push(`- ${scen}/${tool}: ${x.failed_runs} failed run(s): ${x.errors.join(' | ')}`);
-      if (x && typeof x === 'object' && x.retried_runs) failures.push(`- ${scen}/${tool}: ${x.retried_runs} run(s) where rclone retried (its post-upload check failed); the retry time is included.`);
+      if (x && typeof x === 'object' && x.failed_runs)
+        failures.push(`- ${scen}/${tool}: ${x.failed_runs} failed run(s): ${x.errors.join(' | ')}`);
+      if (x && typeof x === 'object' && x.retried_runs)
+        failures.push(
+          `- ${scen}/${tool}: ${x.retried_runs} run(s) where rclone retried (its post-upload check failed); the retry time is included.`,
+        );
     }
   }
   return { main, cpu, failures };
@@ -595,7 +727,9 @@ async function main() {
   let cache = 'warm';
   if (ONLY.has('survey') && !opt.warm) cache = dropCaches() ? 'cold' : 'warm';
   const m = machine(peers);
-  log(`${m.cores} cores, ${m.ram_gib} GiB, node ${m.node}; ${ROUNDS} round(s)${opt.quick ? ', quick' : ''}; scenario 2 page cache: ${cache}; temp ${TMP}`);
+  log(
+    `${m.cores} cores, ${m.ram_gib} GiB, node ${m.node}; ${ROUNDS} round(s)${opt.quick ? ', quick' : ''}; scenario 2 page cache: ${cache}; temp ${TMP}`,
+  );
   const svc = await startService();
   log(`service pid ${svc.pid} at ${svc.baseUrl}`);
 
@@ -609,7 +743,13 @@ async function main() {
   await sleep(200);
   const f = figures(res);
   const tg = targets(f);
-  const meta = { rounds: ROUNDS, quick: opt.quick, cache, agent_config: AGENT_CONFIG, duration_s: Math.round((Date.now() - started) / 1000) };
+  const meta = {
+    rounds: ROUNDS,
+    quick: opt.quick,
+    cache,
+    agent_config: AGENT_CONFIG,
+    duration_s: Math.round((Date.now() - started) / 1000),
+  };
   const md = markdown(f, tg, meta);
   const text = [
     `Medians of ${ROUNDS} round(s), (min–max). Ratios are computed per round (same round, same machine load), then the median is taken.`,

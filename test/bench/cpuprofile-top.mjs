@@ -25,20 +25,29 @@ function pkgOf(url) {
     return rest[0].startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0];
   }
   const dist = url.indexOf('/dist/');
-  return dist >= 0 ? url.slice(dist + 1).split('/').slice(0, 4).join('/') : url;
+  return dist >= 0
+    ? url
+        .slice(dist + 1)
+        .split('/')
+        .slice(0, 4)
+        .join('/')
+    : url;
 }
 
 for (const file of files) {
   const p = JSON.parse(fs.readFileSync(file, 'utf8'));
   const dt = new Map();
   // Self time per node: the time deltas of the samples that landed on it.
-  for (let i = 0; i < p.samples.length; i++) dt.set(p.samples[i], (dt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
+  for (let i = 0; i < p.samples.length; i++)
+    dt.set(p.samples[i], (dt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
   for (const n of p.nodes) {
     const us = dt.get(n.id) ?? 0;
     if (!us) continue;
     total += us;
     const cf = n.callFrame;
-    const where = cf.url ? `${cf.url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/')}:${cf.lineNumber + 1}` : '';
+    const where = cf.url
+      ? `${cf.url.replace(/^file:\/\/.*?\/(node_modules|dist)\//, '$1/')}:${cf.lineNumber + 1}`
+      : '';
     const fnKey = `${cf.functionName || '(anonymous)'} ${where}`;
     byFn.set(fnKey, (byFn.get(fnKey) ?? 0) + us);
     const pk = pkgOf(cf.url);
@@ -49,7 +58,9 @@ for (const file of files) {
 const show = (title, m) => {
   console.log(`\n${title}`);
   for (const [k, us] of [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-    console.log(`${(us / 1000).toFixed(0).padStart(8)} ms ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`);
+    console.log(
+      `${(us / 1000).toFixed(0).padStart(8)} ms ${((100 * us) / total).toFixed(1).padStart(5)}%  ${k}`,
+    );
   }
 };
 console.log(`total sampled: ${(total / 1e6).toFixed(2)} s in ${files.length} profile(s)`);

@@ -20,9 +20,14 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function cli(args: string[], opts: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ code: number | null; out: string; err: string }> {
+function cli(
+  args: string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, DMS_STATE_DIR: '', ...opts.env } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, DMS_STATE_DIR: '', ...opts.env },
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += String(d)));
@@ -36,30 +41,64 @@ const server = () => ['--server', svc.baseUrl, '--token', svc.token, '--workspac
 
 describe('drone-media-sync', () => {
   it('sync --json: one line per file and a summary; exit 0 when all done; a second run skips everything', async () => {
-    const card = makeCard(path.join(dir, 'card-json'), 'DJI_202209021517_001_Waypoint1', ['M30T/M30T_IR.JPG', 'M3T/M3T_IR.JPG']);
+    const card = makeCard(path.join(dir, 'card-json'), 'DJI_202209021517_001_Waypoint1', [
+      'M30T/M30T_IR.JPG',
+      'M3T/M3T_IR.JPG',
+    ]);
     const state = path.join(dir, 'state-json');
     const r = await cli(['sync', card, '--json', '--state', state, ...server()]);
     expect(r.code, r.err).toBe(0);
-    const lines = r.out.trim().split('\n').map((l) => JSON.parse(l));
+    const lines = r.out
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(lines.filter((l) => l.type === 'file').map((l) => l.outcome)).toEqual(['uploaded', 'uploaded']);
     expect(lines.at(-1)).toMatchObject({ type: 'summary', uploaded: 2, failed: 0, pending: 0 });
     const again = await cli(['sync', card, '--json', '--state', state, ...server()]);
-    expect(JSON.parse(again.out.trim().split('\n').at(-1)!)).toMatchObject({ skipped: 2, uploaded: 0, bytes_sent: 0 });
+    expect(JSON.parse(again.out.trim().split('\n').at(-1)!)).toMatchObject({
+      skipped: 2,
+      uploaded: 0,
+      bytes_sent: 0,
+    });
     expect(r.out + r.err + again.out + again.err).not.toContain(svc.token);
   });
 
   it('sync exits non-zero with a reason per file it could not finish; status and retry show and requeue them', async () => {
     // A stand-in of DJI's sample server refuses cameras outside its device list
     // (Mavic 2 Enterprise Advanced); the bucket is a real s3rver.
-    const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dir, 's3'), configureBuckets: [{ name: 'cloud-bucket', configs: [] }] });
+    const s3 = new S3rver({
+      address: '127.0.0.1',
+      port: 0,
+      silent: true,
+      directory: path.join(dir, 's3'),
+      configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
+    });
     const { port } = await s3.run();
     const sample = await startSampleServer({
-      sts: { ...SAMPLE_STS, endpoint: `http://127.0.0.1:${port}`, credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' } },
+      sts: {
+        ...SAMPLE_STS,
+        endpoint: `http://127.0.0.1:${port}`,
+        credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
+      },
     });
     try {
-      const card = makeCard(path.join(dir, 'card-bad'), 'DJI_202302150739_001_Roof', ['M2EA/M2EA_IR.JPG', 'M30T/M30T_IR.JPG']);
+      const card = makeCard(path.join(dir, 'card-bad'), 'DJI_202302150739_001_Roof', [
+        'M2EA/M2EA_IR.JPG',
+        'M30T/M30T_IR.JPG',
+      ]);
       const state = path.join(dir, 'state-bad');
-      const r = await cli(['sync', card, '--state', state, '--server', sample.baseUrl, '--token', 'sample-token', '--workspace', sample.workspaceId]);
+      const r = await cli([
+        'sync',
+        card,
+        '--state',
+        state,
+        '--server',
+        sample.baseUrl,
+        '--token',
+        'sample-token',
+        '--workspace',
+        sample.workspaceId,
+      ]);
       expect(r.code).toBe(1);
       expect(r.out).toMatch(/1 uploaded.*1 failed/);
       expect(r.out).toMatch(/FAILED .*M2EA_IR\.JPG: /);
@@ -76,7 +115,13 @@ describe('drone-media-sync', () => {
   });
 
   it('refuses a missing folder and a bad settings file with a plain sentence', async () => {
-    const missing = await cli(['sync', path.join(dir, 'no-such-card'), ...server(), '--state', path.join(dir, 's1')]);
+    const missing = await cli([
+      'sync',
+      path.join(dir, 'no-such-card'),
+      ...server(),
+      '--state',
+      path.join(dir, 's1'),
+    ]);
     expect(missing.code).not.toBe(0);
     expect(missing.err).toMatch(/is not a folder that exists. Is the card inserted\?/);
     const state = path.join(dir, 's2');
@@ -88,7 +133,17 @@ describe('drone-media-sync', () => {
   });
 
   it('waylines: filters, order and paging reach the server; human and JSON output', async () => {
-    const r = await cli(['waylines', '--template-type', '1', '--order-by', 'name asc', '--page-size', '3', '--json', ...server()]);
+    const r = await cli([
+      'waylines',
+      '--template-type',
+      '1',
+      '--order-by',
+      'name asc',
+      '--page-size',
+      '3',
+      '--json',
+      ...server(),
+    ]);
     expect(r.code, r.err).toBe(0);
     const page = JSON.parse(r.out);
     expect(page.list.length).toBeLessThanOrEqual(3);
@@ -102,7 +157,9 @@ describe('drone-media-sync', () => {
   it('login reads the password from stdin and stores the token owner-only', async () => {
     const password = fs.readFileSync(path.join(dir, 'svc', 'pilot-password'), 'utf8').trim();
     const state = path.join(dir, 'state-login');
-    const r = await cli(['login', '--server', svc.baseUrl, '--username', 'pilot', '--state', state], { input: `${password}\n` });
+    const r = await cli(['login', '--server', svc.baseUrl, '--username', 'pilot', '--state', state], {
+      input: `${password}\n`,
+    });
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/Signed in to .* as pilot/);
     const st = fs.statSync(path.join(state, 'token'));
@@ -110,7 +167,9 @@ describe('drone-media-sync', () => {
     // the stored sign-in is used by later commands without --token
     const w = await cli(['waylines', '--state', state, '--server', svc.baseUrl, '--page-size', '1']);
     expect(w.code, w.err).toBe(0);
-    const wrong = await cli(['login', '--server', svc.baseUrl, '--username', 'pilot', '--state', state], { input: 'nope\n' });
+    const wrong = await cli(['login', '--server', svc.baseUrl, '--username', 'pilot', '--state', state], {
+      input: 'nope\n',
+    });
     expect(wrong.code).toBe(3);
     expect(wrong.err).toMatch(/sign|password/i);
   });
@@ -128,7 +187,9 @@ describe('drone-media-sync', () => {
     });
     const ready = JSON.parse(line.trim());
     expect(Object.keys(ready).sort()).toEqual(['base_url', 'token', 'workspace_id']);
-    const res = await fetch(`${ready.base_url}/wayline/api/v1/workspaces/${ready.workspace_id}/waylines`, { headers: { 'x-auth-token': ready.token } });
+    const res = await fetch(`${ready.base_url}/wayline/api/v1/workspaces/${ready.workspace_id}/waylines`, {
+      headers: { 'x-auth-token': ready.token },
+    });
     expect(((await res.json()) as { code: number }).code).toBe(0);
     child.kill('SIGTERM');
     const code = await new Promise((r) => child.on('exit', r));
@@ -138,9 +199,23 @@ describe('drone-media-sync', () => {
 
   it('npm start without a display says so in one line and runs the headless agent', async () => {
     const state = path.join(dir, 'state-start');
-    const child = spawn(process.execPath, [path.resolve('dist/main/cli/start.js'), '--server', svc.baseUrl, '--token', svc.token, '--workspace', svc.workspaceId, '--state', state], {
-      env: { ...process.env, DISPLAY: '', WAYLAND_DISPLAY: '' },
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        path.resolve('dist/main/cli/start.js'),
+        '--server',
+        svc.baseUrl,
+        '--token',
+        svc.token,
+        '--workspace',
+        svc.workspaceId,
+        '--state',
+        state,
+      ],
+      {
+        env: { ...process.env, DISPLAY: '', WAYLAND_DISPLAY: '' },
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += String(d)));

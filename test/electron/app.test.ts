@@ -90,15 +90,21 @@ describe('the desktop app process (runApp)', () => {
 
     // A card: pushes reach the window, the tray follows, one notice for the card and one summary.
     insertCard(path.join(root, 'mnt', 'DJI_CARD'));
-    await until('the card\'s verdict', () =>
+    await until("the card's verdict", () =>
       FakeNotification.shown.some((n) => n.title === 'DJI_CARD: safe to format'),
     );
-    expect(FakeNotification.shown.map((n) => n.title)).toEqual(['Card DJI_CARD detected', 'Sync finished', 'DJI_CARD: safe to format']);
+    expect(FakeNotification.shown.map((n) => n.title)).toEqual([
+      'Card DJI_CARD detected',
+      'Sync finished',
+      'DJI_CARD: safe to format',
+    ]);
     expect(FakeNotification.shown[0]!.body).toContain('wayline “Waypoint1”');
     const sent = new Set(win.webContents.send.mock.calls.map((c: unknown[]) => c[0]));
     expect(sent).toEqual(new Set(['push:state', 'push:progress', 'push:queue-changed']));
     // Idle again, saying the card's verdict.
-    await until('tray idle again', () => /^Drone Media Sync: DJI_CARD: 4 files verified in workspace .* — safe to format$/.test(tray.tooltip));
+    await until('tray idle again', () =>
+      /^Drone Media Sync: DJI_CARD: 4 files verified in workspace .* — safe to format$/.test(tray.tooltip),
+    );
 
     // Not a packaged app: start at login is left alone.
     expect(electron.app.setLoginItemSettings).not.toHaveBeenCalled();

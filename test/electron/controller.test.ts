@@ -156,7 +156,11 @@ describe('controller with the built-in local service', () => {
     const emptyMount = path.join(root, 'mnt-empty');
     fs.mkdirSync(emptyMount);
     // Cards are switched on below: watched on an empty mount root, never this machine's /media.
-    const { c, stateDir } = newController('settings', { useLocalService: true, autoSyncCards: false, mountRoots: [emptyMount] });
+    const { c, stateDir } = newController('settings', {
+      useLocalService: true,
+      autoSyncCards: false,
+      mountRoots: [emptyMount],
+    });
     await c.start();
     try {
       const base = c.settings();
@@ -326,14 +330,23 @@ describe('before any sign-in, and beside the command line', () => {
       insertCard(path.join(mnt, 'DJI_CARD'));
       await until('the card counted', () => (c.state().attention ?? '').includes('4 files on DJI_CARD'));
       const s = c.state();
-      expect(s).toMatchObject({ engine: 'auth-required', signedIn: false, cards: [expect.objectContaining({ label: 'DJI_CARD' })] });
-      expect(s.attention).toBe('Sign in to upload: 4 files on DJI_CARD wait. Nothing is uploaded until you sign in.');
+      expect(s).toMatchObject({
+        engine: 'auth-required',
+        signedIn: false,
+        cards: [expect.objectContaining({ label: 'DJI_CARD' })],
+      });
+      expect(s.attention).toBe(
+        'Sign in to upload: 4 files on DJI_CARD wait. Nothing is uploaded until you sign in.',
+      );
       // No local service was started, so no local bucket exists on the laptop.
       expect(fs.existsSync(path.join(stateDir, 'local-service'))).toBe(false);
       expect(() => c.queueList('all', 10)).toThrow(/Sign in to upload/);
 
       await c.login(svc.baseUrl, 'crew', 'correct-horse-battery');
-      await until('4 records on the server', () => svc.admin.mediaRecords(svc.workspaceId).length === DJI_FILES.length);
+      await until(
+        '4 records on the server',
+        () => svc.admin.mediaRecords(svc.workspaceId).length === DJI_FILES.length,
+      );
       expect(c.queueList('done', 10)).toHaveLength(DJI_FILES.length);
       expect(fs.existsSync(path.join(stateDir, 'local-service'))).toBe(false);
     } finally {
@@ -343,7 +356,11 @@ describe('before any sign-in, and beside the command line', () => {
 
   it('the app and the command line never drain one queue at once: each waits for the other', async () => {
     const folder = insertCard(path.join(root, 'shared-folder'), FOLDER, DJI_FILES.slice(0, 1));
-    const { c, stateDir } = newController('shared', { useLocalService: true, autoSyncCards: false, watchedFolders: [folder] });
+    const { c, stateDir } = newController('shared', {
+      useLocalService: true,
+      autoSyncCards: false,
+      watchedFolders: [folder],
+    });
     // The app holds the queue: the real CLI is refused with a plain sentence.
     await c.start();
     const cli = spawnSync(process.execPath, [BIN, 'sync', folder, '--state', stateDir], { encoding: 'utf8' });
@@ -352,13 +369,25 @@ describe('before any sign-in, and beside the command line', () => {
     await c.stop();
 
     // A CLI-like agent (another process) holds it: the app says so and takes over once it is gone.
-    const holder = spawn(process.execPath, ['-e', `import(${JSON.stringify(BUILT_LOCK)}).then((m) => { m.acquireAgentLock(${JSON.stringify(stateDir)}); console.log('held'); setInterval(() => {}, 1000); })`]);
+    const holder = spawn(process.execPath, [
+      '-e',
+      `import(${JSON.stringify(BUILT_LOCK)}).then((m) => { m.acquireAgentLock(${JSON.stringify(stateDir)}); console.log('held'); setInterval(() => {}, 1000); })`,
+    ]);
     try {
       await new Promise<void>((resolve) => holder.stdout.on('data', () => resolve()));
-      const app = new AppController({ stateDir, secrets: new MemorySecrets(), env: {}, quietMs: 300, pushIntervalMs: 40, lockRetryMs: 200 });
+      const app = new AppController({
+        stateDir,
+        secrets: new MemorySecrets(),
+        env: {},
+        quietMs: 300,
+        pushIntervalMs: 40,
+        lockRetryMs: 200,
+      });
       await app.start();
       try {
-        expect(app.state().attention).toMatch(/is already syncing with this queue.*takes over as soon as it has finished/);
+        expect(app.state().attention).toMatch(
+          /is already syncing with this queue.*takes over as soon as it has finished/,
+        );
         expect(() => app.pause()).toThrow(UserError);
         holder.kill('SIGKILL');
         await until('the app running', () => app.state().attention === null && app.state().signedIn);
@@ -392,19 +421,41 @@ describe('verified offload in the app', () => {
     const { activity } = recordController(c);
     await c.start();
     try {
-      buildRtkCard({ root: path.join(mnt, 'M3E_CARD'), mission: 'Quarry', exposures: 6, missing: [4], float: [2] });
+      buildRtkCard({
+        root: path.join(mnt, 'M3E_CARD'),
+        mission: 'Quarry',
+        exposures: 6,
+        missing: [4],
+        float: [2],
+      });
       await until('the verdict', () => (c.state().cards[0]?.verdict ?? null) !== null);
       const v = c.state().cards[0]!.verdict!;
       expect(v.safe).toBe(false);
       expect(v.message).toBe('M3E_CARD: not safe to format yet — 1 flight incomplete');
       const notices = activity.flatMap((a) => new NotificationPolicy().handle(a));
-      expect(notices).toContainEqual({ kind: 'problem', title: 'M3E_CARD: not safe to format yet', body: expect.stringMatching(/incomplete: 1 photo missing/) });
+      expect(notices).toContainEqual({
+        kind: 'problem',
+        title: 'M3E_CARD: not safe to format yet',
+        body: expect.stringMatching(/incomplete: 1 photo missing/),
+      });
 
       const [flight] = c.flights();
-      expect(flight).toMatchObject({ cardLabel: 'M3E_CARD', missingIndexes: [4], incomplete: true, accepted: false });
+      expect(flight).toMatchObject({
+        cardLabel: 'M3E_CARD',
+        missingIndexes: [4],
+        incomplete: true,
+        accepted: false,
+      });
       expect(flight!.rtkCounts).toMatchObject({ fixed: 5, float: 1 });
       const view = c.flight(flight!.cardId, flight!.folder);
-      expect(view.points.map((p) => p.state).sort()).toEqual(['done', 'done', 'done', 'done', 'missing', 'rtk-float']);
+      expect(view.points.map((p) => p.state).sort()).toEqual([
+        'done',
+        'done',
+        'done',
+        'done',
+        'missing',
+        'rtk-float',
+      ]);
       expect(view.tiles).toEqual({ attribution: 'Test tiles', maxZoom: 18 });
       const tile = await c.mapTile(3, 4, 2);
       expect(tile).toBe(`data:image/png;base64,${png.toString('base64')}`);
@@ -415,10 +466,16 @@ describe('verified offload in the app', () => {
       // Accepted as it is: the verdict is made again at once, and says safe.
       expect(c.acceptFlight(flight!.cardId, flight!.folder)).toMatchObject({ accepted: true });
       await until('safe', () => c.state().cards[0]?.verdict?.safe === true, 15_000);
-      expect(c.state().cards[0]!.verdict!.message).toMatch(/^M3E_CARD: 9 files verified in workspace .* — safe to format$/);
+      expect(c.state().cards[0]!.verdict!.message).toMatch(
+        /^M3E_CARD: 9 files verified in workspace .* — safe to format$/,
+      );
       const manifests = fs.readdirSync(path.join(stateDir, 'manifests'));
       expect(manifests).toHaveLength(1);
-      expect(fs.readdirSync(path.join(stateDir, 'manifests', manifests[0]!, 'ascmhl')).filter((f) => f.endsWith('.mhl'))).toHaveLength(2);
+      expect(
+        fs
+          .readdirSync(path.join(stateDir, 'manifests', manifests[0]!, 'ascmhl'))
+          .filter((f) => f.endsWith('.mhl')),
+      ).toHaveLength(2);
     } finally {
       await c.stop();
       tiles.close();

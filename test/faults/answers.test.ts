@@ -8,7 +8,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_KINDS, type ErrorKind } from '../../main/core/errors.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import type { Fault, FaultProxy } from './proxy.js';
-import { expectPlain, expectPromiseKept, findSecrets, forwardedCallbacks, KiB, makeCard, MiB, startEngine, startRig, syncUntilDone, until, type Rig } from './rig.js';
+import {
+  expectPlain,
+  expectPromiseKept,
+  findSecrets,
+  forwardedCallbacks,
+  KiB,
+  makeCard,
+  MiB,
+  startEngine,
+  startRig,
+  syncUntilDone,
+  until,
+  type Rig,
+} from './rig.js';
 
 let rig: Rig;
 const stateDirs: string[] = [];
@@ -28,14 +41,32 @@ describe('callback stored, answer lost', () => {
     const files = makeCard(
       root,
       FOLDER,
-      Array.from({ length: 6 }, (_, i) => ({ name: `DJI_20230101120000_000${i + 1}_W.JPG`, size: 64 * KiB + i * 1000 })),
+      Array.from({ length: 6 }, (_, i) => ({
+        name: `DJI_20230101120000_000${i + 1}_W.JPG`,
+        size: 64 * KiB + i * 1000,
+      })),
     );
     const isCallback = (r: { op: string }) => r.op === 'upload-callback';
     const since = rig.service.records.length;
     // The server stores each of these callbacks; the agent never hears back.
-    const dropped = rig.service.inject({ name: 'drop', match: isCallback, fault: { kind: 'drop-answer' }, times: 2 });
-    const cut = rig.service.inject({ name: 'cut', match: isCallback, fault: { kind: 'reset', at: 'mid-response' }, times: 2 });
-    const late = rig.service.inject({ name: 'late', match: isCallback, fault: { kind: 'late-answer', ms: 1_500 }, times: 2 });
+    const dropped = rig.service.inject({
+      name: 'drop',
+      match: isCallback,
+      fault: { kind: 'drop-answer' },
+      times: 2,
+    });
+    const cut = rig.service.inject({
+      name: 'cut',
+      match: isCallback,
+      fault: { kind: 'reset', at: 'mid-response' },
+      times: 2,
+    });
+    const late = rig.service.inject({
+      name: 'late',
+      match: isCallback,
+      fault: { kind: 'late-answer', ms: 1_500 },
+      times: 2,
+    });
     // And the first check after a lost answer is lost too.
     let checks = 0;
     const lostCheck = rig.service.inject({
@@ -48,7 +79,13 @@ describe('callback stored, answer lost', () => {
     stateDirs.push(path.dirname(queueFile));
     const queue = new Queue(queueFile);
     try {
-      await syncUntilDone({ queue, api: w.api({ timeoutMs: 700 }), roots: [root], files: files.length, config: { concurrency: { files: 2, parts: 2 } } });
+      await syncUntilDone({
+        queue,
+        api: w.api({ timeoutMs: 700 }),
+        roots: [root],
+        files: files.length,
+        config: { concurrency: { files: 2, parts: 2 } },
+      });
     } finally {
       queue.close();
     }
@@ -75,7 +112,11 @@ describe('callback stored, answer lost', () => {
     const check = rig.service.inject({
       name: 'error-envelope-on-check',
       match: (r) => lost && r.op === 'fast-upload' && r.path.includes(w.ws),
-      fault: { kind: 'respond', status: 200, body: JSON.stringify({ code: 500000, message: 'internal error, try again' }) },
+      fault: {
+        kind: 'respond',
+        status: 200,
+        body: JSON.stringify({ code: 500000, message: 'internal error, try again' }),
+      },
       times: 1,
     });
     const queueFile = path.join(rig.dir, 'state-lost-check', 'queue.db');
@@ -92,13 +133,22 @@ describe('callback stored, answer lost', () => {
   });
 });
 
-const HTML = '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>';
-const html = (status: number): Fault => ({ kind: 'respond', status, body: HTML, headers: { 'content-type': 'text/html' } });
+const HTML =
+  '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>';
+const html = (status: number): Fault => ({
+  kind: 'respond',
+  status,
+  body: HTML,
+  headers: { 'content-type': 'text/html' },
+});
 const envelope = (fn: (env: Record<string, unknown>) => Record<string, unknown>): Fault => ({
   kind: 'rewrite',
   fn: (body) => ({ body: JSON.stringify(fn(JSON.parse(body) as Record<string, unknown>)) }),
 });
-const truncated: Fault = { kind: 'rewrite', fn: (body) => ({ body: body.slice(0, Math.floor(body.length / 2)) }) };
+const truncated: Fault = {
+  kind: 'rewrite',
+  fn: (body) => ({ body: body.slice(0, Math.floor(body.length / 2)) }),
+};
 const withoutKey = (key: string): Fault =>
   envelope((env) => {
     const data = { ...(env['data'] as Record<string, unknown>) };
@@ -117,10 +167,34 @@ interface Variant {
 }
 
 const VARIANTS: Variant[] = [
-  { name: 'sts: HTML page with 200', proxy: 'service', op: 'sts', fault: html(200), expect: { kind: 'malformed-response', outcome: 'retry-later' } },
-  { name: 'sts: HTML page with 502', proxy: 'service', op: 'sts', fault: html(502), expect: { kind: 'server', outcome: 'retry-later' } },
-  { name: 'sts: truncated JSON', proxy: 'service', op: 'sts', fault: truncated, expect: { kind: 'malformed-response', outcome: 'retry-later' } },
-  { name: 'sts: code "0" as a string', proxy: 'service', op: 'sts', fault: envelope((e) => ({ ...e, code: '0' })), expect: null },
+  {
+    name: 'sts: HTML page with 200',
+    proxy: 'service',
+    op: 'sts',
+    fault: html(200),
+    expect: { kind: 'malformed-response', outcome: 'retry-later' },
+  },
+  {
+    name: 'sts: HTML page with 502',
+    proxy: 'service',
+    op: 'sts',
+    fault: html(502),
+    expect: { kind: 'server', outcome: 'retry-later' },
+  },
+  {
+    name: 'sts: truncated JSON',
+    proxy: 'service',
+    op: 'sts',
+    fault: truncated,
+    expect: { kind: 'malformed-response', outcome: 'retry-later' },
+  },
+  {
+    name: 'sts: code "0" as a string',
+    proxy: 'service',
+    op: 'sts',
+    fault: envelope((e) => ({ ...e, code: '0' })),
+    expect: null,
+  },
   {
     name: 'sts: code as a word',
     proxy: 'service',
@@ -128,19 +202,59 @@ const VARIANTS: Variant[] = [
     fault: envelope((e) => ({ ...e, code: 'SUCCESS_NOT', message: 'storage quota exceeded' })),
     expect: { kind: 'rejected', outcome: 'failed', says: /storage quota exceeded/ },
   },
-  { name: 'sts: data missing', proxy: 'service', op: 'sts', fault: envelope((e) => ({ code: e['code'], message: e['message'] })), expect: { kind: 'server', outcome: 'retry-later' } },
-  { name: 'sts: no credentials', proxy: 'service', op: 'sts', fault: withoutKey('credentials'), expect: { kind: 'server', outcome: 'retry-later' } },
-  { name: 'sts: no endpoint', proxy: 'service', op: 'sts', fault: withoutKey('endpoint'), expect: { kind: 'malformed-response', outcome: 'retry-later' } },
+  {
+    name: 'sts: data missing',
+    proxy: 'service',
+    op: 'sts',
+    fault: envelope((e) => ({ code: e['code'], message: e['message'] })),
+    expect: { kind: 'server', outcome: 'retry-later' },
+  },
+  {
+    name: 'sts: no credentials',
+    proxy: 'service',
+    op: 'sts',
+    fault: withoutKey('credentials'),
+    expect: { kind: 'server', outcome: 'retry-later' },
+  },
+  {
+    name: 'sts: no endpoint',
+    proxy: 'service',
+    op: 'sts',
+    fault: withoutKey('endpoint'),
+    expect: { kind: 'malformed-response', outcome: 'retry-later' },
+  },
   {
     name: 'sts: 200 with an unknown code',
     proxy: 'service',
     op: 'sts',
-    fault: { kind: 'respond', status: 200, body: JSON.stringify({ code: 123456, message: 'storage is being migrated' }) },
+    fault: {
+      kind: 'respond',
+      status: 200,
+      body: JSON.stringify({ code: 123456, message: 'storage is being migrated' }),
+    },
     expect: { kind: 'rejected', outcome: 'failed', says: /storage is being migrated/ },
   },
-  { name: 'fast-upload: HTML page with 200', proxy: 'service', op: 'fast-upload', fault: html(200), expect: { kind: 'malformed-response', outcome: 'retry-later' } },
-  { name: 'fast-upload: truncated JSON', proxy: 'service', op: 'fast-upload', fault: truncated, expect: { kind: 'malformed-response', outcome: 'retry-later' } },
-  { name: 'fast-upload: code as a string', proxy: 'service', op: 'fast-upload', fault: envelope((e) => ({ ...e, code: String(e['code']) })), expect: null },
+  {
+    name: 'fast-upload: HTML page with 200',
+    proxy: 'service',
+    op: 'fast-upload',
+    fault: html(200),
+    expect: { kind: 'malformed-response', outcome: 'retry-later' },
+  },
+  {
+    name: 'fast-upload: truncated JSON',
+    proxy: 'service',
+    op: 'fast-upload',
+    fault: truncated,
+    expect: { kind: 'malformed-response', outcome: 'retry-later' },
+  },
+  {
+    name: 'fast-upload: code as a string',
+    proxy: 'service',
+    op: 'fast-upload',
+    fault: envelope((e) => ({ ...e, code: String(e['code']) })),
+    expect: null,
+  },
   {
     name: 'fast-upload: 200 with an unknown code',
     proxy: 'service',
@@ -155,18 +269,52 @@ const VARIANTS: Variant[] = [
     fault: { kind: 'rewrite', fn: () => ({ body: HTML, headers: { 'content-type': 'text/html' } }) },
     expect: { kind: 'malformed-response', outcome: 'retry-later' },
   },
-  { name: 'callback: truncated JSON', proxy: 'service', op: 'upload-callback', fault: truncated, expect: { kind: 'malformed-response', outcome: 'retry-later' } },
-  { name: 'callback: code "0" as a string', proxy: 'service', op: 'upload-callback', fault: envelope((e) => ({ ...e, code: '0' })), expect: null },
-  { name: 'callback: data missing', proxy: 'service', op: 'upload-callback', fault: envelope((e) => ({ code: e['code'], message: e['message'] })), expect: null },
+  {
+    name: 'callback: truncated JSON',
+    proxy: 'service',
+    op: 'upload-callback',
+    fault: truncated,
+    expect: { kind: 'malformed-response', outcome: 'retry-later' },
+  },
+  {
+    name: 'callback: code "0" as a string',
+    proxy: 'service',
+    op: 'upload-callback',
+    fault: envelope((e) => ({ ...e, code: '0' })),
+    expect: null,
+  },
+  {
+    name: 'callback: data missing',
+    proxy: 'service',
+    op: 'upload-callback',
+    fault: envelope((e) => ({ code: e['code'], message: e['message'] })),
+    expect: null,
+  },
   {
     name: 'callback: 200 with an unknown code',
     proxy: 'service',
     op: 'upload-callback',
-    fault: { kind: 'respond', status: 200, body: JSON.stringify({ code: 123456, message: 'name contains a reserved word' }) },
+    fault: {
+      kind: 'respond',
+      status: 200,
+      body: JSON.stringify({ code: 123456, message: 'name contains a reserved word' }),
+    },
     expect: { kind: 'rejected', outcome: 'failed', says: /name contains a reserved word/ },
   },
-  { name: 'callback: HTML 502', proxy: 'service', op: 'upload-callback', fault: html(502), expect: { kind: 'server', outcome: 'retry-later' } },
-  { name: 'bucket PutObject: HTML 502', proxy: 'bucket', op: 'PutObject', fault: html(502), expect: { kind: 'server', outcome: 'retry-later' } },
+  {
+    name: 'callback: HTML 502',
+    proxy: 'service',
+    op: 'upload-callback',
+    fault: html(502),
+    expect: { kind: 'server', outcome: 'retry-later' },
+  },
+  {
+    name: 'bucket PutObject: HTML 502',
+    proxy: 'bucket',
+    op: 'PutObject',
+    fault: html(502),
+    expect: { kind: 'server', outcome: 'retry-later' },
+  },
   {
     name: 'bucket CreateMultipartUpload: HTML with 200',
     proxy: 'bucket',
@@ -191,7 +339,9 @@ describe('malformed answers: a clear error per file, no crash, then done', () =>
     const slug = v.name.replace(/[^a-z0-9]+/gi, '-');
     const root = path.join(rig.dir, `card-${slug}`);
     const files = makeCard(root, FOLDER, [
-      v.big ? { name: 'DJI_20230101120000_0001_W.MP4', size: 17 * MiB } : { name: 'DJI_20230101120000_0001_W.JPG', size: 200 * KiB },
+      v.big
+        ? { name: 'DJI_20230101120000_0001_W.MP4', size: 17 * MiB }
+        : { name: 'DJI_20230101120000_0001_W.JPG', size: 200 * KiB },
     ]);
     const queueFile = path.join(rig.dir, `state-${slug}`, 'queue.db');
     stateDirs.push(path.dirname(queueFile));
@@ -201,7 +351,11 @@ describe('malformed answers: a clear error per file, no crash, then done', () =>
     const queue = new Queue(queueFile);
     const run = await startEngine({ queue, api: w.api(), roots: [root], config: { partSizeMiB: 5 } });
     try {
-      await until('the file to be done or failed', () => queue.counts().done.files + queue.counts().failed.files === 1, 20_000);
+      await until(
+        'the file to be done or failed',
+        () => queue.counts().done.files + queue.counts().failed.files === 1,
+        20_000,
+      );
       if (queue.counts().failed.files === 1) {
         // Needs the user: the reason is kept until Retry.
         const row = queue.list({ states: ['failed'] })[0]!;
@@ -239,5 +393,10 @@ describe('malformed answers: a clear error per file, no crash, then done', () =>
 it('no token or STS secret in anything the agent wrote', () => {
   expect(stateDirs.length).toBeGreaterThan(0);
   expect(rig.secrets.size).toBeGreaterThan(3);
-  expect(findSecrets(stateDirs.filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(
+    findSecrets(
+      stateDirs.filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
 });

@@ -9,25 +9,60 @@ export const BIN = path.resolve('dist/main/cli/bin.js');
 export interface CliRun {
   child: ChildProcess;
   /** Resolves with the exit code (null when killed by a signal). */
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }>;
+  exit: Promise<{
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+    ms: number;
+  }>;
   stdout(): string;
 }
 
 /** `drone-media-sync sync <root> --json` with its own state dir; output is also kept in <state>/cli-output-<n>.txt for the secrets scan. */
-export function runSync(rig: Rig, w: Workspace, state: string, roots: string[], opts: { killAfterMs?: number } = {}): CliRun {
+export function runSync(
+  rig: Rig,
+  w: Workspace,
+  state: string,
+  roots: string[],
+  opts: { killAfterMs?: number } = {},
+): CliRun {
   if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run npm run build first`);
   fs.mkdirSync(state, { recursive: true });
   const t0 = Date.now();
-  const child = spawn(process.execPath, [BIN, 'sync', ...roots, '--json', '--state', state, '--server', rig.service.url, '--token', w.token, '--workspace', w.ws], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      BIN,
+      'sync',
+      ...roots,
+      '--json',
+      '--state',
+      state,
+      '--server',
+      rig.service.url,
+      '--token',
+      w.token,
+      '--workspace',
+      w.ws,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += String(d)));
   child.stderr.on('data', (d) => (err += String(d)));
   // A hard limit: a hung CLI fails the test instead of hanging it.
   const limit = setTimeout(() => child.kill('SIGKILL'), opts.killAfterMs ?? 60_000);
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; ms: number }>((resolve) => {
+  const exit = new Promise<{
+    code: number | null;
+    signal: NodeJS.Signals | null;
+    stdout: string;
+    stderr: string;
+    ms: number;
+  }>((resolve) => {
     child.on('exit', (code, signal) => {
       clearTimeout(limit);
       // Keep what it printed beside its state, for the secrets scan.
@@ -45,7 +80,10 @@ export function runSync(rig: Rig, w: Workspace, state: string, roots: string[], 
 }
 
 export function lastJson(stdout: string): Record<string, unknown> | null {
-  const lines = stdout.trim().split('\n').filter((l) => l.startsWith('{'));
+  const lines = stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'));
   try {
     return lines.length ? (JSON.parse(lines.at(-1)!) as Record<string, unknown>) : null;
   } catch {

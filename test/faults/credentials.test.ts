@@ -49,7 +49,10 @@ describe('STS credentials that expire', () => {
     const root = path.join(rig.dir, 'card-short');
     const files = makeCard(root, FOLDER, [
       { name: 'DJI_20230101120000_0001_W.MP4', size: 21 * MiB },
-      ...Array.from({ length: 20 }, (_, i) => ({ name: `DJI_20230101120001_${String(i + 2).padStart(4, '0')}_W.JPG`, size: 60 * KiB })),
+      ...Array.from({ length: 20 }, (_, i) => ({
+        name: `DJI_20230101120001_${String(i + 2).padStart(4, '0')}_W.JPG`,
+        size: 60 * KiB,
+      })),
     ]);
     const queueFile = path.join(rig.dir, 'state-short', 'queue.db');
     stateDirs.push(path.dirname(queueFile));
@@ -82,54 +85,94 @@ describe('STS credentials that expire', () => {
     // Refreshed (more than one answer), but not on every request: credentials
     // living 3 s are good for their first two thirds (StsCache's own rule).
     const bucketRequests = rig.bucket.records.filter((r) => r.id > bSince).length;
-    console.log(`short STS: ${seconds.toFixed(1)} s, ${stsCalls} STS answers for ${bucketRequests} bucket requests`);
+    console.log(
+      `short STS: ${seconds.toFixed(1)} s, ${stsCalls} STS answers for ${bucketRequests} bucket requests`,
+    );
     expect(stsCalls).toBeGreaterThan(1);
-    expect(stsCalls, `${stsCalls} STS answers for ${bucketRequests} bucket requests in ${seconds.toFixed(1)} s`).toBeLessThanOrEqual(Math.ceil(seconds / 2) + 2);
+    expect(
+      stsCalls,
+      `${stsCalls} STS answers for ${bucketRequests} bucket requests in ${seconds.toFixed(1)} s`,
+    ).toBeLessThanOrEqual(Math.ceil(seconds / 2) + 2);
   }, 60_000);
 
   const variants: Array<{ name: string; fault: Fault }> = [
-    { name: 'after reading the body', fault: { kind: 'respond', status: 400, body: expiredXml, headers: { 'content-type': 'application/xml' } } },
+    {
+      name: 'after reading the body',
+      fault: {
+        kind: 'respond',
+        status: 400,
+        body: expiredXml,
+        headers: { 'content-type': 'application/xml' },
+      },
+    },
     // What real gates (and the embedded bucket's own gate) do: answer at once, close, never read the part.
-    { name: 'at once, without reading the body', fault: { kind: 'respond', status: 400, body: expiredXml, headers: { 'content-type': 'application/xml' }, readBody: false } },
+    {
+      name: 'at once, without reading the body',
+      fault: {
+        kind: 'respond',
+        status: 400,
+        body: expiredXml,
+        headers: { 'content-type': 'application/xml' },
+        readBody: false,
+      },
+    },
   ];
-  it.each(variants)('the bucket answers ExpiredToken $name: new credentials, the upload continues where it was', async ({ name, fault }) => {
-    const w = rig.workspace(`expired-${name}`);
-    const slug = name.replace(/\W+/g, '-');
-    const root = path.join(rig.dir, `card-expired-${slug}`);
-    const files = makeCard(root, FOLDER, [
-      { name: 'DJI_20230101120000_0001_W.MP4', size: 26 * MiB },
-      { name: 'DJI_20230101120001_0002_W.JPG', size: 700 * KiB },
-    ]);
-    const queueFile = path.join(rig.dir, `state-expired-${slug}`, 'queue.db');
-    stateDirs.push(path.dirname(queueFile));
-    const bSince = rig.bucket.records.length;
-    const sSince = rig.service.records.length;
-    // Parts 3 and 4 (after two good ones), and the small file's PutObject, are refused as expired, once each.
-    const refuse = new Set([3, 4]);
-    const partRule = rig.bucket.inject({ name: 'expired-part', match: (r) => r.op === 'UploadPart' && refuse.delete(r.partNumber ?? 0), fault, times: 2 });
-    const putRule = rig.bucket.inject({ name: 'expired-put', match: (r) => r.op === 'PutObject', fault, times: 1 });
-    const queue = new Queue(queueFile);
-    let run;
-    try {
-      run = await syncUntilDone({
-        queue,
-        api: w.api(),
-        roots: [root],
-        files: files.length,
-        config: { partSizeMiB: 5, concurrency: { files: 2, parts: 1 } },
-        timeoutMs: 30_000,
+  it.each(variants)(
+    'the bucket answers ExpiredToken $name: new credentials, the upload continues where it was',
+    async ({ name, fault }) => {
+      const w = rig.workspace(`expired-${name}`);
+      const slug = name.replace(/\W+/g, '-');
+      const root = path.join(rig.dir, `card-expired-${slug}`);
+      const files = makeCard(root, FOLDER, [
+        { name: 'DJI_20230101120000_0001_W.MP4', size: 26 * MiB },
+        { name: 'DJI_20230101120001_0002_W.JPG', size: 700 * KiB },
+      ]);
+      const queueFile = path.join(rig.dir, `state-expired-${slug}`, 'queue.db');
+      stateDirs.push(path.dirname(queueFile));
+      const bSince = rig.bucket.records.length;
+      const sSince = rig.service.records.length;
+      // Parts 3 and 4 (after two good ones), and the small file's PutObject, are refused as expired, once each.
+      const refuse = new Set([3, 4]);
+      const partRule = rig.bucket.inject({
+        name: 'expired-part',
+        match: (r) => r.op === 'UploadPart' && refuse.delete(r.partNumber ?? 0),
+        fault,
+        times: 2,
       });
-    } finally {
-      queue.close();
-    }
-    expect([partRule.applied, putRule.applied]).toEqual([2, 1]);
-    await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
-    expect(bucketOps(bSince, 'CreateMultipartUpload')).toBe(1);
-    expect(duplicateBodies(rig.bucket, bSince).bytes).toBe(0);
-    // Each refusal fetched new credentials, and the same request went again at once (no file error).
-    expect(rig.service.records.filter((r) => r.id > sSince && r.op === 'sts').length).toBeGreaterThanOrEqual(2);
-    expect(run.events.filter((e) => e.error).map((e) => `${e.error!.kind}: ${e.error!.message}`)).toEqual([]);
-  }, 40_000);
+      const putRule = rig.bucket.inject({
+        name: 'expired-put',
+        match: (r) => r.op === 'PutObject',
+        fault,
+        times: 1,
+      });
+      const queue = new Queue(queueFile);
+      let run;
+      try {
+        run = await syncUntilDone({
+          queue,
+          api: w.api(),
+          roots: [root],
+          files: files.length,
+          config: { partSizeMiB: 5, concurrency: { files: 2, parts: 1 } },
+          timeoutMs: 30_000,
+        });
+      } finally {
+        queue.close();
+      }
+      expect([partRule.applied, putRule.applied]).toEqual([2, 1]);
+      await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
+      expect(bucketOps(bSince, 'CreateMultipartUpload')).toBe(1);
+      expect(duplicateBodies(rig.bucket, bSince).bytes).toBe(0);
+      // Each refusal fetched new credentials, and the same request went again at once (no file error).
+      expect(
+        rig.service.records.filter((r) => r.id > sSince && r.op === 'sts').length,
+      ).toBeGreaterThanOrEqual(2);
+      expect(run.events.filter((e) => e.error).map((e) => `${e.error!.kind}: ${e.error!.message}`)).toEqual(
+        [],
+      );
+    },
+    40_000,
+  );
 });
 
 describe('revoked sign-in', () => {
@@ -139,14 +182,22 @@ describe('revoked sign-in', () => {
     const files = makeCard(
       root,
       FOLDER,
-      Array.from({ length: 12 }, (_, i) => ({ name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`, size: 150 * KiB })),
+      Array.from({ length: 12 }, (_, i) => ({
+        name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`,
+        size: 150 * KiB,
+      })),
     );
     const queueFile = path.join(rig.dir, 'state-revoked', 'queue.db');
     stateDirs.push(path.dirname(queueFile));
     const queue = new Queue(queueFile);
     const api = w.api();
     // Slow enough (512 KiB/s) that the revocation lands mid-card.
-    const run = await startEngine({ queue, api, roots: [root], config: { concurrency: { files: 2, parts: 1 }, bandwidthLimitKiBps: 512 } });
+    const run = await startEngine({
+      queue,
+      api,
+      roots: [root],
+      config: { concurrency: { files: 2, parts: 1 }, bandwidthLimitKiBps: 512 },
+    });
     try {
       await until('two files done', () => queue.counts().done.files >= 2, 20_000);
       const revokedAt = Date.now();
@@ -159,7 +210,9 @@ describe('revoked sign-in', () => {
       await new Promise((r) => setTimeout(r, 1_500));
       const after = rig.service.records.filter((r) => r.id > sSince);
       const refused = after.filter((r) => r.upstreamStatus === 401);
-      console.log(`revoked: stopped after ${stoppedAfter} ms; ${after.length} service requests after revocation (${refused.length} refused), ${rig.bucket.records.length - bSince} bucket requests`);
+      console.log(
+        `revoked: stopped after ${stoppedAfter} ms; ${after.length} service requests after revocation (${refused.length} refused), ${rig.bucket.records.length - bSince} bucket requests`,
+      );
       expect(stoppedAfter).toBeLessThan(5_000);
       expect(run.engine.error?.kind).toBe('auth');
       const last = run.states.at(-1)!;
@@ -197,15 +250,35 @@ describe('revoked sign-in', () => {
     makeCard(
       root,
       FOLDER,
-      Array.from({ length: 30 }, (_, i) => ({ name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`, size: 50 * KiB })),
+      Array.from({ length: 30 }, (_, i) => ({
+        name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`,
+        size: 50 * KiB,
+      })),
     );
     const state = path.join(rig.dir, 'state-revoked-cli');
     stateDirs.push(state);
     const since = rig.service.records.length;
     const t0 = Date.now();
-    const child = spawn(process.execPath, [bin, 'sync', root, '--json', '--state', state, '--server', rig.service.url, '--token', w.token, '--workspace', w.ws], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        'sync',
+        root,
+        '--json',
+        '--state',
+        state,
+        '--server',
+        rig.service.url,
+        '--token',
+        w.token,
+        '--workspace',
+        w.ws,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += String(d)));
@@ -214,12 +287,17 @@ describe('revoked sign-in', () => {
     fs.writeFileSync(path.join(state, 'cli-output.txt'), out + err);
     expect(code, out + err).toBe(3);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    const summary = JSON.parse(out.trim().split('\n').at(-1)!) as { error?: { kind: string; message: string }; pending: number };
+    const summary = JSON.parse(out.trim().split('\n').at(-1)!) as {
+      error?: { kind: string; message: string };
+      pending: number;
+    };
     expect(summary.error?.kind).toBe('auth');
     expect(summary.error?.message).toMatch(/sign in again/i);
     expect(summary.pending).toBe(30);
     const requests = rig.service.records.filter((r) => r.id > since);
-    console.log(`revoked CLI: exit ${code} after ${Date.now() - t0} ms, ${requests.length} requests for 30 files`);
+    console.log(
+      `revoked CLI: exit ${code} after ${Date.now() - t0} ms, ${requests.length} requests for 30 files`,
+    );
     // At most the requests already in flight (the engine keeps files x 2 + 4 = 10 rows in flight), none after.
     expect(requests.length).toBeLessThanOrEqual(10);
     expect(requests.every((r) => r.upstreamStatus === 401)).toBe(true);
@@ -228,5 +306,10 @@ describe('revoked sign-in', () => {
 
 it('no token or STS secret in anything the agent wrote', () => {
   expect(stateDirs.length).toBeGreaterThan(0);
-  expect(findSecrets(stateDirs.filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(
+    findSecrets(
+      stateDirs.filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
 });

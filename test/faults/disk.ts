@@ -6,7 +6,9 @@ import path from 'node:path';
 export function tryMount(dir: string, bytes: number): boolean {
   try {
     fs.mkdirSync(dir, { recursive: true });
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes},mode=0700`, 'tmpfs', dir], { stdio: 'ignore' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes},mode=0700`, 'tmpfs', dir], {
+      stdio: 'ignore',
+    });
     return true;
   } catch {
     return false;

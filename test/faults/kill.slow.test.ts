@@ -41,7 +41,8 @@ afterAll(async () => {
   await rig?.close();
 });
 
-type Phase = 'hashing' | 'mid-part' | 'after-upload-before-record' | 'before-callback' | 'mid-callback' | 'random';
+type Phase =
+  'hashing' | 'mid-part' | 'after-upload-before-record' | 'before-callback' | 'mid-callback' | 'random';
 const PLAN: Phase[] = [
   'hashing',
   'hashing',
@@ -89,7 +90,10 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
   // video the card could be done before run 20, whose random kill then came after the CLI had
   // exited on its own: 19 kills. What is left (about 100 MiB) goes unthrottled in the last run.
   const files = makeCard(card, folder, [
-    ...Array.from({ length: 8 }, (_, i) => ({ name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`, size: 300 * KiB + i * 350 * KiB })),
+    ...Array.from({ length: 8 }, (_, i) => ({
+      name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`,
+      size: 300 * KiB + i * 350 * KiB,
+    })),
     { name: 'DJI_20230101120100_0009_W.MP4', size: 200 * MiB + 12_345 },
     { name: 'DJI_20230101120200_0010_W.MP4', size: 64 * MiB + 777 },
   ]);
@@ -97,7 +101,10 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
   fs.mkdirSync(state, { recursive: true });
   // 5 MiB parts, three files and two parts at a time, 5 MiB/s: every run is mid-work when killed.
   const config = { partSizeMiB: 5, concurrency: { files: 3, parts: 2 } };
-  fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ ...config, bandwidthLimitKiBps: 5 * 1024 }));
+  fs.writeFileSync(
+    path.join(state, 'config.json'),
+    JSON.stringify({ ...config, bandwidthLimitKiBps: 5 * 1024 }),
+  );
   const queueFile = path.join(state, 'queue.db');
   const kills: Kill[] = [];
   const t0 = Date.now();
@@ -110,7 +117,8 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
     let planned = PLAN[n - 1]!;
     const rows = queueRows(queueFile);
     // A phase that cannot happen any more (nothing left to hash) becomes a mid-part kill.
-    if (planned === 'hashing' && rows.length > 0 && !rows.some((r) => r.state === 'discovered')) planned = 'mid-part';
+    if (planned === 'hashing' && rows.length > 0 && !rows.some((r) => r.state === 'discovered'))
+      planned = 'mid-part';
     let cli: CliRun | null = null;
     let landed: Kill['landed'] | null = null;
     let snapshot: Record<string, number> = {};
@@ -122,14 +130,30 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
       cli.child.kill('SIGKILL');
     };
     const mine = (r: { tag: string }) => r.tag === tag;
-    const acceptedThisRun = () => rig.bucket.records.filter((r) => mine(r) && isBody(r) && r.upstreamStatus === 200).length;
+    const acceptedThisRun = () =>
+      rig.bucket.records.filter((r) => mine(r) && isBody(r) && r.upstreamStatus === 200).length;
     const rules = [];
     const holdCallbacks = () =>
       // Callbacks are held back (a held request of a killed agent is never forwarded), to keep files for the callback kills.
-      rules.push(rig.service.inject({ name: 'hold-callbacks', match: (r) => mine(r) && r.op === 'upload-callback', fault: { kind: 'delay', ms: 30_000 }, forMs: 30_000 }));
+      rules.push(
+        rig.service.inject({
+          name: 'hold-callbacks',
+          match: (r) => mine(r) && r.op === 'upload-callback',
+          fault: { kind: 'delay', ms: 30_000 },
+          forMs: 30_000,
+        }),
+      );
     if (planned !== 'before-callback' && planned !== 'mid-callback' && planned !== 'random') holdCallbacks();
     if (planned === 'hashing') {
-      rules.push(rig.service.inject({ name: 'kill-hashing', match: (r) => mine(r) && r.op === 'fast-upload', fault: { kind: 'pass' }, hooks: { onArrival: () => kill('hashing') }, times: 1 }));
+      rules.push(
+        rig.service.inject({
+          name: 'kill-hashing',
+          match: (r) => mine(r) && r.op === 'fast-upload',
+          fault: { kind: 'pass' },
+          hooks: { onArrival: () => kill('hashing') },
+          times: 1,
+        }),
+      );
     } else if (planned === 'mid-part') {
       // Once this run got at least one body accepted (progress), kill half-way through the next
       // one: a multipart part every other time, any body (a small file's PUT too) otherwise.
@@ -137,7 +161,11 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
       rules.push(
         rig.bucket.inject({
           name: 'kill-mid-part',
-          match: (r) => mine(r) && (partsOnly ? r.op === 'UploadPart' : isBody(r)) && (r.contentLength ?? 0) >= 64 * KiB && acceptedThisRun() >= 1,
+          match: (r) =>
+            mine(r) &&
+            (partsOnly ? r.op === 'UploadPart' : isBody(r)) &&
+            (r.contentLength ?? 0) >= 64 * KiB &&
+            acceptedThisRun() >= 1,
           fault: { kind: 'pass' },
           hooks: { onHalfBody: () => kill('mid-part') },
           times: 1,
@@ -150,7 +178,9 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
           name: 'kill-after-upload',
           match: (r) => mine(r) && (r.op === 'CompleteMultipartUpload' || r.op === 'PutObject'),
           fault: { kind: 'pass' },
-          hooks: { beforeRelay: (_r, status) => (status === 200 ? kill('after-upload-before-record') : undefined) },
+          hooks: {
+            beforeRelay: (_r, status) => (status === 200 ? kill('after-upload-before-record') : undefined),
+          },
           times: 1,
         }),
       );
@@ -200,7 +230,16 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
     const result = await cli.exit;
     for (const r of rules) r.stop();
     if (!landed) landed = 'exited';
-    kills.push({ n, planned, landed, atMs: Date.now() - started, states: snapshot, resentBytes: 0, cutBytes: 0, newBytes: 0 });
+    kills.push({
+      n,
+      planned,
+      landed,
+      atMs: Date.now() - started,
+      states: snapshot,
+      resentBytes: 0,
+      cutBytes: 0,
+      newBytes: 0,
+    });
     if (landed === 'exited') {
       // It finished before it could be killed: nothing left to kill.
       expect(result.code, `${REPLAY}\n${result.stderr}`).toBe(0);
@@ -242,7 +281,9 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
   }
   const byPhase: Record<string, number> = {};
   for (const k of kills) byPhase[k.landed] = (byPhase[k.landed] ?? 0) + 1;
-  console.log(`kill storm (fault seed ${SEED}): ${kills.length} kills in ${((Date.now() - t0) / 1000).toFixed(1)} s; landed: ${JSON.stringify(byPhase)}; left for the final run ${(finalNewBytes / MiB).toFixed(2)} MiB (${(final.ms / 1000).toFixed(1)} s)`);
+  console.log(
+    `kill storm (fault seed ${SEED}): ${kills.length} kills in ${((Date.now() - t0) / 1000).toFixed(1)} s; landed: ${JSON.stringify(byPhase)}; left for the final run ${(finalNewBytes / MiB).toFixed(2)} MiB (${(final.ms / 1000).toFixed(1)} s)`,
+  );
   for (const k of kills) {
     console.log(
       `  kill ${String(k.n).padStart(2)} planned ${k.planned.padEnd(27)} landed ${String(k.landed).padEnd(27)} at ${String(k.atMs).padStart(5)} ms  queue ${JSON.stringify(k.states)}  new ${(k.newBytes / MiB).toFixed(2).padStart(5)} MiB  re-sent ${(k.resentBytes / MiB).toFixed(2)} MiB  cut ${(k.cutBytes / MiB).toFixed(2)} MiB`,
@@ -251,15 +292,24 @@ it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one 
 
   const { violations } = await promiseViolations({ rig, w, files, queueFile, oneCallbackEach: true });
   expect(violations, REPLAY).toEqual([]);
-  expect(kills.filter((k) => k.landed !== 'exited'), REPLAY).toHaveLength(PLAN.length);
+  expect(
+    kills.filter((k) => k.landed !== 'exited'),
+    REPLAY,
+  ).toHaveLength(PLAN.length);
   // Kills landed where they were meant to.
   expect(byPhase['hashing'] ?? 0, REPLAY).toBeGreaterThanOrEqual(1);
   expect(kills.find((k) => k.landed === 'hashing')!.states['discovered'] ?? 0, REPLAY).toBeGreaterThan(0);
   expect(byPhase['mid-part'] ?? 0, REPLAY).toBeGreaterThanOrEqual(6);
-  expect((byPhase['after-upload-before-record'] ?? 0) + (byPhase['before-callback'] ?? 0), REPLAY).toBeGreaterThanOrEqual(3);
+  expect(
+    (byPhase['after-upload-before-record'] ?? 0) + (byPhase['before-callback'] ?? 0),
+    REPLAY,
+  ).toBeGreaterThanOrEqual(3);
   expect(byPhase['mid-callback'] ?? 0, REPLAY).toBeGreaterThanOrEqual(3);
   // At most one part re-sent per kill.
-  for (const k of kills) expect(k.resentBytes, `bytes re-sent after kill ${k.n} (${k.landed}), ${REPLAY}`).toBeLessThanOrEqual(PART);
+  for (const k of kills)
+    expect(k.resentBytes, `bytes re-sent after kill ${k.n} (${k.landed}), ${REPLAY}`).toBeLessThanOrEqual(
+      PART,
+    );
   // Nothing the agent wrote holds the token or an STS secret.
   expect(findSecrets([state], rig.secrets), REPLAY).toEqual([]);
 }, 600_000);

@@ -39,8 +39,15 @@ it('every kind of outage in a row, compressed (about 12 s): waits with capped ba
   console.log('outage (compressed):', JSON.stringify(report));
   for (const p of report.phases) expect(p.faults, `${p.kind} was injected`).toBeGreaterThan(0);
   expectCappedAndRecovered(report, backoff);
-  expect(Object.keys(report.errorKinds).sort()).toEqual(expect.arrayContaining(['network', 'server', 'throttled', 'timeout']));
-  expect(findSecrets([path.join(rig.dir, 'state-compressed')].filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(Object.keys(report.errorKinds).sort()).toEqual(
+    expect.arrayContaining(['network', 'server', 'throttled', 'timeout']),
+  );
+  expect(
+    findSecrets(
+      [path.join(rig.dir, 'state-compressed')].filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
 }, 120_000);
 
 it('two minutes of outages of every kind: capped backoff, recovery within one cap, no duplicates', async () => {
@@ -61,5 +68,10 @@ it('two minutes of outages of every kind: capped backoff, recovery within one ca
   console.log('outage (minutes):', JSON.stringify(report, null, 2));
   for (const p of report.phases.slice(1)) expect(p.faults, `${p.kind} was injected`).toBeGreaterThan(0);
   expectCappedAndRecovered(report, backoff);
-  expect(findSecrets([path.join(rig.dir, 'state-minutes')].filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(
+    findSecrets(
+      [path.join(rig.dir, 'state-minutes')].filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
 }, 600_000);

@@ -10,15 +10,32 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { Queue, type BackoffPolicy } from '../../main/core/queue/queue.js';
 import type { Fault, ProxyRequest } from './proxy.js';
-import { duplicateBodies, expectPromiseKept, KiB, makeCard, MiB, startEngine, until, type Rig } from './rig.js';
+import {
+  duplicateBodies,
+  expectPromiseKept,
+  KiB,
+  makeCard,
+  MiB,
+  startEngine,
+  until,
+  type Rig,
+} from './rig.js';
 
 export type OutageKind = 'refused' | 'http-5xx' | 'throttled-429' | 'slow-past-timeout' | 'resets';
 
-const XML_500 = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>';
-const HTML_503 = '<html><head><title>503 Service Temporarily Unavailable</title></head><body><h1>503 Service Temporarily Unavailable</h1></body></html>';
+const XML_500 =
+  '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error. Please try again.</Message></Error>';
+const HTML_503 =
+  '<html><head><title>503 Service Temporarily Unavailable</title></head><body><h1>503 Service Temporarily Unavailable</h1></body></html>';
 
 export interface OutageReport {
-  phases: Array<{ kind: OutageKind; ms: number; serviceRequests: number; bucketRequests: number; faults: number }>;
+  phases: Array<{
+    kind: OutageKind;
+    ms: number;
+    serviceRequests: number;
+    bucketRequests: number;
+    faults: number;
+  }>;
   outageMs: number;
   /** From the end of the outage to the last file done. */
   recoveryMs: number;
@@ -31,10 +48,18 @@ export interface OutageReport {
 }
 
 /** Starts one outage phase on both proxies; returns a function that ends it. */
-async function begin(rig: Rig, kind: OutageKind, ms: number, timeoutMs: number): Promise<{ end: () => Promise<void>; applied: () => number }> {
+async function begin(
+  rig: Rig,
+  kind: OutageKind,
+  ms: number,
+  timeoutMs: number,
+): Promise<{ end: () => Promise<void>; applied: () => number }> {
   const rules: Array<{ applied: number; stop(): void }> = [];
-  const add = (proxy: 'service' | 'bucket', name: string, fault: Fault | ((r: ProxyRequest) => Fault | null)) =>
-    rules.push(rig[proxy].inject({ name: `${kind}/${name}`, fault, forMs: ms + 1_000 }));
+  const add = (
+    proxy: 'service' | 'bucket',
+    name: string,
+    fault: Fault | ((r: ProxyRequest) => Fault | null),
+  ) => rules.push(rig[proxy].inject({ name: `${kind}/${name}`, fault, forMs: ms + 1_000 }));
   if (kind === 'refused') {
     await rig.service.refuse();
     await rig.bucket.refuse();
@@ -47,11 +72,31 @@ async function begin(rig: Rig, kind: OutageKind, ms: number, timeoutMs: number):
     };
   }
   if (kind === 'http-5xx') {
-    add('service', '503', { kind: 'respond', status: 503, body: HTML_503, headers: { 'content-type': 'text/html' } });
-    add('bucket', '500', { kind: 'respond', status: 500, body: XML_500, headers: { 'content-type': 'application/xml' } });
+    add('service', '503', {
+      kind: 'respond',
+      status: 503,
+      body: HTML_503,
+      headers: { 'content-type': 'text/html' },
+    });
+    add('bucket', '500', {
+      kind: 'respond',
+      status: 500,
+      body: XML_500,
+      headers: { 'content-type': 'application/xml' },
+    });
   } else if (kind === 'throttled-429') {
-    add('service', '429', { kind: 'respond', status: 429, body: JSON.stringify({ code: 429000, message: 'Too many requests' }), headers: { 'retry-after': '1' } });
-    add('bucket', 'slowdown', { kind: 'respond', status: 503, body: XML_500.replace('InternalError', 'SlowDown'), headers: { 'content-type': 'application/xml', 'retry-after': '1' } });
+    add('service', '429', {
+      kind: 'respond',
+      status: 429,
+      body: JSON.stringify({ code: 429000, message: 'Too many requests' }),
+      headers: { 'retry-after': '1' },
+    });
+    add('bucket', 'slowdown', {
+      kind: 'respond',
+      status: 503,
+      body: XML_500.replace('InternalError', 'SlowDown'),
+      headers: { 'content-type': 'application/xml', 'retry-after': '1' },
+    });
   } else if (kind === 'slow-past-timeout') {
     // The server does the work; its answer comes after the client's deadline.
     add('service', 'late', { kind: 'late-answer', ms: timeoutMs + 700 });
@@ -67,7 +112,9 @@ async function begin(rig: Rig, kind: OutageKind, ms: number, timeoutMs: number):
     let m = 0;
     // Parts are cut mid-body. A PutObject cut mid-body has a test of its own
     // (outage.test.ts: the embedded bucket keeps the partial object).
-    add('bucket', 'reset', (r) => (r.op === 'UploadPart' ? { kind: 'reset', at: 'mid-request' } : cycle[m++ % 2]!));
+    add('bucket', 'reset', (r) =>
+      r.op === 'UploadPart' ? { kind: 'reset', at: 'mid-request' } : cycle[m++ % 2]!,
+    );
   }
   return {
     end: () => {
@@ -91,7 +138,10 @@ export async function runOutage(opts: {
   const w = rig.workspace(opts.name);
   const root = path.join(rig.dir, `card-${opts.name}`);
   const files = makeCard(root, 'DJI_202301011200_001_Outage', [
-    ...Array.from({ length: 12 }, (_, i) => ({ name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`, size: 150 * KiB + i * 1000 })),
+    ...Array.from({ length: 12 }, (_, i) => ({
+      name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`,
+      size: 150 * KiB + i * 1000,
+    })),
     { name: 'DJI_20230101120100_0013_W.MP4', size: 26 * MiB },
   ]);
   const queueFile = path.join(rig.dir, `state-${opts.name}`, 'queue.db');
@@ -119,7 +169,10 @@ export async function runOutage(opts: {
   // Watches how far ahead the queue schedules retries.
   const sampler = setInterval(() => {
     const now = Date.now();
-    for (const r of queue.list({ states: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'], limit: 1000 })) {
+    for (const r of queue.list({
+      states: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'],
+      limit: 1000,
+    })) {
       report.maxScheduledMs = Math.max(report.maxScheduledMs, r.nextAttemptAt - now);
     }
   }, 100);
@@ -146,7 +199,12 @@ export async function runOutage(opts: {
     report.outageMs = back - t0;
     report.requestsDuringOutage = rig.service.records.length - s0 + rig.bucket.records.length - b0;
     expect(queue.counts().done.files, 'the outage landed mid-card').toBeLessThan(files.length);
-    await until('every file done after the outage', () => queue.counts().done.files === files.length, opts.backoff.capMs + 60_000, 50);
+    await until(
+      'every file done after the outage',
+      () => queue.counts().done.files === files.length,
+      opts.backoff.capMs + 60_000,
+      50,
+    );
     report.recoveryMs = Date.now() - back;
   } finally {
     clearInterval(sampler);
@@ -154,7 +212,8 @@ export async function runOutage(opts: {
     queue.close();
   }
   report.states = [...new Set(run.states.map((s) => s.state))];
-  for (const e of run.events) if (e.error) report.errorKinds[e.error.kind] = (report.errorKinds[e.error.kind] ?? 0) + 1;
+  for (const e of run.events)
+    if (e.error) report.errorKinds[e.error.kind] = (report.errorKinds[e.error.kind] ?? 0) + 1;
   report.duplicateBytes = duplicateBodies(rig.bucket, bSince).bytes;
   await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
   void sSince;

@@ -66,7 +66,13 @@ export type Fault =
   /** Forward, let the server finish, then cut the connection: the answer is lost. */
   | { kind: 'drop-answer' }
   /** Forward, then replace the answer (status and/or body). */
-  | { kind: 'rewrite'; fn: (body: string, status: number) => { status?: number; body: string; headers?: Record<string, string | null> } };
+  | {
+      kind: 'rewrite';
+      fn: (
+        body: string,
+        status: number,
+      ) => { status?: number; body: string; headers?: Record<string, string | null> };
+    };
 
 export interface Hooks {
   /** Before anything is forwarded (awaited). */
@@ -122,14 +128,28 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'expect', 'te', 'trailer']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'proxy-connection',
+  'upgrade',
+  'expect',
+  'te',
+  'trailer',
+]);
 /** A hard ceiling per rule, whatever the spec says: no fault goes on forever. */
 const RULE_HARD_CAP = 1_000_000;
 
 export function s3Op(method: string, query: URLSearchParams, key: string | undefined): string {
   if (key === undefined || key === '') return method === 'GET' ? 'ListObjects' : `${method}Bucket`;
   if (method === 'PUT') return query.has('partNumber') && query.has('uploadId') ? 'UploadPart' : 'PutObject';
-  if (method === 'POST') return query.has('uploads') ? 'CreateMultipartUpload' : query.has('uploadId') ? 'CompleteMultipartUpload' : 'PostObject';
+  if (method === 'POST')
+    return query.has('uploads')
+      ? 'CreateMultipartUpload'
+      : query.has('uploadId')
+        ? 'CompleteMultipartUpload'
+        : 'PostObject';
   if (method === 'HEAD') return 'HeadObject';
   if (method === 'GET') return query.has('uploadId') ? 'ListParts' : 'GetObject';
   if (method === 'DELETE') return query.has('uploadId') ? 'AbortMultipartUpload' : 'DeleteObject';
@@ -162,9 +182,14 @@ function classify(kind: ProxyKind, req: http.IncomingMessage, id: number, tag: s
   };
 }
 
-function relayHeaders(h: http.IncomingHttpHeaders, length: number, extra?: Record<string, string | null>): http.OutgoingHttpHeaders {
+function relayHeaders(
+  h: http.IncomingHttpHeaders,
+  length: number,
+  extra?: Record<string, string | null>,
+): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) if (!HOP_BY_HOP.has(k) && k !== 'content-length' && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(h))
+    if (!HOP_BY_HOP.has(k) && k !== 'content-length' && v !== undefined) out[k] = v;
   for (const [k, v] of Object.entries(extra ?? {})) {
     if (v === null) delete out[k.toLowerCase()];
     else out[k.toLowerCase()] = v;
@@ -188,7 +213,8 @@ function drain(req: http.IncomingMessage, rec: ProxyRecord, keep: boolean): Prom
 
 export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
   const target = new URL(opts.target);
-  if (target.hostname !== '127.0.0.1' && target.hostname !== 'localhost') throw new Error('the fault proxy only talks to 127.0.0.1');
+  if (target.hostname !== '127.0.0.1' && target.hostname !== 'localhost')
+    throw new Error('the fault proxy only talks to 127.0.0.1');
   const upstreamAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const records: ProxyRecord[] = [];
   const faultCounts = new Map<string, number>();
@@ -249,7 +275,11 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
       }
       const body = Buffer.from(fault.body);
       rec.clientStatus = fault.status;
-      const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json', ...fault.headers, 'content-length': body.length };
+      const headers: http.OutgoingHttpHeaders = {
+        'content-type': 'application/json',
+        ...fault.headers,
+        'content-length': body.length,
+      };
       if (fault.readBody === false) headers.connection = 'close';
       res.writeHead(fault.status, headers);
       res.end(req.method === 'HEAD' ? undefined : body);
@@ -264,7 +294,8 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
     // Forward.
     const keepBody = opts.kind === 'service';
     const headers: http.OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(req.headers)) if (k !== 'expect' && k !== 'connection' && k !== 'keep-alive' && v !== undefined) headers[k] = v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (k !== 'expect' && k !== 'connection' && k !== 'keep-alive' && v !== undefined) headers[k] = v;
     const up = http.request({
       host: target.hostname,
       port: target.port,
@@ -282,7 +313,10 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
       } else cut();
     });
     const bodyChunks: Buffer[] = [];
-    const half = info.contentLength !== null && info.contentLength >= 64 * 1024 ? Math.floor(info.contentLength / 2) : null;
+    const half =
+      info.contentLength !== null && info.contentLength >= 64 * 1024
+        ? Math.floor(info.contentLength / 2)
+        : null;
     let halfFired = false;
     req.on('data', (c: Buffer) => {
       rec.requestBytes += c.length;
@@ -334,7 +368,8 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
           if (fault.kind === 'late-answer') await sleep(fault.ms);
           let outStatus = status;
           let extra: Record<string, string | null> | undefined;
-          if (opts.transform && opts.kind === 'service') body = Buffer.from(opts.transform(info, body.toString('utf8'), status));
+          if (opts.transform && opts.kind === 'service')
+            body = Buffer.from(opts.transform(info, body.toString('utf8'), status));
           if (fault.kind === 'rewrite') {
             const out = fault.fn(body.toString('utf8'), status);
             outStatus = out.status ?? status;
@@ -385,8 +420,14 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
       return refusing;
     },
     inject(spec) {
-      if (spec.times === undefined && spec.forMs === undefined) throw new Error(`rule ${spec.name}: give times and/or forMs (every fault must stop by itself)`);
-      const rule = { ...spec, applied: 0, until: spec.forMs === undefined ? Infinity : Date.now() + spec.forMs, stopped: false };
+      if (spec.times === undefined && spec.forMs === undefined)
+        throw new Error(`rule ${spec.name}: give times and/or forMs (every fault must stop by itself)`);
+      const rule = {
+        ...spec,
+        applied: 0,
+        until: spec.forMs === undefined ? Infinity : Date.now() + spec.forMs,
+        stopped: false,
+      };
       rules.push(rule);
       return {
         name: spec.name,
@@ -394,7 +435,11 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
           return rule.applied;
         },
         get active() {
-          return !rule.stopped && rule.applied < Math.min(rule.times ?? RULE_HARD_CAP, RULE_HARD_CAP) && Date.now() <= rule.until;
+          return (
+            !rule.stopped &&
+            rule.applied < Math.min(rule.times ?? RULE_HARD_CAP, RULE_HARD_CAP) &&
+            Date.now() <= rule.until
+          );
         },
         stop() {
           rule.stopped = true;
@@ -427,7 +472,9 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
       if (closed) return;
       closed = true;
       for (const r of rules) r.stopped = true;
-      const done = refusing ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
+      const done = refusing
+        ? Promise.resolve()
+        : new Promise<void>((resolve) => server.close(() => resolve()));
       for (const s of sockets) s.destroy();
       upstreamAgent.destroy();
       await done;

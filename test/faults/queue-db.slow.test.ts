@@ -12,7 +12,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue } from '../../main/core/queue/queue.js';
 import { runSync } from './cli.js';
 import { canMount, fill, tryMount, unmount } from './disk.js';
-import { expectPlain, expectPromiseKept, findSecrets, KiB, makeCard, startEngine, startRig, until, type Rig } from './rig.js';
+import {
+  expectPlain,
+  expectPromiseKept,
+  findSecrets,
+  KiB,
+  makeCard,
+  startEngine,
+  startRig,
+  until,
+  type Rig,
+} from './rig.js';
 
 let rig: Rig;
 const stateDirs: string[] = [];
@@ -22,13 +32,21 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const m of mounted) unmount(m);
-  expect(findSecrets(stateDirs.filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(
+    findSecrets(
+      stateDirs.filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
   await rig?.close();
 });
 
 const FOLDER = 'DJI_202301011200_001_Queue';
 const smallFiles = (n: number, size: number) =>
-  Array.from({ length: n }, (_, i) => ({ name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`, size }));
+  Array.from({ length: n }, (_, i) => ({
+    name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`,
+    size,
+  }));
 
 describe('locked queue', () => {
   it('a long write transaction held by another process: the agent waits or retries, says so plainly, finishes, no duplicates', async () => {
@@ -38,7 +56,10 @@ describe('locked queue', () => {
     const state = path.join(rig.dir, 'state-long-tx');
     stateDirs.push(state);
     fs.mkdirSync(state, { recursive: true });
-    fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 96 }));
+    fs.writeFileSync(
+      path.join(state, 'config.json'),
+      JSON.stringify({ concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 96 }),
+    );
     const queueFile = path.join(state, 'queue.db');
     const cli = runSync(rig, w, state, [root]);
     await until('the agent at work', () => cli.stdout().includes('"outcome":"uploaded"'), 20_000);
@@ -69,7 +90,9 @@ describe('locked queue', () => {
       .split('\n')
       .filter((l) => l.includes('"error"'))
       .map((l) => (JSON.parse(l) as { error: { kind: string; message: string; plain: string } }).error);
-    console.log(`long transaction: ${r.ms} ms, errors: ${JSON.stringify(errors.map((e) => `${e.kind}: ${e.message}`))}`);
+    console.log(
+      `long transaction: ${r.ms} ms, errors: ${JSON.stringify(errors.map((e) => `${e.kind}: ${e.message}`))}`,
+    );
     for (const e of errors) {
       // The queue's own failure says so; while the queue blocked the agent (better-sqlite3 waits
       // synchronously), keep-alive connections may have gone stale: retried like any network hiccup.

@@ -12,7 +12,19 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, lastJson, runSync } from './cli.js';
 import { canMount, fill, tryMount, unmount } from './disk.js';
-import { expectPlain, expectPromiseKept, findSecrets, forwardedCallbacks, KiB, makeCard, startRig, until, type CardFile, type Rig, type Workspace } from './rig.js';
+import {
+  expectPlain,
+  expectPromiseKept,
+  findSecrets,
+  forwardedCallbacks,
+  KiB,
+  makeCard,
+  startRig,
+  until,
+  type CardFile,
+  type Rig,
+  type Workspace,
+} from './rig.js';
 import { bytesFrom, faultSeed, seededRandom } from '../support/seeded-random.js';
 
 /** The garbage written over a page of the queue comes from this seed: whether SQLite notices depends on it. */
@@ -26,13 +38,21 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const m of mounted) unmount(m);
-  expect(findSecrets(stateDirs.filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(
+    findSecrets(
+      stateDirs.filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
   await rig?.close();
 });
 
 const FOLDER = 'DJI_202301011200_001_Queue';
 const smallFiles = (n: number, size: number) =>
-  Array.from({ length: n }, (_, i) => ({ name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`, size }));
+  Array.from({ length: n }, (_, i) => ({
+    name: `DJI_20230101120000_${String(i + 1).padStart(4, '0')}_W.JPG`,
+    size,
+  }));
 
 describe('locked queue', () => {
   it('a second agent on the same state is refused with a clear message; status works alongside; no duplicates', async () => {
@@ -57,11 +77,15 @@ describe('locked queue', () => {
     const second = await runSync(rig, w, state, [root], { killAfterMs: 15_000 }).exit;
     expect(second.code).toBe(2);
     expect(second.ms).toBeLessThan(10_000);
-    expect(second.stderr).toContain(`Another Drone Media Sync (process ${first.child.pid}) is already syncing with this queue`);
+    expect(second.stderr).toContain(
+      `Another Drone Media Sync (process ${first.child.pid}) is already syncing with this queue`,
+    );
     expectPlain(second.stderr);
     // `status` reads the queue while the agent runs.
     const status = await new Promise<{ code: number | null; out: string }>((resolve) => {
-      const c = spawn(process.execPath, [BIN, 'status', '--json', '--state', state], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const c = spawn(process.execPath, [BIN, 'status', '--json', '--state', state], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       c.stdout.on('data', (d) => (out += String(d)));
       c.on('exit', (code) => resolve({ code, out }));
@@ -72,13 +96,17 @@ describe('locked queue', () => {
     hold.stop();
     const done = await first.exit;
     expect(done.code, done.stderr).toBe(0);
-    await expectPromiseKept({ rig, w, files, queueFile: path.join(state, 'queue.db'), oneCallbackEach: true });
+    await expectPromiseKept({
+      rig,
+      w,
+      files,
+      queueFile: path.join(state, 'queue.db'),
+      oneCallbackEach: true,
+    });
   }, 60_000);
-
 });
 
 describe.skipIf(!canMount)('full disk (tmpfs)', () => {
-
   it('the CLI: says the disk is full and exits with a summary (no hang, no crash), then a re-run finishes', async () => {
     const w = rig.workspace('disk-full-cli');
     const root = path.join(rig.dir, 'card-full-cli');
@@ -93,12 +121,21 @@ describe.skipIf(!canMount)('full disk (tmpfs)', () => {
     const said = r.stdout + r.stderr;
     expect(said).toMatch(/disk .*is full/i);
     expect(r.signal, 'the CLI hung and was killed').toBeNull();
-    expect(r.code, `exit code (13 = Node's "unsettled top-level await": the engine never returned)\n${r.stderr.slice(-1500)}`).toBe(1);
+    expect(
+      r.code,
+      `exit code (13 = Node's "unsettled top-level await": the engine never returned)\n${r.stderr.slice(-1500)}`,
+    ).toBe(1);
     expect(lastJson(r.stdout)?.['type']).toBe('summary');
     fs.rmSync(filler);
     const again = await runSync(rig, w, state, [root]).exit;
     expect(again.code, again.stderr).toBe(0);
-    await expectPromiseKept({ rig, w, files, queueFile: path.join(state, 'queue.db'), oneCallbackEach: true });
+    await expectPromiseKept({
+      rig,
+      w,
+      files,
+      queueFile: path.join(state, 'queue.db'),
+      oneCallbackEach: true,
+    });
   }, 90_000);
 });
 
@@ -111,7 +148,9 @@ describe('damaged queue file', () => {
       damage: (f) => {
         const db = new Database(f, { readonly: true });
         const pageSize = db.pragma('page_size', { simple: true }) as number;
-        const root = (db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'files'").get() as { rootpage: number }).rootpage;
+        const root = (
+          db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'files'").get() as { rootpage: number }
+        ).rootpage;
         db.close();
         const fd = fs.openSync(f, 'r+');
         fs.writeSync(fd, bytesFrom(seededRandom(SEED), pageSize), 0, pageSize, (root - 1) * pageSize);
@@ -131,28 +170,48 @@ describe('damaged queue file', () => {
     expect(first.code, first.stderr).toBe(0);
     healthy = { w, root, files, state };
   });
-  it.each(damages)('$name: kept aside with a notice, rebuilt from a rescan, nothing sent or recorded twice', async ({ name, damage }) => {
-    const { w, root, files } = healthy;
-    const state = path.join(rig.dir, `state-${name.replace(/\W+/g, '-')}`);
-    stateDirs.push(state);
-    fs.cpSync(healthy.state, state, { recursive: true });
-    const queueFile = path.join(state, 'queue.db');
-    expect(fs.existsSync(`${queueFile}-wal`)).toBe(false); // closed cleanly: all in queue.db
-    damage(queueFile);
-    const damaged = fs.readFileSync(queueFile);
-    const bSince = rig.bucket.records.length;
-    const r = await runSync(rig, w, state, [root]).exit;
-    expect(r.stderr, `fault seed ${SEED}: re-run with DMS_FAULT_SEED=${SEED}`).toMatch(/queue database was damaged\. It was kept as .*queue\.db\.damaged-/);
-    expect(r.code, r.stderr).toBe(0);
-    const kept = fs.readdirSync(state).filter((f) => f.startsWith('queue.db.damaged-'));
-    expect(kept).toHaveLength(1);
-    expect(fs.readFileSync(path.join(state, kept[0]!)).equals(damaged), 'the damaged queue is kept as it was').toBe(true);
-    const summary = lastJson(r.stdout)!;
-    expect(summary).toMatchObject({ type: 'summary', fast_uploaded: files.length, uploaded: 0, bytes_sent: 0, pending: 0, failed: 0 });
-    // No card file is sent again (the card's manifest is: the rebuilt queue is a new state of the card).
-    const cardFiles = (x: { key?: string }) => !(x.key ?? '').includes('/manifests/');
-    expect(rig.bucket.records.filter((x) => x.id > bSince && (x.op === 'PutObject' || x.op === 'UploadPart') && cardFiles(x))).toEqual([]);
-    await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
-    expect(forwardedCallbacks(rig.service).size).toBeGreaterThan(0);
-  }, 60_000);
+  it.each(damages)(
+    '$name: kept aside with a notice, rebuilt from a rescan, nothing sent or recorded twice',
+    async ({ name, damage }) => {
+      const { w, root, files } = healthy;
+      const state = path.join(rig.dir, `state-${name.replace(/\W+/g, '-')}`);
+      stateDirs.push(state);
+      fs.cpSync(healthy.state, state, { recursive: true });
+      const queueFile = path.join(state, 'queue.db');
+      expect(fs.existsSync(`${queueFile}-wal`)).toBe(false); // closed cleanly: all in queue.db
+      damage(queueFile);
+      const damaged = fs.readFileSync(queueFile);
+      const bSince = rig.bucket.records.length;
+      const r = await runSync(rig, w, state, [root]).exit;
+      expect(r.stderr, `fault seed ${SEED}: re-run with DMS_FAULT_SEED=${SEED}`).toMatch(
+        /queue database was damaged\. It was kept as .*queue\.db\.damaged-/,
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const kept = fs.readdirSync(state).filter((f) => f.startsWith('queue.db.damaged-'));
+      expect(kept).toHaveLength(1);
+      expect(
+        fs.readFileSync(path.join(state, kept[0]!)).equals(damaged),
+        'the damaged queue is kept as it was',
+      ).toBe(true);
+      const summary = lastJson(r.stdout)!;
+      expect(summary).toMatchObject({
+        type: 'summary',
+        fast_uploaded: files.length,
+        uploaded: 0,
+        bytes_sent: 0,
+        pending: 0,
+        failed: 0,
+      });
+      // No card file is sent again (the card's manifest is: the rebuilt queue is a new state of the card).
+      const cardFiles = (x: { key?: string }) => !(x.key ?? '').includes('/manifests/');
+      expect(
+        rig.bucket.records.filter(
+          (x) => x.id > bSince && (x.op === 'PutObject' || x.op === 'UploadPart') && cardFiles(x),
+        ),
+      ).toEqual([]);
+      await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
+      expect(forwardedCallbacks(rig.service).size).toBeGreaterThan(0);
+    },
+    60_000,
+  );
 });

@@ -59,9 +59,12 @@ export async function startRig(opts: { stsExpireSeconds?: number; prefix?: strin
     transform(r, body, status) {
       if (r.op !== 'sts' || status !== 200) return body;
       try {
-        const env = JSON.parse(body) as { data?: { endpoint?: string; credentials?: Record<string, unknown> } };
+        const env = JSON.parse(body) as {
+          data?: { endpoint?: string; credentials?: Record<string, unknown> };
+        };
         const c = env.data?.credentials;
-        for (const k of ['access_key_secret', 'security_token']) if (typeof c?.[k] === 'string') secrets.add(c[k]);
+        for (const k of ['access_key_secret', 'security_token'])
+          if (typeof c?.[k] === 'string') secrets.add(c[k]);
         if (env.data?.endpoint) env.data.endpoint = bucket.url;
         return JSON.stringify(env);
       } catch {
@@ -108,7 +111,11 @@ export interface CardFile {
  * A card laid out as Pilot 2 writes it, with random content (unique per
  * file), written long ago (no quiet period applies).
  */
-export function makeCard(root: string, folder: string, files: Array<{ name: string; size: number }>): CardFile[] {
+export function makeCard(
+  root: string,
+  folder: string,
+  files: Array<{ name: string; size: number }>,
+): CardFile[] {
   const dir = path.join(root, 'DCIM', folder);
   fs.mkdirSync(dir, { recursive: true });
   const old = Date.now() / 1000 - 3600;
@@ -175,7 +182,9 @@ export async function startEngine(opts: {
   const events: FileEvent[] = [];
   const states: EngineRun['states'] = [];
   engine.on('file', (e) => events.push(e));
-  engine.on('state', (state, err) => states.push({ state, at: Date.now(), ...(err ? { message: err.message, kind: err.kind } : {}) }));
+  engine.on('state', (state, err) =>
+    states.push({ state, at: Date.now(), ...(err ? { message: err.message, kind: err.kind } : {}) }),
+  );
   const controller = new AbortController();
   for (const r of opts.roots) await engine.scan(folderSource(r));
   const done = engine.run({ mode: 'forever', signal: controller.signal });
@@ -193,11 +202,18 @@ export async function startEngine(opts: {
 }
 
 /** Runs the engine until every row of the queue is done (or the time is up). */
-export async function syncUntilDone(opts: Parameters<typeof startEngine>[0] & { files: number; timeoutMs?: number }): Promise<EngineRun & { ms: number }> {
+export async function syncUntilDone(
+  opts: Parameters<typeof startEngine>[0] & { files: number; timeoutMs?: number },
+): Promise<EngineRun & { ms: number }> {
   const t0 = Date.now();
   const run = await startEngine(opts);
   try {
-    await until(`${opts.files} files done`, () => opts.queue.counts().done.files >= opts.files, opts.timeoutMs ?? 30_000, 50);
+    await until(
+      `${opts.files} files done`,
+      () => opts.queue.counts().done.files >= opts.files,
+      opts.timeoutMs ?? 30_000,
+      50,
+    );
   } finally {
     await run.stop();
   }
@@ -205,11 +221,23 @@ export async function syncUntilDone(opts: Parameters<typeof startEngine>[0] & { 
 }
 
 /** Every row of a queue file, read-only (works while another process holds it). */
-export function queueRows(queueFile: string): Array<{ rel_path: string; state: string; fingerprint: string | null; object_key: string | null; bytes_sent: number; error_kind: string | null; error_message: string | null }> {
+export function queueRows(queueFile: string): Array<{
+  rel_path: string;
+  state: string;
+  fingerprint: string | null;
+  object_key: string | null;
+  bytes_sent: number;
+  error_kind: string | null;
+  error_message: string | null;
+}> {
   if (!fs.existsSync(queueFile)) return [];
   const db = new Database(queueFile, { readonly: true, fileMustExist: true, timeout: 2000 });
   try {
-    return db.prepare('SELECT rel_path, state, fingerprint, object_key, bytes_sent, error_kind, error_message FROM files ORDER BY id').all() as ReturnType<typeof queueRows>;
+    return db
+      .prepare(
+        'SELECT rel_path, state, fingerprint, object_key, bytes_sent, error_kind, error_message FROM files ORDER BY id',
+      )
+      .all() as ReturnType<typeof queueRows>;
   } catch {
     return [];
   } finally {
@@ -221,7 +249,14 @@ export function queueRows(queueFile: string): Array<{ rel_path: string; state: s
 export function forwardedCallbacks(service: FaultProxy, since = 0): Map<string, number> {
   const out = new Map<string, number>();
   for (const r of service.records) {
-    if (r.id <= since || r.op !== 'upload-callback' || !r.upstreamCompleted || r.upstreamStatus !== 200 || !r.requestBody) continue;
+    if (
+      r.id <= since ||
+      r.op !== 'upload-callback' ||
+      !r.upstreamCompleted ||
+      r.upstreamStatus !== 200 ||
+      !r.requestBody
+    )
+      continue;
     let name: string;
     try {
       const body = JSON.parse(r.requestBody) as { name?: string; path?: string };
@@ -240,14 +275,18 @@ export function forwardedCallbacks(service: FaultProxy, since = 0): Map<string, 
  * (object key, part): the measure of "re-sent" work. PutObject counts as
  * part 0. Each duplicate is listed with the record of the repeat.
  */
-export function duplicateBodies(bucket: FaultProxy, since = 0): { bytes: number; repeats: ProxyRecord[]; accepted: number } {
+export function duplicateBodies(
+  bucket: FaultProxy,
+  since = 0,
+): { bytes: number; repeats: ProxyRecord[]; accepted: number } {
   const seen = new Set<string>();
   const repeats: ProxyRecord[] = [];
   let bytes = 0;
   let accepted = 0;
   for (const r of bucket.records) {
     if (r.id <= since) continue;
-    if ((r.op !== 'UploadPart' && r.op !== 'PutObject') || r.upstreamStatus !== 200 || !r.upstreamCompleted) continue;
+    if ((r.op !== 'UploadPart' && r.op !== 'PutObject') || r.upstreamStatus !== 200 || !r.upstreamCompleted)
+      continue;
     accepted += r.requestBytes;
     const id = `${r.key}#${r.partNumber ?? 0}`;
     if (seen.has(id)) {
@@ -274,7 +313,8 @@ export async function promiseViolations(opts: {
 }): Promise<{ violations: string[]; records: MediaRecord[] }> {
   const { rig, w, files } = opts;
   const v: string[] = [];
-  for (const r of queueRows(opts.queueFile)) if (r.state !== 'done') v.push(`queue: ${r.rel_path} is ${r.state} (${r.error_message ?? ''})`);
+  for (const r of queueRows(opts.queueFile))
+    if (r.state !== 'done') v.push(`queue: ${r.rel_path} is ${r.state} (${r.error_message ?? ''})`);
   const records = rig.svc.admin.mediaRecords(w.ws);
   if (records.length !== files.length) v.push(`server: ${records.length} records for ${files.length} files`);
   const sts = await w.direct().getSts();
@@ -288,10 +328,16 @@ export async function promiseViolations(opts: {
       continue;
     }
     const rec = mine[0]!;
-    if (rec.fingerprint !== md5(content)) v.push(`${f.rel}: recorded fingerprint ${rec.fingerprint} is not the MD5 of the final content (${md5(content)})`);
+    if (rec.fingerprint !== md5(content))
+      v.push(
+        `${f.rel}: recorded fingerprint ${rec.fingerprint} is not the MD5 of the final content (${md5(content)})`,
+      );
     try {
       const body = await getObject(sts, rec.object_key);
-      if (!body.equals(content)) v.push(`${f.rel}: object ${rec.object_key} differs: ${body.length} bytes (md5 ${md5(body)}) for a ${content.length}-byte file`);
+      if (!body.equals(content))
+        v.push(
+          `${f.rel}: object ${rec.object_key} differs: ${body.length} bytes (md5 ${md5(body)}) for a ${content.length}-byte file`,
+        );
     } catch (err) {
       v.push(`${f.rel}: object ${rec.object_key} cannot be read: ${(err as Error).name}`);
     }
@@ -303,7 +349,9 @@ export async function promiseViolations(opts: {
   return { violations: v, records };
 }
 
-export async function expectPromiseKept(opts: Parameters<typeof promiseViolations>[0]): Promise<MediaRecord[]> {
+export async function expectPromiseKept(
+  opts: Parameters<typeof promiseViolations>[0],
+): Promise<MediaRecord[]> {
   const { violations, records } = await promiseViolations(opts);
   expect(violations).toEqual([]);
   return records;
@@ -335,7 +383,9 @@ export function findSecrets(paths: string[], secrets: Iterable<string>): string[
 /** A plain sentence for a person: no stack, no JSON, no "undefined". */
 export function expectPlain(text: string): void {
   expect(text.length).toBeGreaterThan(10);
-  expect(text).not.toMatch(/\bat \S+ \(|undefined|\[object Object\]|TypeError|SyntaxError|ReferenceError|<html|<\?xml|\{"/i);
+  expect(text).not.toMatch(
+    /\bat \S+ \(|undefined|\[object Object\]|TypeError|SyntaxError|ReferenceError|<html|<\?xml|\{"/i,
+  );
 }
 
 export { tempDir };

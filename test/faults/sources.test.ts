@@ -63,7 +63,13 @@ function readPosition(file: string): number | null {
 function startAgent(w: Workspace, mount: string, state: string, config: ConfigInput) {
   stateDirs.push(state);
   const queue = new Queue(path.join(state, 'queue.db'));
-  const agent = new Agent({ queue, api: w.api(), config: parseConfig(config), quietMs: 300, backoff: FAST_BACKOFF });
+  const agent = new Agent({
+    queue,
+    api: w.api(),
+    config: parseConfig(config),
+    quietMs: 300,
+    backoff: FAST_BACKOFF,
+  });
   const events: SourceEvent[] = [];
   agent.on('source', (e) => events.push(e));
   agent.start();
@@ -93,16 +99,24 @@ describe.skipIf(process.platform !== 'linux')('card pulled', () => {
       const video = () => queue.list().find((r) => r.relPath.endsWith('.MP4'))!;
       expect(video().state).toBe('discovered');
       await until('the removal', () => events.some((e) => e.type === 'source-removed'));
-      await until('every file parked', () => queue.list().every((r) => r.state === 'waiting-for-source' || r.state === 'done'));
+      await until('every file parked', () =>
+        queue.list().every((r) => r.state === 'waiting-for-source' || r.state === 'done'),
+      );
       expect(queue.counts().failed.files).toBe(0);
       const removed = events.find((e) => e.type === 'source-removed')!;
       expectPlain(removed.message);
-      expect(removed.message).toMatch(/M30T_CARD was removed; \d files? will continue when it is inserted again/);
+      expect(removed.message).toMatch(
+        /M30T_CARD was removed; \d files? will continue when it is inserted again/,
+      );
       expect(video().state).not.toBe('hashed'); // never recorded from a half read
       expect('fingerprint' in video()).toBe(false);
 
       fs.renameSync(away, card);
-      await until('completion after the card is back', () => queue.counts().done.files === files.length, 30_000);
+      await until(
+        'completion after the card is back',
+        () => queue.counts().done.files === files.length,
+        30_000,
+      );
     } finally {
       await agent.stop();
       queue.close();
@@ -167,13 +181,20 @@ describe.skipIf(process.platform !== 'linux')('card pulled', () => {
     const dup = duplicateBodies(rig.bucket, since);
     expect(dup.repeats.map((r) => r.partNumber).filter((n) => (n ?? 0) < 3)).toEqual([]);
     expect(dup.bytes).toBeLessThanOrEqual(5 * MiB);
-    expect(rig.bucket.records.filter((r) => r.id > since && r.op === 'CreateMultipartUpload')).toHaveLength(1);
+    expect(rig.bucket.records.filter((r) => r.id > since && r.op === 'CreateMultipartUpload')).toHaveLength(
+      1,
+    );
     await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
   }, 60_000);
 });
 
 describe('file changed on disk', () => {
-  const cases: Array<{ name: string; op: 'UploadPart' | 'PutObject'; size: number; change: (file: string) => void }> = [
+  const cases: Array<{
+    name: string;
+    op: 'UploadPart' | 'PutObject';
+    size: number;
+    change: (file: string) => void;
+  }> = [
     {
       name: 'mid-multipart, rewritten in place (same size)',
       op: 'UploadPart',
@@ -184,7 +205,12 @@ describe('file changed on disk', () => {
         fs.closeSync(fd);
       },
     },
-    { name: 'mid-multipart, appended to', op: 'UploadPart', size: 17 * MiB, change: (f) => fs.appendFileSync(f, randomBytes(777)) },
+    {
+      name: 'mid-multipart, appended to',
+      op: 'UploadPart',
+      size: 17 * MiB,
+      change: (f) => fs.appendFileSync(f, randomBytes(777)),
+    },
     {
       name: 'mid-PutObject of a small file, rewritten (same size)',
       op: 'PutObject',
@@ -208,73 +234,97 @@ describe('file changed on disk', () => {
       },
     },
   ];
-  it.each(cases)('$name: read again, recorded with the fingerprint of the final content', async ({ name, op, size, change }) => {
-    const w = rig.workspace(name);
-    const slug = name.replace(/\W+/g, '-');
-    const root = path.join(rig.dir, `card-${slug}`);
-    const files = makeCard(root, FOLDER, [
-      { name: op === 'UploadPart' ? 'DJI_20230101120000_0001_W.MP4' : 'DJI_20230101120000_0001_W.JPG', size },
-      { name: 'DJI_20230101120001_0002_W.JPG', size: 100 * KiB },
-    ]);
-    const target = files[0]!;
-    const before = md5(fs.readFileSync(target.abs));
-    const rule = rig.bucket.inject({
-      name: `change-${slug}`,
-      match: (r) => r.op === op && r.key?.endsWith(path.basename(target.abs)) === true && (op === 'PutObject' || r.partNumber === 2),
-      fault: { kind: 'pass' },
-      hooks: { onHalfBody: () => change(target.abs) },
-      times: 1,
-    });
-    const state = path.join(rig.dir, `state-${slug}`);
-    stateDirs.push(state);
-    const queueFile = path.join(state, 'queue.db');
-    const queue = new Queue(queueFile);
-    try {
-      await syncUntilDone({
-        queue,
-        api: w.api(),
-        roots: [root],
-        files: files.length,
-        config: { partSizeMiB: 5, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 16 * 1024 },
+  it.each(cases)(
+    '$name: read again, recorded with the fingerprint of the final content',
+    async ({ name, op, size, change }) => {
+      const w = rig.workspace(name);
+      const slug = name.replace(/\W+/g, '-');
+      const root = path.join(rig.dir, `card-${slug}`);
+      const files = makeCard(root, FOLDER, [
+        {
+          name: op === 'UploadPart' ? 'DJI_20230101120000_0001_W.MP4' : 'DJI_20230101120000_0001_W.JPG',
+          size,
+        },
+        { name: 'DJI_20230101120001_0002_W.JPG', size: 100 * KiB },
+      ]);
+      const target = files[0]!;
+      const before = md5(fs.readFileSync(target.abs));
+      const rule = rig.bucket.inject({
+        name: `change-${slug}`,
+        match: (r) =>
+          r.op === op &&
+          r.key?.endsWith(path.basename(target.abs)) === true &&
+          (op === 'PutObject' || r.partNumber === 2),
+        fault: { kind: 'pass' },
+        hooks: { onHalfBody: () => change(target.abs) },
+        times: 1,
       });
-      expect(queue.list().map((r) => r.state)).toEqual(['done', 'done']);
-    } finally {
-      queue.close();
-    }
-    expect(rule.applied).toBe(1);
-    const after = md5(fs.readFileSync(target.abs));
-    expect(after).not.toBe(before);
-    const records = await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
-    expect(records.map((r) => r.fingerprint)).not.toContain(before);
-  }, 40_000);
+      const state = path.join(rig.dir, `state-${slug}`);
+      stateDirs.push(state);
+      const queueFile = path.join(state, 'queue.db');
+      const queue = new Queue(queueFile);
+      try {
+        await syncUntilDone({
+          queue,
+          api: w.api(),
+          roots: [root],
+          files: files.length,
+          config: { partSizeMiB: 5, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 16 * 1024 },
+        });
+        expect(queue.list().map((r) => r.state)).toEqual(['done', 'done']);
+      } finally {
+        queue.close();
+      }
+      expect(rule.applied).toBe(1);
+      const after = md5(fs.readFileSync(target.abs));
+      expect(after).not.toBe(before);
+      const records = await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
+      expect(records.map((r) => r.fingerprint)).not.toContain(before);
+    },
+    40_000,
+  );
 
-  it.skipIf(process.platform !== 'linux')('mid-hash: the half-read fingerprint is never used', async () => {
-    const w = rig.workspace('changed-mid-hash');
-    const root = path.join(rig.dir, 'card-changed-hash');
-    const files = makeCard(root, FOLDER, [{ name: 'DJI_20230101120000_0001_W.MP4', size: 64 * MiB }]);
-    const f = files[0]!.abs;
-    const before = md5(fs.readFileSync(f));
-    const state = path.join(rig.dir, 'state-changed-hash');
-    stateDirs.push(state);
-    const queueFile = path.join(state, 'queue.db');
-    const queue = new Queue(queueFile);
-    const watcher = until('the hash at a quarter', () => (readPosition(f) ?? 0) >= 16 * MiB, 20_000, 1).then(() => {
-      const fd = fs.openSync(f, 'r+');
-      fs.writeSync(fd, randomBytes(4096), 0, 4096, 60 * MiB);
-      fs.closeSync(fd);
-    });
-    try {
-      await syncUntilDone({ queue, api: w.api(), roots: [root], files: 1 });
-    } finally {
-      queue.close();
-    }
-    await watcher;
-    const records = await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
-    expect(records[0]!.fingerprint).not.toBe(before);
-  }, 40_000);
+  it.skipIf(process.platform !== 'linux')(
+    'mid-hash: the half-read fingerprint is never used',
+    async () => {
+      const w = rig.workspace('changed-mid-hash');
+      const root = path.join(rig.dir, 'card-changed-hash');
+      const files = makeCard(root, FOLDER, [{ name: 'DJI_20230101120000_0001_W.MP4', size: 64 * MiB }]);
+      const f = files[0]!.abs;
+      const before = md5(fs.readFileSync(f));
+      const state = path.join(rig.dir, 'state-changed-hash');
+      stateDirs.push(state);
+      const queueFile = path.join(state, 'queue.db');
+      const queue = new Queue(queueFile);
+      const watcher = until(
+        'the hash at a quarter',
+        () => (readPosition(f) ?? 0) >= 16 * MiB,
+        20_000,
+        1,
+      ).then(() => {
+        const fd = fs.openSync(f, 'r+');
+        fs.writeSync(fd, randomBytes(4096), 0, 4096, 60 * MiB);
+        fs.closeSync(fd);
+      });
+      try {
+        await syncUntilDone({ queue, api: w.api(), roots: [root], files: 1 });
+      } finally {
+        queue.close();
+      }
+      await watcher;
+      const records = await expectPromiseKept({ rig, w, files, queueFile, oneCallbackEach: true });
+      expect(records[0]!.fingerprint).not.toBe(before);
+    },
+    40_000,
+  );
 });
 
 it('no token or STS secret in anything the agent wrote', () => {
   expect(stateDirs.length).toBeGreaterThan(0);
-  expect(findSecrets(stateDirs.filter((d) => fs.existsSync(d)), rig.secrets)).toEqual([]);
+  expect(
+    findSecrets(
+      stateDirs.filter((d) => fs.existsSync(d)),
+      rig.secrets,
+    ),
+  ).toEqual([]);
 });

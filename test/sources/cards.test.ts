@@ -77,7 +77,10 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
   fs.mkdirSync(folder, { recursive: true });
   const size = 30 * 1024 * 1024;
   fs.writeFileSync(path.join(folder, 'DJI_20230101120000_0001_W.MP4'), crypto.randomBytes(size));
-  fs.copyFileSync(path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), path.join(folder, 'DJI_20230101120001_0002_T.JPG'));
+  fs.copyFileSync(
+    path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'),
+    path.join(folder, 'DJI_20230101120001_0002_T.JPG'),
+  );
   const old = Date.now() / 1000 - 60; // copied long ago: no quiet period to wait for
   for (const f of fs.readdirSync(folder)) fs.utimesSync(path.join(folder, f), old, old);
 
@@ -96,7 +99,9 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
     const partsKept = queue.parts(video()!.id).length;
     expect(partsKept).toBeGreaterThanOrEqual(2);
     const removed = events.find((e) => e.type === 'source-removed')!;
-    expect(removed.message).toMatch(/M30T_CARD was removed; \d+ files? will continue when it is inserted again/);
+    expect(removed.message).toMatch(
+      /M30T_CARD was removed; \d+ files? will continue when it is inserted again/,
+    );
     expect(svc.admin.mediaRecords(ws).filter((r) => r.name.endsWith('.MP4'))).toHaveLength(0);
 
     fs.renameSync(away, card); // and inserted again
@@ -105,7 +110,10 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
     // The resumed upload sent only what was not recorded when the card was pulled.
     expect(v.bytesSent).toBe(size - partsKept * 5 * 1024 * 1024);
     const records = svc.admin.mediaRecords(ws).filter((r) => r.source === 'callback');
-    expect(records.map((r) => r.name).sort()).toEqual(['DJI_20230101120000_0001_W.MP4', 'DJI_20230101120001_0002_T.JPG']);
+    expect(records.map((r) => r.name).sort()).toEqual([
+      'DJI_20230101120000_0001_W.MP4',
+      'DJI_20230101120001_0002_T.JPG',
+    ]);
   } finally {
     await agent.stop();
     queue.close();
@@ -121,7 +129,10 @@ it('auto-sync off: the card is announced but synced only on "Sync now"; eject af
   fs.copyFileSync(path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), path.join(folder, 'DJI_0001.JPG'));
   const old = Date.now() / 1000 - 60;
   fs.utimesSync(path.join(folder, 'DJI_0001.JPG'), old, old);
-  const { agent, queue, events } = startAgent(ws, token, mount, 'state-c', { autoSyncCards: false, ejectAfterSync: true });
+  const { agent, queue, events } = startAgent(ws, token, mount, 'state-c', {
+    autoSyncCards: false,
+    ejectAfterSync: true,
+  });
   try {
     await until('the card', () => events.some((e) => e.type === 'source-added'));
     await sleep(800);
@@ -129,7 +140,9 @@ it('auto-sync off: the card is announced but synced only on "Sync now"; eject af
     await agent.syncNow();
     await until('the upload', () => queue.counts().done.files === 1);
     // Not a real mount point here, so the OS refuses to eject: reported, not retried, nothing deleted.
-    await until('the eject attempt', () => events.some((e) => e.type === 'ejected' || e.type === 'eject-failed'));
+    await until('the eject attempt', () =>
+      events.some((e) => e.type === 'ejected' || e.type === 'eject-failed'),
+    );
     const ej = events.find((e) => e.type === 'ejected' || e.type === 'eject-failed')!;
     expect('message' in ej && ej.message).toMatch(/MANUAL/);
     expect(fs.existsSync(path.join(folder, 'DJI_0001.JPG'))).toBe(true);

@@ -67,7 +67,11 @@ it('finds what changed while stopped, re-hashes nothing, matches waylines and ke
 
   // history: per flight folder with its wayline; the user can correct the match
   const history = agent.history.list(10);
-  expect(history[0]).toMatchObject({ folder: 'DJI_202209021517_001_Solar_Farm_North', files: 1, wayline: { waylineName: 'Solar farm north', how: 'normalised' } });
+  expect(history[0]).toMatchObject({
+    folder: 'DJI_202209021517_001_Solar_Farm_North',
+    files: 1,
+    wayline: { waylineName: 'Solar farm north', how: 'normalised' },
+  });
   const other = (await agent.waylines.all()).find((w) => w.name === 'Waypoint2')!;
   await agent.setFolderWayline('DJI_202209021517_001_Solar_Farm_North', other.id!);
   expect(agent.history.list(1)[0]!.wayline).toMatchObject({ waylineName: 'Waypoint2', how: 'user' });

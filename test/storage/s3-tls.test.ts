@@ -45,7 +45,9 @@ describe('S3 uploader over HTTPS with a private CA', () => {
   it('refuses the bucket while its CA is not trusted, saying the certificate was rejected', async () => {
     expect(s3.endpoint.startsWith('https://')).toBe(true);
     const up = createUploader('minio', { target: fixedTarget(s3.endpoint) });
-    const err = await up.upload({ filePath: small.path, size: small.size, key: 'ws/tls/no-ca.jpg' }).catch((e: unknown) => e);
+    const err = await up
+      .upload({ filePath: small.path, size: small.size, key: 'ws/tls/no-ca.jpg' })
+      .catch((e: unknown) => e);
     up.close();
     expect(err).toBeInstanceOf(DmsError);
     expect((err as DmsError).kind).toBe('network');
@@ -53,8 +55,18 @@ describe('S3 uploader over HTTPS with a private CA', () => {
   });
 
   it('uploads single-PUT and multipart files once the CA is configured', async () => {
-    const up = createUploader('minio', { target: fixedTarget(s3.endpoint), ca: trustedCas(caPem), partSize: 5 * MiB, multipartThreshold: 8 * MiB });
-    const a = await up.upload({ filePath: small.path, size: small.size, key: 'ws/tls/small.jpg', md5Hex: small.md5Hex });
+    const up = createUploader('minio', {
+      target: fixedTarget(s3.endpoint),
+      ca: trustedCas(caPem),
+      partSize: 5 * MiB,
+      multipartThreshold: 8 * MiB,
+    });
+    const a = await up.upload({
+      filePath: small.path,
+      size: small.size,
+      key: 'ws/tls/small.jpg',
+      md5Hex: small.md5Hex,
+    });
     const b = await up.upload({ filePath: big.path, size: big.size, key: 'ws/tls/big.mp4' });
     up.close();
     expect(a.multipart).toBe(false);
@@ -68,7 +80,9 @@ describe('S3 uploader over HTTPS with a private CA', () => {
     await mkdir(otherDir);
     const other = makeTestCa(otherDir);
     const up = createUploader('minio', { target: fixedTarget(s3.endpoint), ca: trustedCas(other.caPem) });
-    const err = await up.upload({ filePath: small.path, size: small.size, key: 'ws/tls/other.jpg' }).catch((e: unknown) => e);
+    const err = await up
+      .upload({ filePath: small.path, size: small.size, key: 'ws/tls/other.jpg' })
+      .catch((e: unknown) => e);
     up.close();
     expect((err as DmsError).kind).toBe('network');
   });

@@ -14,7 +14,12 @@ import { folderSource } from '../../main/core/sources/source.js';
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'dji');
 
 /** Real DJI JPGs from the fixtures (M2EA excluded unless asked: no cloud device key). */
-export const DJI_FILES = ['ZH20T/DJI_20220902151742_0028_T.JPG', 'ZH20T/DJI_H20T.jpg', 'M30T/M30T_IR.JPG', 'M3T/M3T_IR.JPG'];
+export const DJI_FILES = [
+  'ZH20T/DJI_20220902151742_0028_T.JPG',
+  'ZH20T/DJI_H20T.jpg',
+  'M30T/M30T_IR.JPG',
+  'M3T/M3T_IR.JPG',
+];
 
 export function tempDir(prefix = 'dms-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));

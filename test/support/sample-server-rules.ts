@@ -45,8 +45,21 @@ const ORDER_BY = /^(name|update_time|create_time) (asc|desc)$/;
 const FAST_UPLOAD_FIELDS = ['fingerprint', 'name', 'ext'];
 const FAST_UPLOAD_EXT = ['drone_model_key', 'payload_model_key', 'is_original', 'tinny_fingerprint', 'sn'];
 const CALLBACK_FIELDS = ['fingerprint', 'name', 'object_key', 'sub_file_type', 'metadata', 'ext'];
-const CALLBACK_EXT = ['drone_model_key', 'payload_model_key', 'file_group_id', 'is_original', 'tinny_fingerprint', 'sn'];
-const METADATA_FIELDS = ['absolute_altitude', 'relative_altitude', 'gimbal_yaw_degree', 'created_time', 'shoot_position'];
+const CALLBACK_EXT = [
+  'drone_model_key',
+  'payload_model_key',
+  'file_group_id',
+  'is_original',
+  'tinny_fingerprint',
+  'sn',
+];
+const METADATA_FIELDS = [
+  'absolute_altitude',
+  'relative_altitude',
+  'gimbal_yaw_degree',
+  'created_time',
+  'shoot_position',
+];
 const POSITION_FIELDS = ['lat', 'lng'];
 const DOUBLES = ['absolute_altitude', 'relative_altitude', 'gimbal_yaw_degree'];
 
@@ -72,9 +85,13 @@ function deserializeError(b: Obj, known: ReadonlySet<string>): string | undefine
   }
   const meta = isObj(b['metadata']) ? b['metadata'] : {};
   const pos = isObj(meta['shoot_position']) ? meta['shoot_position'] : {};
-  for (const [o, k] of [...DOUBLES.map((d) => [meta, d] as const), ...POSITION_FIELDS.map((p) => [pos, p] as const)]) {
+  for (const [o, k] of [
+    ...DOUBLES.map((d) => [meta, d] as const),
+    ...POSITION_FIELDS.map((p) => [pos, p] as const),
+  ]) {
     const v = o[k];
-    if (!absent(v) && typeof v !== 'number') return `JSON parse error: Cannot deserialize value of type \`java.lang.Double\` from ${JSON.stringify(v)}`;
+    if (!absent(v) && typeof v !== 'number')
+      return `JSON parse error: Cannot deserialize value of type \`java.lang.Double\` from ${JSON.stringify(v)}`;
   }
   if (typeof meta['created_time'] === 'string' && !CREATED_TIME.test(meta['created_time'])) {
     return `JSON parse error: Cannot deserialize value of type \`java.time.LocalDateTime\` from String "${meta['created_time']}"`;

@@ -26,9 +26,26 @@ afterAll(async () => {
 });
 
 function runCli(state: string, card: string) {
-  return spawn(process.execPath, [BIN, 'sync', card, '--json', '--state', state, '--server', svc.baseUrl, '--token', svc.token, '--workspace', svc.workspaceId], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  return spawn(
+    process.execPath,
+    [
+      BIN,
+      'sync',
+      card,
+      '--json',
+      '--state',
+      state,
+      '--server',
+      svc.baseUrl,
+      '--token',
+      svc.token,
+      '--workspace',
+      svc.workspaceId,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
 }
 
 function recordedParts(queueFile: string): number {
@@ -53,7 +70,10 @@ it('SIGKILL mid-multipart: restart sends only the missing parts, object intact, 
   const state = path.join(dir, 'state');
   fs.mkdirSync(state, { recursive: true });
   // 5 MiB parts, two at a time, at 16 MiB/s: long enough to be killed halfway.
-  fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ partSizeMiB: 5, concurrency: { files: 1, parts: 2 }, bandwidthLimitKiBps: 16 * 1024 }));
+  fs.writeFileSync(
+    path.join(state, 'config.json'),
+    JSON.stringify({ partSizeMiB: 5, concurrency: { files: 1, parts: 2 }, bandwidthLimitKiBps: 16 * 1024 }),
+  );
   const queueFile = path.join(state, 'queue.db');
 
   const first = runCli(state, card);
@@ -75,14 +95,22 @@ it('SIGKILL mid-multipart: restart sends only the missing parts, object intact, 
 
   // Bytes sent by the second run: exactly the parts the queue had not recorded.
   const db = new Database(queueFile, { readonly: true });
-  const row = db.prepare('SELECT state, bytes_sent, object_key FROM files').get() as { state: string; bytes_sent: number; object_key: string };
+  const row = db.prepare('SELECT state, bytes_sent, object_key FROM files').get() as {
+    state: string;
+    bytes_sent: number;
+    object_key: string;
+  };
   db.close();
   expect(row.state).toBe('done');
   expect(row.bytes_sent).toBe(size - partsAtKill * 5 * MiB);
 
   const records = svc.admin.mediaRecords().filter((r) => r.source === 'callback');
   expect(records).toHaveLength(1);
-  const sts = await new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token }).getSts();
+  const sts = await new ApiClient({
+    baseUrl: svc.baseUrl,
+    workspaceId: svc.workspaceId,
+    token: svc.token,
+  }).getSts();
   const body = await getObject(sts, row.object_key);
   expect(body.length).toBe(size);
   expect(body.equals(fs.readFileSync(file))).toBe(true);

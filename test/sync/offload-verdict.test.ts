@@ -30,10 +30,17 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const api = (s: RunningService) => new ApiClient({ baseUrl: s.baseUrl, workspaceId: s.workspaceId, token: s.token });
+const api = (s: RunningService) =>
+  new ApiClient({ baseUrl: s.baseUrl, workspaceId: s.workspaceId, token: s.token });
 
 function setup(name: string, s: RunningService = svc) {
-  const c = buildRtkCard({ root: path.join(dir, name), mission: 'Quarry', exposures: 6, missing: [], float: [] });
+  const c = buildRtkCard({
+    root: path.join(dir, name),
+    mission: 'Quarry',
+    exposures: 6,
+    missing: [],
+    float: [],
+  });
   const queue = new Queue(path.join(dir, `state-${name}`, 'queue.db'));
   const engine = new SyncEngine({ queue, api: api(s), config: parseConfig({ callbackSettleSeconds: 1 }) });
   const source = folderSource(c.root);
@@ -67,11 +74,29 @@ it('not with a pulled card: its files wait for it', async () => {
 
 it('not with a failed file: the reason says which and why', async () => {
   // A server that refuses a camera outside DJI's list (the sample server's rule), with a real bucket.
-  const s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dir, 's3'), configureBuckets: [{ name: 'cloud-bucket', configs: [] }] });
+  const s3 = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: path.join(dir, 's3'),
+    configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
+  });
   const { port } = await s3.run();
-  const sample = await startSampleServer({ sts: { ...SAMPLE_STS, endpoint: `http://127.0.0.1:${port}`, credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' } } });
+  const sample = await startSampleServer({
+    sts: {
+      ...SAMPLE_STS,
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
+    },
+  });
   try {
-    const c = buildRtkCard({ root: path.join(dir, 'failed'), mission: 'Quarry', exposures: 4, missing: [], float: [] });
+    const c = buildRtkCard({
+      root: path.join(dir, 'failed'),
+      mission: 'Quarry',
+      exposures: 4,
+      missing: [],
+      float: [],
+    });
     fs.copyFileSync(path.join(FIXTURES, 'M2EA/M2EA_IR.JPG'), path.join(c.root, c.folder, 'M2EA_IR.JPG'));
     const queue = new Queue(path.join(dir, 'state-failed', 'queue.db'));
     const engine = new SyncEngine({
@@ -85,7 +110,11 @@ it('not with a failed file: the reason says which and why', async () => {
     await engine.verifySource(source.sourceId, { olderThanMs: 0 });
     const v = cardOffload(queue, { sourceId: source.sourceId, label: 'failed' }).verdict;
     expect(v.safe).toBe(false);
-    expect(v.reasons).toEqual([expect.stringMatching(/^1 file failed \(M2EA_IR\.JPG\): .*Read why in the list, fix it and choose Retry\.$/)]);
+    expect(v.reasons).toEqual([
+      expect.stringMatching(
+        /^1 file failed \(M2EA_IR\.JPG\): .*Read why in the list, fix it and choose Retry\.$/,
+      ),
+    ]);
     engine.close();
     queue.close();
   } finally {

@@ -40,7 +40,10 @@ function cli(argv: string[], server: RunningService | null = svc): Promise<Ran> 
   const env = { ...process.env, ...(server ? { DMS_TOKEN: server.token } : {}) };
   const args = server ? ['--server', server.baseUrl, '--workspace', server.workspaceId] : [];
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...argv, ...(argv[0] === 'sync' ? args : [])], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...argv, ...(argv[0] === 'sync' ? args : [])], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += String(d)));
@@ -49,8 +52,18 @@ function cli(argv: string[], server: RunningService | null = svc): Promise<Ran> 
   });
 }
 
-const lines = (out: string) => out.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-const verdictOf = (r: Ran) => lines(r.stdout).find((l) => l['type'] === 'verdict') as { safe: boolean; message: string; reasons: string[]; flights: Array<Record<string, unknown>> };
+const lines = (out: string) =>
+  out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+const verdictOf = (r: Ran) =>
+  lines(r.stdout).find((l) => l['type'] === 'verdict') as {
+    safe: boolean;
+    message: string;
+    reasons: string[];
+    flights: Array<Record<string, unknown>>;
+  };
 const md5 = (b: Buffer) => crypto.createHash('md5').update(b).digest('hex');
 
 function card(name: string, o: Partial<Parameters<typeof buildRtkCard>[0]> = {}): RtkCard {
@@ -71,7 +84,11 @@ describe('an RTK survey card', () => {
     const rtk = q.list({ limit: 1000 }).filter((r) => r.kind === 'rtk');
     q.close();
     expect(rtk.map((r) => r.relPath).sort()).toEqual(c.rtkFiles.map((f) => f.relPath).sort());
-    const sts = await new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token }).getSts();
+    const sts = await new ApiClient({
+      baseUrl: svc.baseUrl,
+      workspaceId: svc.workspaceId,
+      token: svc.token,
+    }).getSts();
     const photoFolder = path.posix.dirname(records[0]!.object_key.split('/').slice(0, -2).join('/') + '/x');
     for (const r of rtk) {
       expect(r.state).toBe('done');
@@ -84,7 +101,12 @@ describe('an RTK survey card', () => {
     const verdict = verdictOf(run);
     expect(verdict.safe).toBe(false);
     const [flight] = verdict.flights;
-    expect(flight).toMatchObject({ missingIndexes: [7], exposuresInMrk: 12, exposuresFound: 11, incomplete: true });
+    expect(flight).toMatchObject({
+      missingIndexes: [7],
+      exposuresInMrk: 12,
+      exposuresFound: 11,
+      incomplete: true,
+    });
     expect(flight!['rtkCounts']).toMatchObject({ fixed: 10, float: 2, single: 0 });
     expect(verdict.reasons.join(' ')).toMatch(/Flight DJI_\d+_\d+_Quarry is incomplete/);
 
@@ -116,13 +138,17 @@ describe('"safe to format" appears only when it holds', () => {
 
   it('not with a file missing from the bucket after its callback', async () => {
     // Content of its own (another day), so that its photos are uploaded, not fast-uploaded.
-    const { c, state, run } = await synced('card-gone', { start: { year: 2024, month: 6, day: 2, hour: 9, minute: 0, second: 0 } });
+    const { c, state, run } = await synced('card-gone', {
+      start: { year: 2024, month: 6, day: 2, hour: 9, minute: 0, second: 0 },
+    });
     expect(verdictOf(run).safe).toBe(true);
     // Look again at every object each time (the default waits 10 minutes between looks).
     fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ recheckAfterMinutes: 0 }));
     // Someone deletes one object from the bucket after the server acknowledged it.
     const q = new Queue(path.join(state, 'queue.db'));
-    const photo = q.list({ states: ['done'], limit: 100 }).find((r) => r.kind === 'media' && r.state === 'done' && r.objectKey);
+    const photo = q
+      .list({ states: ['done'], limit: 100 })
+      .find((r) => r.kind === 'media' && r.state === 'done' && r.objectKey);
     q.close();
     const key = photo!.state === 'done' ? photo!.objectKey! : '';
     await removeObject(key);
@@ -152,7 +178,10 @@ describe('"safe to format" appears only when it holds', () => {
  */
 async function removeObject(key: string): Promise<void> {
   const db = new Database(path.join(dir, 'svc', 'service.db'), { readonly: true });
-  const row = db.prepare('SELECT workspace_id, file FROM bucket_objects WHERE key = ?').get(key) as { workspace_id: string; file: string };
+  const row = db.prepare('SELECT workspace_id, file FROM bucket_objects WHERE key = ?').get(key) as {
+    workspace_id: string;
+    file: string;
+  };
   db.close();
   await fs.promises.rm(path.join(svc.bucket.dataDir, 'objects', row.workspace_id, row.file));
 }

@@ -38,7 +38,10 @@ afterAll(async () => {
 function against(svc: RunningService | null): { args: string[]; env: NodeJS.ProcessEnv } {
   const env = { ...process.env, DMS_LOG_LEVEL: 'warn' };
   if (!svc) return { args: [], env };
-  return { args: ['--server', svc.baseUrl, '--workspace', svc.workspaceId], env: { ...env, DMS_TOKEN: svc.token } };
+  return {
+    args: ['--server', svc.baseUrl, '--workspace', svc.workspaceId],
+    env: { ...env, DMS_TOKEN: svc.token },
+  };
 }
 
 interface Ran {
@@ -60,13 +63,20 @@ function cli(argv: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Ra
   });
 }
 
-function sync(state: string, roots: string[], svc: RunningService | null, extra: string[] = []): Promise<Ran> {
+function sync(
+  state: string,
+  roots: string[],
+  svc: RunningService | null,
+  extra: string[] = [],
+): Promise<Ran> {
   const { args, env } = against(svc);
   return cli(['sync', ...roots, '--json', '--state', state, ...args, ...extra], env);
 }
 
-const callbacks = (svc: RunningService) => svc.admin.mediaRecords(svc.workspaceId).filter((r) => r.source === 'callback');
-const sts = (svc: RunningService): Promise<StsResult> => new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token }).getSts();
+const callbacks = (svc: RunningService) =>
+  svc.admin.mediaRecords(svc.workspaceId).filter((r) => r.source === 'callback');
+const sts = (svc: RunningService): Promise<StsResult> =>
+  new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token }).getSts();
 const md5 = (buf: Buffer) => crypto.createHash('md5').update(buf).digest('hex');
 
 /** Every file of the card reached `svc` exactly once (callbacks after the first `since`), as a byte-identical object. */
@@ -75,7 +85,12 @@ async function deliveredOnce(svc: RunningService, card: string, names: string[],
   expect(records.map((r) => r.name).sort()).toEqual([...names].sort());
   const creds = await sts(svc);
   for (const r of records) {
-    const local = fs.readFileSync(fs.readdirSync(card, { recursive: true, encoding: 'utf8' }).map((f) => path.join(card, f)).find((f) => path.basename(f) === r.name)!);
+    const local = fs.readFileSync(
+      fs
+        .readdirSync(card, { recursive: true, encoding: 'utf8' })
+        .map((f) => path.join(card, f))
+        .find((f) => path.basename(f) === r.name)!,
+    );
     expect(md5(await getObject(creds, r.object_key))).toBe(md5(local));
   }
 }
@@ -90,7 +105,12 @@ describe('switching targets', () => {
 
     const real = await sync(state, [card], a);
     expect(real.status, real.stderr).toBe(0);
-    await deliveredOnce(a, card, DJI_FILES.map((f) => path.basename(f)), before);
+    await deliveredOnce(
+      a,
+      card,
+      DJI_FILES.map((f) => path.basename(f)),
+      before,
+    );
 
     // Back and forth: nothing is sent twice to a server that has it.
     expect((await sync(state, [card], null)).status).toBe(0);
@@ -109,10 +129,16 @@ describe('switching targets', () => {
     fs.writeFileSync(video, crypto.randomBytes(30 * MiB + 77));
     const state = path.join(dir, 'state-ab');
     fs.mkdirSync(state, { recursive: true });
-    fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ partSizeMiB: 5, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 8 * 1024 }));
+    fs.writeFileSync(
+      path.join(state, 'config.json'),
+      JSON.stringify({ partSizeMiB: 5, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 8 * 1024 }),
+    );
     // A is left mid-multipart (SIGKILL), as when the crew switches servers halfway.
     const { args, env } = against(a);
-    const first = spawn(process.execPath, [BIN, 'sync', card, '--state', state, ...args], { env, stdio: 'ignore' });
+    const first = spawn(process.execPath, [BIN, 'sync', card, '--state', state, ...args], {
+      env,
+      stdio: 'ignore',
+    });
     const queueFile = path.join(state, 'queue.db');
     const deadline = Date.now() + 20_000;
     while (Date.now() < deadline && partsOf(queueFile) < 1) await sleep(20);
@@ -127,9 +153,16 @@ describe('switching targets', () => {
     expect(run.status, run.stderr).toBe(0);
     await deliveredOnce(b, card, ['M3T_IR.JPG', 'DJI_20230101120000_0002_W.MP4'], since);
     const db = new Database(queueFile, { readonly: true });
-    const bRows = db.prepare("SELECT object_key FROM files f JOIN targets t ON t.id = f.target_id WHERE t.key LIKE ? AND state = 'done'").all(`%#${b.workspaceId}`) as Array<{ object_key: string }>;
+    const bRows = db
+      .prepare(
+        "SELECT object_key FROM files f JOIN targets t ON t.id = f.target_id WHERE t.key LIKE ? AND state = 'done'",
+      )
+      .all(`%#${b.workspaceId}`) as Array<{ object_key: string }>;
     // A's row stays as A's history, with its upload id; B's objects live under B's prefix.
-    const aRow = db.prepare('SELECT state, upload_id FROM files WHERE id = ?').get(aUpload!.id) as { state: string; upload_id: string };
+    const aRow = db.prepare('SELECT state, upload_id FROM files WHERE id = ?').get(aUpload!.id) as {
+      state: string;
+      upload_id: string;
+    };
     db.close();
     expect(aRow).toEqual({ state: 'uploading', upload_id: aUpload!.upload_id });
     const prefix = (await sts(b)).object_key_prefix;
@@ -153,7 +186,8 @@ function partsOf(queueFile: string): number {
 function uploadOf(queueFile: string): { id: number; upload_id: string } | undefined {
   const db = new Database(queueFile, { readonly: true });
   try {
-    return db.prepare('SELECT id, upload_id FROM files WHERE upload_id IS NOT NULL').get() as { id: number; upload_id: string } | undefined;
+    return db.prepare('SELECT id, upload_id FROM files WHERE upload_id IS NOT NULL').get() as
+      { id: number; upload_id: string } | undefined;
   } finally {
     db.close();
   }
@@ -169,18 +203,29 @@ describe('a hostile card', () => {
     fs.writeFileSync(path.join(home, 'Pictures', 'holiday.JPG'), crypto.randomBytes(4096)); // the laptop's own photo
     const card = makeCard(path.join(dir, 'card-links'), 'DJI_202306011000_004_Roof', ['M3T/M3T_IR.JPG']);
     fs.mkdirSync(path.join(card, 'DCIM', '100MEDIA'), { recursive: true });
-    fs.symlinkSync(path.join(home, '.ssh', 'id_ed25519'), path.join(card, 'DCIM', '100MEDIA', 'DJI_0777.JPG'));
+    fs.symlinkSync(
+      path.join(home, '.ssh', 'id_ed25519'),
+      path.join(card, 'DCIM', '100MEDIA', 'DJI_0777.JPG'),
+    );
     fs.symlinkSync(home, path.join(card, 'DCIM', 'HOME'));
 
     const before = a.admin.mediaRecords(a.workspaceId).length;
     const run = await sync(path.join(dir, 'state-links'), [card], a);
     expect(run.status, run.stderr).toBe(0);
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; path?: string; reason?: string });
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; path?: string; reason?: string });
     const skipped = lines.filter((l) => l.type === 'skipped');
     expect(skipped.map((s) => path.basename(s.path!)).sort()).toEqual(['DJI_0777.JPG', 'HOME']);
     expect(skipped[0]!.reason).toMatch(/outside .*nothing of it is read or sent/);
     // The card's own photo arrived; nothing of the key or the home folder did.
-    expect(a.admin.mediaRecords(a.workspaceId).slice(before).map((r) => r.name)).toEqual(['M3T_IR.JPG']);
+    expect(
+      a.admin
+        .mediaRecords(a.workspaceId)
+        .slice(before)
+        .map((r) => r.name),
+    ).toEqual(['M3T_IR.JPG']);
     const fingerprints = svcFingerprints(a);
     expect(fingerprints).not.toContain(md5(key));
     expect(fingerprints).not.toContain(md5(fs.readFileSync(path.join(home, 'Pictures', 'holiday.JPG'))));
@@ -203,13 +248,32 @@ describe('the restart nobody waits for', () => {
     fs.writeFileSync(video, crypto.randomBytes(24 * MiB + 5));
     const state = path.join(dir, 'state-kill');
     fs.mkdirSync(state, { recursive: true });
-    fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ partSizeMiB: 5, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 8 * 1024 }));
+    fs.writeFileSync(
+      path.join(state, 'config.json'),
+      JSON.stringify({ partSizeMiB: 5, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 8 * 1024 }),
+    );
     const k = await startService({ dataDir: path.join(dir, 'server-kill'), logger: false });
     const { args, env } = against(k);
     // sh starts the CLI, prints its pid and becomes `sleep`, which never reaps it.
-    const sh = spawn('sh', ['-c', '"$0" "$@" & echo $!; exec sleep 60', process.execPath, BIN, 'sync', card, '--state', state, ...args], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const sh = spawn(
+      'sh',
+      [
+        '-c',
+        '"$0" "$@" & echo $!; exec sleep 60',
+        process.execPath,
+        BIN,
+        'sync',
+        card,
+        '--state',
+        state,
+        ...args,
+      ],
+      { env, stdio: ['ignore', 'pipe', 'ignore'] },
+    );
     try {
-      const pid = await new Promise<number>((resolve) => sh.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
+      const pid = await new Promise<number>((resolve) =>
+        sh.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))),
+      );
       const queueFile = path.join(state, 'queue.db');
       const deadline = Date.now() + 20_000;
       while (Date.now() < deadline && partsOf(queueFile) < 1) await sleep(20);
@@ -231,14 +295,34 @@ describe('one row per content in flight', () => {
     const copy = makeCard(path.join(dir, 'copy-twin'), 'DJI_202209021517_001_Waypoint1', DJI_FILES);
     const svc = await startService({ dataDir: path.join(dir, 'server-twin'), logger: false });
     try {
-      const run = await cli(['sync', card, copy, '--json', '--state', path.join(dir, 'state-twin'), '--server', svc.baseUrl, '--workspace', svc.workspaceId], {
-        ...process.env,
-        DMS_TOKEN: svc.token,
-      });
+      const run = await cli(
+        [
+          'sync',
+          card,
+          copy,
+          '--json',
+          '--state',
+          path.join(dir, 'state-twin'),
+          '--server',
+          svc.baseUrl,
+          '--workspace',
+          svc.workspaceId,
+        ],
+        {
+          ...process.env,
+          DMS_TOKEN: svc.token,
+        },
+      );
       expect(run.status, run.stderr).toBe(0);
-      const summary = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as { uploaded: number; fast_uploaded: number; bytes_sent: number };
+      const summary = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as {
+        uploaded: number;
+        fast_uploaded: number;
+        bytes_sent: number;
+      };
       expect(summary).toMatchObject({ uploaded: DJI_FILES.length, fast_uploaded: DJI_FILES.length });
-      expect(summary.bytes_sent).toBe(DJI_FILES.reduce((n, f) => n + fs.statSync(path.join(FIXTURES, f)).size, 0));
+      expect(summary.bytes_sent).toBe(
+        DJI_FILES.reduce((n, f) => n + fs.statSync(path.join(FIXTURES, f)).size, 0),
+      );
       expect(callbacks(svc)).toHaveLength(DJI_FILES.length);
     } finally {
       await svc.close();
@@ -249,11 +333,22 @@ describe('one row per content in flight', () => {
 describe('the token on the command line', () => {
   it('--token warns that it is visible to other users; --token-stdin does not', async () => {
     const card = makeCard(path.join(dir, 'card-token'), 'DJI_202209021517_001_Waypoint1', ['M3T/M3T_IR.JPG']);
-    const base = ['sync', card, '--state', path.join(dir, 'state-token'), '--server', a.baseUrl, '--workspace', a.workspaceId];
+    const base = [
+      'sync',
+      card,
+      '--state',
+      path.join(dir, 'state-token'),
+      '--server',
+      a.baseUrl,
+      '--workspace',
+      a.workspaceId,
+    ];
     const { DMS_TOKEN: _none, ...env } = process.env;
     const visible = await cli([...base, '--token', a.token], env);
     expect(visible.status, visible.stderr).toBe(0);
-    expect(visible.stderr).toMatch(/--token is visible to other users in the process list\. Prefer DMS_TOKEN, --token-stdin/);
+    expect(visible.stderr).toMatch(
+      /--token is visible to other users in the process list\. Prefer DMS_TOKEN, --token-stdin/,
+    );
     const piped = await cli([...base, '--token-stdin'], env, `${a.token}\n`);
     expect(piped.status, piped.stderr).toBe(0);
     expect(piped.stderr).not.toMatch(/visible/);

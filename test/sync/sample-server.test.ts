@@ -29,7 +29,13 @@ let bucketSts: typeof SAMPLE_STS;
 
 beforeAll(async () => {
   dir = tempDir('dms-sample-');
-  s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(dir, 's3'), configureBuckets: [{ name: 'cloud-bucket', configs: [] }] });
+  s3 = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory: path.join(dir, 's3'),
+    configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
+  });
   const { port } = await s3.run();
   bucketSts = {
     ...SAMPLE_STS,
@@ -44,7 +50,8 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-const api = () => new ApiClient({ baseUrl: server.baseUrl, workspaceId: server.workspaceId, token: 'sample-token' });
+const api = () =>
+  new ApiClient({ baseUrl: server.baseUrl, workspaceId: server.workspaceId, token: 'sample-token' });
 const calls = (leaf: string) => server.calls.filter((c) => c.path.endsWith(`/${leaf}`));
 const body = (c: { body: unknown }) => c.body as { name: string; ext: { sn?: string } };
 
@@ -55,7 +62,11 @@ describe('against a stand-in that enforces the whole required-fields table', () 
     const card = path.join(dir, 'card-a');
     const folders = new Map<string, string>();
     for (const f of PHOTOS) {
-      const folder = f.startsWith('ZH20T') ? 'DJI_202209021517_001_Waypoint1' : f.startsWith('M2EA') ? '100MEDIA' : `DJI_202404241446_00${folders.size + 2}_${path.dirname(f)}`;
+      const folder = f.startsWith('ZH20T')
+        ? 'DJI_202209021517_001_Waypoint1'
+        : f.startsWith('M2EA')
+          ? '100MEDIA'
+          : `DJI_202404241446_00${folders.size + 2}_${path.dirname(f)}`;
       folders.set(f, folder);
       makeCard(card, folder, [f]);
     }
@@ -71,11 +82,15 @@ describe('against a stand-in that enforces the whole required-fields table', () 
     for (const m of server.media) {
       const original = CLOUD.find((f) => path.basename(f) === m.name)!;
       expect(m.body.path).toBe(folders.get(original));
-      expect((await getObject(bucketSts, m.objectKey)).equals(fs.readFileSync(path.join(FIXTURES, original)))).toBe(true);
+      expect(
+        (await getObject(bucketSts, m.objectKey)).equals(fs.readFileSync(path.join(FIXTURES, original))),
+      ).toBe(true);
     }
     // The H20T does not record its aircraft: `sn` is still sent, on both requests (here "": nothing configured).
     for (const leaf of ['fast-upload', 'upload-callback']) {
-      const h20t = server.calls.slice(before).filter((c) => c.path.endsWith(leaf) && H20T.some((f) => path.basename(f) === body(c).name));
+      const h20t = server.calls
+        .slice(before)
+        .filter((c) => c.path.endsWith(leaf) && H20T.some((f) => path.basename(f) === body(c).name));
       expect(h20t.length).toBeGreaterThanOrEqual(H20T.length);
       for (const c of h20t) expect(body(c).ext.sn).toBe('');
     }
@@ -102,7 +117,11 @@ describe('against a stand-in that enforces the whole required-fields table', () 
   it('fast-upload confirms each on a second card: no byte, no second record', async () => {
     const card = makeCard(path.join(dir, 'card-b'), 'DJI_202209021517_001_Waypoint1', CLOUD);
     const records = server.media.length;
-    const run = await syncOnce({ queueFile: path.join(dir, 'state-b', 'queue.db'), api: api(), roots: [card] });
+    const run = await syncOnce({
+      queueFile: path.join(dir, 'state-b', 'queue.db'),
+      api: api(),
+      roots: [card],
+    });
     expect(run.events.map((e) => e.outcome)).toEqual(CLOUD.map(() => 'fast-uploaded'));
     expect(run.bytesSent).toBe(0);
     expect(server.media).toHaveLength(records);
@@ -111,7 +130,12 @@ describe('against a stand-in that enforces the whole required-fields table', () 
   it('sends the serial the crew set for the aircraft when the photo does not carry one', async () => {
     const card = makeCard(path.join(dir, 'card-c'), 'DJI_202209021600_002', ['ZH20T/DJI_H20T.jpg']);
     const from = server.calls.length;
-    await syncOnce({ queueFile: path.join(dir, 'state-c', 'queue.db'), api: api(), roots: [card], config: { aircraftSerial: '1ZNBJ7R00C00PH' } });
+    await syncOnce({
+      queueFile: path.join(dir, 'state-c', 'queue.db'),
+      api: api(),
+      roots: [card],
+      config: { aircraftSerial: '1ZNBJ7R00C00PH' },
+    });
     const sent = server.calls.slice(from).filter((c) => c.path.endsWith('/fast-upload'));
     expect(sent.map((c) => body(c).ext.sn)).toEqual(['1ZNBJ7R00C00PH']);
   });
@@ -121,10 +145,22 @@ describe('against a stand-in that enforces the whole required-fields table', () 
     try {
       // The first callback is stored, but its connection is cut before the answer.
       let cut = 0;
-      fresh.setHook((call) => (call.path.endsWith('/upload-callback') && cut++ === 0 ? { passThrough: true, destroy: true } : undefined));
+      fresh.setHook((call) =>
+        call.path.endsWith('/upload-callback') && cut++ === 0
+          ? { passThrough: true, destroy: true }
+          : undefined,
+      );
       const card = makeCard(path.join(dir, 'card-d'), 'DJI_202209021517_001_Waypoint1', ['M3T/M3T_IR.JPG']);
-      const client = new ApiClient({ baseUrl: fresh.baseUrl, workspaceId: fresh.workspaceId, token: 'sample-token' });
-      const run = await syncOnce({ queueFile: path.join(dir, 'state-d', 'queue.db'), api: client, roots: [card] });
+      const client = new ApiClient({
+        baseUrl: fresh.baseUrl,
+        workspaceId: fresh.workspaceId,
+        token: 'sample-token',
+      });
+      const run = await syncOnce({
+        queueFile: path.join(dir, 'state-d', 'queue.db'),
+        api: client,
+        roots: [card],
+      });
       expect(run.events.at(-1)?.outcome).toBe('uploaded');
       expect(cut).toBeGreaterThan(0);
       expect(fresh.media).toHaveLength(1);

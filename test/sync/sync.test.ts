@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { countingFetch, DJI_FILES, FIXTURES, getObject, makeCard, syncOnce, tempDir } from '../support/harness.js';
+import {
+  countingFetch,
+  DJI_FILES,
+  FIXTURES,
+  getObject,
+  makeCard,
+  syncOnce,
+  tempDir,
+} from '../support/harness.js';
 
 // Integration: the engine against the real reference service over HTTP, its
 // embedded s3rver bucket, a real SQLite queue, and real DJI files on disk.
@@ -20,7 +28,12 @@ afterAll(async () => {
 });
 
 const client = (counts?: Map<string, number>) =>
-  new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token, ...(counts ? { fetch: countingFetch(counts) } : {}) });
+  new ApiClient({
+    baseUrl: svc.baseUrl,
+    workspaceId: svc.workspaceId,
+    token: svc.token,
+    ...(counts ? { fetch: countingFetch(counts) } : {}),
+  });
 
 describe('sync against the reference service', () => {
   it('uploads a card once: byte-identical objects, one record per file, right positions', async () => {
@@ -78,10 +91,17 @@ describe('sync against the reference service', () => {
     for (let i = 0; i < n; i++) {
       const folder = path.join(card, 'DCIM', `DJI_202301011200_00${1 + (i % 3)}_Many`);
       fs.mkdirSync(folder, { recursive: true });
-      fs.writeFileSync(path.join(folder, `DJI_20230101120000_${String(i).padStart(4, '0')}_W.JPG`), `file ${i} `.repeat(50 + i));
+      fs.writeFileSync(
+        path.join(folder, `DJI_20230101120000_${String(i).padStart(4, '0')}_W.JPG`),
+        `file ${i} `.repeat(50 + i),
+      );
     }
     const counts = new Map<string, number>();
-    const run = await syncOnce({ queueFile: path.join(dir, 'state-many', 'queue.db'), api: client(counts), roots: [card] });
+    const run = await syncOnce({
+      queueFile: path.join(dir, 'state-many', 'queue.db'),
+      api: client(counts),
+      roots: [card],
+    });
     expect(run.events).toHaveLength(n);
     expect(new Set(run.events.map((e) => e.id)).size).toBe(n);
     expect(run.events.every((e) => e.outcome === 'uploaded')).toBe(true);
@@ -92,7 +112,11 @@ describe('sync against the reference service', () => {
     // The same card again with a fresh state: every file finishes at its
     // fast-upload, many at once, which is when a listing ran dry mid-dispatch.
     const again = new Map<string, number>();
-    const second = await syncOnce({ queueFile: path.join(dir, 'state-many-2', 'queue.db'), api: client(again), roots: [card] });
+    const second = await syncOnce({
+      queueFile: path.join(dir, 'state-many-2', 'queue.db'),
+      api: client(again),
+      roots: [card],
+    });
     expect(second.events.every((e) => e.outcome === 'fast-uploaded')).toBe(true);
     expect(second.events).toHaveLength(n);
     expect(again.get('POST fast-upload')).toBe(n);
@@ -101,7 +125,11 @@ describe('sync against the reference service', () => {
   it('a second card with the same content (fresh state) sends zero bytes', async () => {
     const card = makeCard(path.join(dir, 'card-c'), 'DJI_202209021600_002_Waypoint2');
     const counts = new Map<string, number>();
-    const run = await syncOnce({ queueFile: path.join(dir, 'state-c', 'queue.db'), api: client(counts), roots: [card] });
+    const run = await syncOnce({
+      queueFile: path.join(dir, 'state-c', 'queue.db'),
+      api: client(counts),
+      roots: [card],
+    });
     expect(run.events.every((e) => e.outcome === 'fast-uploaded')).toBe(true);
     expect(run.events).toHaveLength(DJI_FILES.length);
     expect(run.bytesSent).toBe(0);
@@ -122,10 +150,15 @@ describe('sync against the reference service', () => {
     // Forwards the callback to the server, then drops its answer (as a dying link would), twice.
     const losingFetch: typeof fetch = async (input, init) => {
       const res = await fetch(input, init);
-      if ((input instanceof Request ? input.url : input.toString()).endsWith('/upload-callback') && lost < 2) {
+      if (
+        (input instanceof Request ? input.url : input.toString()).endsWith('/upload-callback') &&
+        lost < 2
+      ) {
         lost++;
         await res.arrayBuffer();
-        throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+        throw new TypeError('fetch failed', {
+          cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+        });
       }
       return res;
     };

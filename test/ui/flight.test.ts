@@ -137,11 +137,20 @@ describe('flight view', () => {
     // The crew accepts the flight as it is: asked of main, and shown as accepted.
     await page.getByRole('button', { name: 'Accept this flight as it is' }).click();
     await expect.poll(() => page.locator('.flight-accepted').count()).toBe(1);
-    expect(await page.locator('.flight-item', { hasText: 'Quarry-South' }).locator('.pill').innerText()).toBe('Accepted');
-    const accepts = await page.evaluate(() =>
-      (window as unknown as { __dmsTest: { calls: Array<{ channel: string; request: unknown }> } }).__dmsTest.calls.filter((c) => c.channel === 'flights:accept'),
+    expect(await page.locator('.flight-item', { hasText: 'Quarry-South' }).locator('.pill').innerText()).toBe(
+      'Accepted',
     );
-    expect(accepts).toEqual([{ channel: 'flights:accept', request: { cardId: expect.any(String), folder: expect.stringMatching(/Quarry-South$/) } }]);
+    const accepts = await page.evaluate(() =>
+      (
+        window as unknown as { __dmsTest: { calls: Array<{ channel: string; request: unknown }> } }
+      ).__dmsTest.calls.filter((c) => c.channel === 'flights:accept'),
+    );
+    expect(accepts).toEqual([
+      {
+        channel: 'flights:accept',
+        request: { cardId: expect.any(String), folder: expect.stringMatching(/Quarry-South$/) },
+      },
+    ]);
     onlyOwnRequests(opened!);
   });
 

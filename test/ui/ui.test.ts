@@ -317,9 +317,15 @@ describe('overview', () => {
 
   it('before any sign-in: the cards wait and the window says "Sign in to upload"', async () => {
     const { page } = await open('idle');
-    const attention = 'Sign in to upload: 212 files on M30T_CARD wait. Nothing is uploaded until you sign in.';
+    const attention =
+      'Sign in to upload: 212 files on M30T_CARD wait. Nothing is uploaded until you sign in.';
     await page.evaluate(
-      (a) => (window as unknown as TestWindow).__dmsTest.setState({ engine: 'auth-required', signedIn: false, attention: a }),
+      (a) =>
+        (window as unknown as TestWindow).__dmsTest.setState({
+          engine: 'auth-required',
+          signedIn: false,
+          attention: a,
+        }),
       attention,
     );
     await expect.poll(() => banner(page).first().textContent()).toContain('Sign in to upload');

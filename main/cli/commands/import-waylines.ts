@@ -11,9 +11,12 @@ export function importWaylinesCommand(file: string, flags: { data?: string; stat
   try {
     items = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new DmsError('invalid-input', `${file} cannot be read as JSON: ${(err as Error).message}`, { retryable: false });
+    throw new DmsError('invalid-input', `${file} cannot be read as JSON: ${(err as Error).message}`, {
+      retryable: false,
+    });
   }
-  if (!Array.isArray(items)) throw new DmsError('invalid-input', `${file} must hold a JSON array of waylines.`, { retryable: false });
+  if (!Array.isArray(items))
+    throw new DmsError('invalid-input', `${file} must hold a JSON array of waylines.`, { retryable: false });
   const n = importWaylines(dataDir, items);
   process.stdout.write(`Imported ${n} wayline${n === 1 ? '' : 's'}.\n`);
   return 0;

@@ -28,16 +28,28 @@ async function readPassword(prompt: string): Promise<string> {
   }
 }
 
-export async function loginCommand(flags: { server: string; username: string; state?: string }): Promise<number> {
+export async function loginCommand(flags: {
+  server: string;
+  username: string;
+  state?: string;
+}): Promise<number> {
   const paths = statePaths(resolveStateDir(flags));
   const password = await readPassword(`Password for ${flags.username}: `);
   if (!password) throw new DmsError('invalid-input', 'No password given.', { retryable: false });
   const config = loadConfig(paths.config);
   const server = tidyServerUrl(flags.server);
-  const api = serverApi({ serverUrl: server, workspaceId: '', ...(config.caFile ? { caFile: config.caFile } : {}) });
+  const api = serverApi({
+    serverUrl: server,
+    workspaceId: '',
+    ...(config.caFile ? { caFile: config.caFile } : {}),
+  });
   const result = await api.login(flags.username, password);
   writeTokenFile(paths.token, { server, workspaceId: result.workspace_id, token: result.access_token });
-  saveConfig(paths.config, { ...config, server: { url: server, workspaceId: result.workspace_id }, useLocalService: false });
+  saveConfig(paths.config, {
+    ...config,
+    server: { url: server, workspaceId: result.workspace_id },
+    useLocalService: false,
+  });
   process.stdout.write(`Signed in to ${server} as ${flags.username} (workspace ${result.workspace_id}).\n`);
   return 0;
 }

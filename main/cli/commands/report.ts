@@ -26,22 +26,36 @@ export interface ReportFlags {
  */
 export function reportCommand(dirs: string[], flags: ReportFlags): number {
   const paths = statePaths(resolveStateDir(flags));
-  if (!fs.existsSync(paths.queue)) throw new DmsError('invalid-input', 'Nothing synced yet: there is nothing to report.', { retryable: false });
+  if (!fs.existsSync(paths.queue))
+    throw new DmsError('invalid-input', 'Nothing synced yet: there is nothing to report.', {
+      retryable: false,
+    });
   const queue = new Queue(paths.queue);
   try {
-    if (!queue.bindLastTarget()) throw new DmsError('invalid-input', 'Nothing synced yet: there is nothing to report.', { retryable: false });
+    if (!queue.bindLastTarget())
+      throw new DmsError('invalid-input', 'Nothing synced yet: there is nothing to report.', {
+        retryable: false,
+      });
     const cards = dirs.length
       ? dirs.map((d) => {
           const root = path.resolve(d);
           return { sourceId: folderSource(root).sourceId, label: path.basename(root) || root };
         })
-      : queue.sources().slice(0, 20).map((sourceId) => ({ sourceId, label: labelOf(queue, sourceId) }));
+      : queue
+          .sources()
+          .slice(0, 20)
+          .map((sourceId) => ({ sourceId, label: labelOf(queue, sourceId) }));
     const out = [];
     for (const card of cards) {
       let offload = cardOffload(queue, card);
       for (const f of flags.acceptFlight ?? []) {
         const flight = offload.flights.find((x) => x.folder === f || path.posix.basename(x.folder) === f);
-        if (!flight) throw new DmsError('invalid-input', `No flight ${f} on ${card.label}: the flights are ${offload.flights.map((x) => x.folder).join(', ') || 'none'}.`, { retryable: false });
+        if (!flight)
+          throw new DmsError(
+            'invalid-input',
+            `No flight ${f} on ${card.label}: the flights are ${offload.flights.map((x) => x.folder).join(', ') || 'none'}.`,
+            { retryable: false },
+          );
         queue.acceptFlight(card.sourceId, flight.folder);
       }
       if (flags.acceptFlight?.length) offload = cardOffload(queue, card);

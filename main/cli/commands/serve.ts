@@ -37,7 +37,9 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     ...(flags.stsExpire ? { stsExpireSeconds: Number(flags.stsExpire) } : {}),
     ...(externalBucket ? { externalBucket } : {}),
   });
-  process.stdout.write(JSON.stringify({ base_url: svc.baseUrl, workspace_id: svc.workspaceId, token: svc.token }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ base_url: svc.baseUrl, workspace_id: svc.workspaceId, token: svc.token }) + '\n',
+  );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

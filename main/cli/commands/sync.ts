@@ -28,7 +28,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   const roots = dirs.map((d) => path.resolve(d));
   for (const r of roots) {
     if (!fs.existsSync(r) || !fs.statSync(r).isDirectory()) {
-      throw new DmsError('source-missing', `${r} is not a folder that exists. Is the card inserted?`, { retryable: false });
+      throw new DmsError('source-missing', `${r} is not a folder that exists. Is the card inserted?`, {
+        retryable: false,
+      });
     }
   }
   const ctx = await openAgentContext(flags);
@@ -55,9 +57,17 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   engine.on('file', (e) => {
     if (e.outcome === 'uploaded' || e.outcome === 'stored') counts.uploaded++;
     else if (e.outcome === 'fast-uploaded') counts.fastUploaded++;
-    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored') problems.delete(e.id);
+    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored')
+      problems.delete(e.id);
     else problems.set(e.id, e);
-    if (flags.json) printJson({ type: 'file', path: e.absPath, size: e.size, outcome: e.outcome, ...(e.error ? { error: e.error } : {}) });
+    if (flags.json)
+      printJson({
+        type: 'file',
+        path: e.absPath,
+        size: e.size,
+        outcome: e.outcome,
+        ...(e.error ? { error: e.error } : {}),
+      });
   });
 
   try {
@@ -80,7 +90,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // What is not done is reported from the queue itself: the truth survives us.
   // Only unfinished rows are read: loading (and parsing) every done row of a
   // card seen before cost more than recognising them did.
-  const leftovers = roots.flatMap((root) => queue.list({ sourceId: folderSource(root).sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }));
+  const leftovers = roots.flatMap((root) =>
+    queue.list({ sourceId: folderSource(root).sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
+  );
   counts.failed = leftovers.filter((r) => r.state === 'failed').length;
   counts.pending = leftovers.length - counts.failed;
   // Why the run stopped short, when it did: a sign-in to renew, or a halt (disk full...).
@@ -112,7 +124,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     pending: counts.pending,
     bytes_sent: engine.progress.bytesSent,
     ...(authError ? { error: { kind: authError.kind, message: plainMessage(authError) } } : {}),
-    files: leftovers.map((r) => ({ path: r.absPath, state: r.state, kind: r.errorKind, reason: r.errorMessage })),
+    files: leftovers.map((r) => ({
+      path: r.absPath,
+      state: r.state,
+      kind: r.errorKind,
+      reason: r.errorMessage,
+    })),
   };
   if (flags.json) printJson(summary);
   else {
@@ -123,8 +140,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.\n`,
     );
     if (authError) out.write(`${plainMessage(authError)}\n`);
-    for (const r of leftovers.slice(0, 50)) out.write(`  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}\n`);
-    if (leftovers.length > 50) out.write(`  ... and ${leftovers.length - 50} more (drone-media-sync status)\n`);
+    for (const r of leftovers.slice(0, 50))
+      out.write(
+        `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}\n`,
+      );
+    if (leftovers.length > 50)
+      out.write(`  ... and ${leftovers.length - 50} more (drone-media-sync status)\n`);
   }
   engine.close();
   await ctx.close();

@@ -19,18 +19,42 @@ export interface WatchFlags extends ServerFlags {
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
   const ctx = await openAgentContext(flags);
   const { queue, notice } = ctx.session;
-  const agent = new Agent({ queue, api: ctx.api, config: ctx.config, logger: ctx.logger, manifestsDir: ctx.paths.manifests });
-  const say = (json: Record<string, unknown>, text: string) => (flags.json ? printJson(json) : process.stdout.write(text + '\n'));
+  const agent = new Agent({
+    queue,
+    api: ctx.api,
+    config: ctx.config,
+    logger: ctx.logger,
+    manifestsDir: ctx.paths.manifests,
+  });
+  const say = (json: Record<string, unknown>, text: string) =>
+    flags.json ? printJson(json) : process.stdout.write(text + '\n');
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
 
   agent.on('source', (e) => {
     const name = e.source.label;
-    if (e.type === 'source-added') say({ type: 'source-added', id: e.source.sourceId, root: e.source.root, label: name }, `Found ${name} (${e.source.root})`);
-    else if (e.type === 'source-removed') say({ type: 'source-removed', id: e.source.sourceId, waiting: e.waiting, message: e.message }, e.message);
-    else if (e.type === 'ejected' || e.type === 'eject-failed') say({ type: e.type, id: e.source.sourceId, message: e.message }, e.message);
+    if (e.type === 'source-added')
+      say(
+        { type: 'source-added', id: e.source.sourceId, root: e.source.root, label: name },
+        `Found ${name} (${e.source.root})`,
+      );
+    else if (e.type === 'source-removed')
+      say(
+        { type: 'source-removed', id: e.source.sourceId, waiting: e.waiting, message: e.message },
+        e.message,
+      );
+    else if (e.type === 'ejected' || e.type === 'eject-failed')
+      say({ type: e.type, id: e.source.sourceId, message: e.message }, e.message);
     else if (e.type === 'scanned') {
-      for (const w of e.skipped) say({ type: 'skipped', id: e.source.sourceId, path: w.path, reason: w.message }, `Skipped: ${w.message}`);
-      if (e.pending > 0) say({ type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone }, `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`);
+      for (const w of e.skipped)
+        say(
+          { type: 'skipped', id: e.source.sourceId, path: w.path, reason: w.message },
+          `Skipped: ${w.message}`,
+        );
+      if (e.pending > 0)
+        say(
+          { type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone },
+          `${name}: ${e.pending} new file(s) to sync, ${e.alreadyDone} already done`,
+        );
     }
   });
   agent.on('file', (e) => {
@@ -40,7 +64,10 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     } else if (e.outcome === 'fast-uploaded') batch.fastUploaded++;
     else if (e.outcome === 'failed') {
       batch.failed++;
-      say({ type: 'file-failed', path: e.absPath, error: e.error }, `FAILED ${e.absPath}: ${e.error?.plain ?? ''}`);
+      say(
+        { type: 'file-failed', path: e.absPath, error: e.error },
+        `FAILED ${e.absPath}: ${e.error?.plain ?? ''}`,
+      );
     }
   });
   // After "sign in again", a `login` in another terminal writes a new token:
@@ -49,11 +76,17 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   agent.on('state', (state, err) => {
     if (state === 'halted' && err) {
       // No Resume button here: look again every 30 s; it halts again if the cause is still there.
-      say({ type: 'halted', message: plainMessage(err) }, `${plainMessage(err)} (watch tries again every 30 s)`);
+      say(
+        { type: 'halted', message: plainMessage(err) },
+        `${plainMessage(err)} (watch tries again every 30 s)`,
+      );
       setTimeout(() => agent.engine.resume(), 30_000).unref();
     }
     if (state === 'auth-required' && err) {
-      say({ type: 'auth-required', message: plainMessage(err) }, `${plainMessage(err)} Run: drone-media-sync login --server ${ctx.serverLabel} --username <name>`);
+      say(
+        { type: 'auth-required', message: plainMessage(err) },
+        `${plainMessage(err)} Run: drone-media-sync login --server ${ctx.serverLabel} --username <name>`,
+      );
       tokenWatch ??= setInterval(() => {
         if (!ctx.reloadToken()) return;
         if (tokenWatch) clearInterval(tokenWatch);
@@ -64,18 +97,28 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
     if (state === 'idle' && batch.uploaded + batch.fastUploaded + batch.failed > 0) {
       say(
-        { type: 'summary', uploaded: batch.uploaded, fast_uploaded: batch.fastUploaded, failed: batch.failed, bytes_sent: batch.bytes },
+        {
+          type: 'summary',
+          uploaded: batch.uploaded,
+          fast_uploaded: batch.fastUploaded,
+          failed: batch.failed,
+          bytes_sent: batch.bytes,
+        },
         `Synced: ${batch.uploaded} uploaded (${formatBytes(batch.bytes)}), ${batch.fastUploaded} already on the server, ${batch.failed} failed.`,
       );
       batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
     }
   });
   agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
-  agent.on('offload', (o) => say(offloadJson(o.offload, o.manifest.dir), offloadText(o.offload, o.manifest.dir).trimEnd()));
+  agent.on('offload', (o) =>
+    say(offloadJson(o.offload, o.manifest.dir), offloadText(o.offload, o.manifest.dir).trimEnd()),
+  );
   agent.on('wayline', ({ source, folder, match }) =>
     say(
       { type: 'wayline', id: source.sourceId, folder, wayline: match },
-      match ? `${folder}: wayline "${match.waylineName}" (${match.how} name match)` : `${folder}: no wayline of this name in the workspace`,
+      match
+        ? `${folder}: wayline "${match.waylineName}" (${match.how} name match)`
+        : `${folder}: no wayline of this name in the workspace`,
     ),
   );
 
@@ -84,10 +127,22 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   const folders = [...dirs.map((d) => path.resolve(d)), ...ctx.config.watchedFolders];
   for (const d of folders) await agent.addFolder(d);
   if (flags.cards || (flags.mountRoot?.length ?? 0) > 0) {
-    const roots = flags.mountRoot?.length ? flags.mountRoot.map((r) => path.resolve(r)) : ctx.config.mountRoots.length ? ctx.config.mountRoots : undefined;
+    const roots = flags.mountRoot?.length
+      ? flags.mountRoot.map((r) => path.resolve(r))
+      : ctx.config.mountRoots.length
+        ? ctx.config.mountRoots
+        : undefined;
     agent.watchCards(new CardMonitor(roots ? { mountRoots: roots } : {}));
   }
-  say({ type: 'ready', server: ctx.serverLabel, folders, cards: Boolean(flags.cards || flags.mountRoot?.length) }, `Watching (${ctx.serverLabel}). Press Ctrl+C to stop.`);
+  say(
+    {
+      type: 'ready',
+      server: ctx.serverLabel,
+      folders,
+      cards: Boolean(flags.cards || flags.mountRoot?.length),
+    },
+    `Watching (${ctx.serverLabel}). Press Ctrl+C to stop.`,
+  );
 
   // Every timer of the agent is unref'd (they must never keep a finished
   // `sync` alive); this one is what keeps the long-running agent up when idle.

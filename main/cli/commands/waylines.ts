@@ -29,12 +29,22 @@ export async function waylinesCommand(flags: WaylineFlags): Promise<number> {
       return 0;
     }
     const { page: p, page_size, total } = page.pagination;
-    process.stdout.write(`Waylines ${total === 0 ? 0 : (p - 1) * page_size + 1}-${(p - 1) * page_size + page.list.length} of ${total} (${ctx.serverLabel})\n`);
+    process.stdout.write(
+      `Waylines ${total === 0 ? 0 : (p - 1) * page_size + 1}-${(p - 1) * page_size + page.list.length} of ${total} (${ctx.serverLabel})\n`,
+    );
     for (const w of page.list) {
-      const when = typeof w.update_time === 'number' ? new Date(w.update_time).toISOString().slice(0, 16).replace('T', ' ') : '';
+      const when =
+        typeof w.update_time === 'number'
+          ? new Date(w.update_time).toISOString().slice(0, 16).replace('T', ' ')
+          : '';
       const start = w.start_wayline_point;
-      const pos = start?.start_latitude !== undefined ? ` @ ${start.start_latitude.toFixed(5)},${start.start_lontitude?.toFixed(5)}` : '';
-      process.stdout.write(`${w.favorited ? '*' : ' '} ${(w.name ?? '(no name)').padEnd(32)} ${String(w.drone_model_key ?? '').padEnd(8)} types ${(w.template_types ?? []).join(',')}  ${when}${pos}\n`);
+      const pos =
+        start?.start_latitude !== undefined
+          ? ` @ ${start.start_latitude.toFixed(5)},${start.start_lontitude?.toFixed(5)}`
+          : '';
+      process.stdout.write(
+        `${w.favorited ? '*' : ' '} ${(w.name ?? '(no name)').padEnd(32)} ${String(w.drone_model_key ?? '').padEnd(8)} types ${(w.template_types ?? []).join(',')}  ${when}${pos}\n`,
+      );
     }
     return 0;
   } finally {

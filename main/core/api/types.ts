@@ -117,9 +117,7 @@ export interface FastUploadInput {
 }
 
 /** fast-upload never throws for "not known": that is the normal fallback path. */
-export type FastUploadOutcome =
-  | { known: true }
-  | { known: false; code: number | string; message: string };
+export type FastUploadOutcome = { known: true } | { known: false; code: number | string; message: string };
 
 export interface LoginResult {
   access_token: string;

@@ -105,7 +105,9 @@ describe('discoverMedia', () => {
       'outside-root link-to-outside.JPG',
       'unreadable LOCKED',
     ]);
-    expect(warnings.find((w) => w.relPath === 'DCIM/100MEDIA/DJI_0777.JPG')?.message).toMatch(/link to .*id_ed25519.*skipped/);
+    expect(warnings.find((w) => w.relPath === 'DCIM/100MEDIA/DJI_0777.JPG')?.message).toMatch(
+      /link to .*id_ed25519.*skipped/,
+    );
     expect(warnings.find((w) => basename(w.path) === 'LOCKED')?.message).toMatch(/EACCES/);
   });
 

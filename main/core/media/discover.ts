@@ -142,7 +142,13 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       entries.push({ name: e.name, dir: e.isDirectory(), file: e.isFile(), link: e.isSymbolicLink() });
     }
   } catch (err) {
-    w.warn({ path: dir, relPath: rel, kind: 'unreadable', message: `Cannot read folder: ${(err as Error).message}`, cause: err });
+    w.warn({
+      path: dir,
+      relPath: rel,
+      kind: 'unreadable',
+      message: `Cannot read folder: ${(err as Error).message}`,
+      cause: err,
+    });
     return;
   }
   entries.sort((a, b) => byName(a.name, b.name));
@@ -162,7 +168,13 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         realChild = await realpath(full);
         st = await stat(realChild);
       } catch (err) {
-        w.warn({ path: full, relPath: relChild, kind: 'broken-link', message: `Broken link skipped: ${(err as Error).message}`, cause: err });
+        w.warn({
+          path: full,
+          relPath: relChild,
+          kind: 'broken-link',
+          message: `Broken link skipped: ${(err as Error).message}`,
+          cause: err,
+        });
         continue;
       }
       // Card contents are not trusted: a link to ~/.ssh/id_ed25519 named
@@ -187,7 +199,12 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
         if (isAncestor || w.linkedTargets.has(realChild)) {
-          w.warn({ path: full, relPath: relChild, kind: 'loop', message: 'Link to a folder already walked (a loop or a duplicate) skipped.' });
+          w.warn({
+            path: full,
+            relPath: relChild,
+            kind: 'loop',
+            message: 'Link to a folder already walked (a loop or a duplicate) skipped.',
+          });
           continue;
         }
         w.linkedTargets.add(realChild);
@@ -197,7 +214,8 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     }
     if (!isFile) continue; // sockets, devices, fifos
     const ext = normaliseExtension(extname(e.name));
-    const wanted = (w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext)) || w.alsoInclude?.(e.name) === true;
+    const wanted =
+      (w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext)) || w.alsoInclude?.(e.name) === true;
     if (!wanted) continue;
     if (w.exclude.test(relChild, e.name)) continue;
     if (!st) {
@@ -205,7 +223,13 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         st = await stat(full);
       } catch (err) {
         // Deleted between listing and stat, or the card is going away.
-        w.warn({ path: full, relPath: relChild, kind: 'unreadable', message: `Cannot read file: ${(err as Error).message}`, cause: err });
+        w.warn({
+          path: full,
+          relPath: relChild,
+          kind: 'unreadable',
+          message: `Cannot read file: ${(err as Error).message}`,
+          cause: err,
+        });
         continue;
       }
     }
@@ -250,7 +274,16 @@ export async function* discoverMedia(
   const linkedTargets = new Set<string>();
   for (const { root, real } of resolved) {
     checkAbort(opts.signal);
-    const w: Walk = { root, realRoot: real, include, exclude, signal: opts.signal, warn, linkedTargets, alsoInclude: opts.alsoInclude };
+    const w: Walk = {
+      root,
+      realRoot: real,
+      include,
+      exclude,
+      signal: opts.signal,
+      warn,
+      linkedTargets,
+      alsoInclude: opts.alsoInclude,
+    };
     yield* walkDir(w, root, '', real);
   }
 }

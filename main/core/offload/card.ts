@@ -73,15 +73,32 @@ function fileOf(row: QueueRow, targetKey: string): ManifestFile {
     capturedAt: info?.metadata.created_time ?? null,
     position:
       pos?.lat !== undefined && pos.lng !== undefined
-        ? { lat: pos.lat, lng: pos.lng, absoluteAltitude: info?.metadata.absolute_altitude ?? null, relativeAltitude: info?.metadata.relative_altitude ?? null }
+        ? {
+            lat: pos.lat,
+            lng: pos.lng,
+            absoluteAltitude: info?.metadata.absolute_altitude ?? null,
+            relativeAltitude: info?.metadata.relative_altitude ?? null,
+          }
         : null,
     gimbalYaw: info?.metadata.gimbal_yaw_degree ?? null,
     aircraft: info ? { modelKey: info.droneModelKey ?? null, serial: info.sn ?? null } : null,
-    camera: info ? { model: info.cameraModel ?? null, payloadKey: info.payloadModelKey ?? null, serial: info.cameraSerial ?? null } : null,
+    camera: info
+      ? {
+          model: info.cameraModel ?? null,
+          payloadKey: info.payloadModelKey ?? null,
+          serial: info.cameraSerial ?? null,
+        }
+      : null,
     objectKey: 'objectKey' in row ? row.objectKey : null,
     acknowledged: done ? { how: HOW[done.outcome], targetId: targetKey, at: iso(done.doneAt) } : null,
     verified: v
-      ? { targetId: targetKey, at: iso(v.at), found: v.found, sizeMatches: v.size === row.size, checksum: v.checksum }
+      ? {
+          targetId: targetKey,
+          at: iso(v.at),
+          found: v.found,
+          sizeMatches: v.size === row.size,
+          checksum: v.checksum,
+        }
       : null,
   };
 }
@@ -136,7 +153,9 @@ export function fallbackLabel(sourceId: string): string {
 /** What the crew called a source when it was last seen (its card's volume label), else fallbackLabel. */
 export function labelOf(queue: Queue, sourceId: string): string {
   const seen = queue.db
-    .prepare<[string], { label: string }>('SELECT label FROM history WHERE source_id = ? ORDER BY id DESC LIMIT 1')
+    .prepare<[string], { label: string }>(
+      'SELECT label FROM history WHERE source_id = ? ORDER BY id DESC LIMIT 1',
+    )
     .get(sourceId)?.label;
   return seen ?? fallbackLabel(sourceId);
 }
@@ -169,11 +188,21 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
     flights,
     acceptedFlights: queue.acceptedFlights(card.sourceId),
   });
-  return { card, files, flights, verdict, target: { id: target.key, workspaceLabel, serverLabel: target.label } };
+  return {
+    card,
+    files,
+    flights,
+    verdict,
+    target: { id: target.key, workspaceLabel, serverLabel: target.label },
+  };
 }
 
 /** The input of the manifest and the report for a source's offload, dated now. */
-export function reportInput(o: CardOffload, now = new Date(), tool = { name: 'Drone Media Sync', version: '0' }): OffloadReportInput {
+export function reportInput(
+  o: CardOffload,
+  now = new Date(),
+  tool = { name: 'Drone Media Sync', version: '0' },
+): OffloadReportInput {
   return {
     card: { id: o.card.sourceId, label: o.card.label },
     target: o.target,

@@ -32,13 +32,19 @@ export async function completeSource(o: {
   log: Logger;
   signal?: AbortSignal;
 }): Promise<Completed> {
-  await o.engine.verifySource(o.card.sourceId, { olderThanMs: o.recheckAfterMs, ...(o.signal ? { signal: o.signal } : {}) });
+  await o.engine.verifySource(o.card.sourceId, {
+    olderThanMs: o.recheckAfterMs,
+    ...(o.signal ? { signal: o.signal } : {}),
+  });
   const offload = cardOffload(o.queue, o.card);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
   if (manifest.changed) {
     try {
-      const files = manifest.files.map((f) => ({ rel: f, content: fs.readFileSync(path.join(manifest.dir, f)) }));
+      const files = manifest.files.map((f) => ({
+        rel: f,
+        content: fs.readFileSync(path.join(manifest.dir, f)),
+      }));
       await o.engine.publish(`manifests/${manifestFolder(offload)}`, files, o.signal);
     } catch (err) {
       const e = toDmsError(err);

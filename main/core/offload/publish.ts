@@ -30,15 +30,30 @@ interface Ledger {
 
 /** A folder name for a source: readable, and unique by a hash of its id. */
 export function manifestFolder(o: CardOffload): string {
-  const readable = o.card.label.normalize('NFC').replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._-]+/, '').slice(0, 48) || 'card';
+  const readable =
+    o.card.label
+      .normalize('NFC')
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .replace(/^[._-]+/, '')
+      .slice(0, 48) || 'card';
   const id = createHash('sha256').update(o.card.sourceId).digest('hex').slice(0, 10);
   return `${readable}-${id}`;
 }
 
 /** The part of a card's state a manifest vouches for (not the time it was written). */
 function digestOf(o: CardOffload): string {
-  const facts = o.files.map((f) => [f.relPath, f.md5, f.state, f.acknowledged?.how, f.verified?.found, f.verified?.sizeMatches, f.verified?.checksum]);
-  return createHash('sha256').update(JSON.stringify([o.target.id, facts, o.verdict.safe, o.verdict.reasons])).digest('hex');
+  const facts = o.files.map((f) => [
+    f.relPath,
+    f.md5,
+    f.state,
+    f.acknowledged?.how,
+    f.verified?.found,
+    f.verified?.sizeMatches,
+    f.verified?.checksum,
+  ]);
+  return createHash('sha256')
+    .update(JSON.stringify([o.target.id, facts, o.verdict.safe, o.verdict.reasons]))
+    .digest('hex');
 }
 
 function readLedger(file: string): Ledger | null {
@@ -61,7 +76,12 @@ function writeAtomic(file: string, content: string): void {
  * changed since the last one. Only hashed files go into the hash list (a file
  * not read yet has no hash to vouch for); the report lists every file.
  */
-export function writeManifest(manifestsDir: string, o: CardOffload, tool: { name: string; version: string }, now = new Date()): Published {
+export function writeManifest(
+  manifestsDir: string,
+  o: CardOffload,
+  tool: { name: string; version: string },
+  now = new Date(),
+): Published {
   const dir = path.join(manifestsDir, manifestFolder(o));
   const ledgerFile = path.join(dir, 'ledger.json');
   const ledger = readLedger(ledgerFile);

@@ -242,7 +242,8 @@ function migrate(db: Db): void {
       db.transaction(() => {
         db.exec(sql);
         const broken = db.pragma('foreign_key_check') as unknown[];
-        if (broken.length > 0) throw new Error(`migration ${v + 1} left ${broken.length} dangling references`);
+        if (broken.length > 0)
+          throw new Error(`migration ${v + 1} left ${broken.length} dangling references`);
         db.pragma(`user_version = ${v + 1}`);
       })();
     }
@@ -254,12 +255,22 @@ function migrate(db: Db): void {
 function describeOpenError(file: string, err: unknown): DmsError {
   const code = (err as { code?: string }).code ?? '';
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
-    return new DmsError('invalid-input', `The queue database ${file} is locked by another program. Close the other Drone Media Sync and try again.`, { cause: err });
+    return new DmsError(
+      'invalid-input',
+      `The queue database ${file} is locked by another program. Close the other Drone Media Sync and try again.`,
+      { cause: err },
+    );
   }
   if (code === 'SQLITE_FULL' || code === 'ENOSPC') {
-    return new DmsError('invalid-input', `The disk holding ${file} is full. Free some space; the queue is kept.`, { cause: err });
+    return new DmsError(
+      'invalid-input',
+      `The disk holding ${file} is full. Free some space; the queue is kept.`,
+      { cause: err },
+    );
   }
   if (code === 'SQLITE_CORRUPT' || code === 'SQLITE_NOTADB') return new QueueDamagedError(file, err);
   const message = err instanceof Error ? err.message : String(err);
-  return new DmsError('invalid-input', `The queue database ${file} cannot be opened: ${message}`, { cause: err });
+  return new DmsError('invalid-input', `The queue database ${file} cannot be opened: ${message}`, {
+    cause: err,
+  });
 }

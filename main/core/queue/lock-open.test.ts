@@ -9,7 +9,10 @@ import { acquireAgentLock } from './lock.js';
 import { openQueue } from './open.js';
 
 // The other agent is a real process running the built lock module (npm test builds first).
-const BUILT_LOCK = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../dist/main/core/queue/lock.js');
+const BUILT_LOCK = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../../dist/main/core/queue/lock.js',
+);
 
 let dir: string;
 const children: ChildProcess[] = [];
@@ -63,7 +66,9 @@ function procState(pid: number): string | null {
 it('refuses a second agent while another process holds the queue, naming it', async () => {
   const pid = await holder(process.execPath, [holdScript(), dir]);
   expect(() => acquireAgentLock(dir, 'Drone Media Sync', 0)).toThrow(QueueLockedError);
-  expect(() => acquireAgentLock(dir, 'Drone Media Sync', 0)).toThrow(new RegExp(`process ${pid}\\) is already syncing`));
+  expect(() => acquireAgentLock(dir, 'Drone Media Sync', 0)).toThrow(
+    new RegExp(`process ${pid}\\) is already syncing`),
+  );
 });
 
 it.runIf(process.platform === 'linux')(
@@ -72,9 +77,15 @@ it.runIf(process.platform === 'linux')(
     // sh starts the agent in the background, prints its pid and becomes `sleep`,
     // which never reaps it: after SIGKILL it stays a zombie, as a crashed agent
     // under a slow init does. The old pid lock took it for alive and refused.
-    const pid = await holder('sh', ['-c', '"$0" "$1" "$2" & exec sleep 60', process.execPath, holdScript(), dir]);
+    const pid = await holder('sh', [
+      '-c',
+      '"$0" "$1" "$2" & exec sleep 60',
+      process.execPath,
+      holdScript(),
+      dir,
+    ]);
     expect(() => acquireAgentLock(dir)).toThrow(QueueLockedError);
-    process.kill(pid, "SIGKILL");
+    process.kill(pid, 'SIGKILL');
     const until = Date.now() + 10_000;
     while (procState(pid) !== 'Z' && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     expect(procState(pid)).toBe('Z');
@@ -102,7 +113,9 @@ it('keeps a damaged queue aside, says so, and starts a fresh one', () => {
   const file = path.join(dir, 'queue.db');
   fs.writeFileSync(file, Buffer.alloc(8192, 0x41)); // truncated / corrupt file
   const { queue, notice } = openQueue(file, Date.UTC(2026, 0, 2, 3, 4, 5));
-  expect(notice).toMatch(/damaged.*kept as .*queue\.db\.damaged-2026-01-02T03-04-05-000Z.*will not be sent twice/);
+  expect(notice).toMatch(
+    /damaged.*kept as .*queue\.db\.damaged-2026-01-02T03-04-05-000Z.*will not be sent twice/,
+  );
   const kept = fs.readdirSync(dir).filter((f) => f.startsWith('queue.db.damaged-'));
   expect(kept).toHaveLength(1);
   expect(fs.readFileSync(path.join(dir, kept[0]!)).equals(Buffer.alloc(8192, 0x41))).toBe(true);

@@ -52,7 +52,11 @@ export function acquireAgentLock(stateDir: string, what = 'Drone Media Sync', wa
     // blocks the event loop, so the app (which retries on its own) waits 0.
     db = new Database(file, { timeout: waitMs });
   } catch (err) {
-    throw new DmsError('invalid-input', `The queue lock ${file} cannot be opened: ${(err as Error).message}`, { cause: err, retryable: false });
+    throw new DmsError(
+      'invalid-input',
+      `The queue lock ${file} cannot be opened: ${(err as Error).message}`,
+      { cause: err, retryable: false },
+    );
   }
   try {
     db.pragma('locking_mode = EXCLUSIVE');
@@ -66,7 +70,10 @@ export function acquireAgentLock(stateDir: string, what = 'Drone Media Sync', wa
         err,
       );
     }
-    throw new DmsError('invalid-input', `The queue lock ${file} cannot be taken: ${(err as Error).message}`, { cause: err, retryable: false });
+    throw new DmsError('invalid-input', `The queue lock ${file} cannot be taken: ${(err as Error).message}`, {
+      cause: err,
+      retryable: false,
+    });
   }
   try {
     fs.writeFileSync(path.join(stateDir, OWNER_FILE), `${process.pid}\n`, { mode: 0o600 });

@@ -16,8 +16,16 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const SERVER_A: TargetRef = { key: 'https://a.example#ws-1', label: 'https://a.example', workspaceId: 'ws-1' };
-const SERVER_B: TargetRef = { key: 'https://b.example#ws-9', label: 'https://b.example', workspaceId: 'ws-9' };
+const SERVER_A: TargetRef = {
+  key: 'https://a.example#ws-1',
+  label: 'https://a.example',
+  workspaceId: 'ws-1',
+};
+const SERVER_B: TargetRef = {
+  key: 'https://b.example#ws-9',
+  label: 'https://b.example',
+  workspaceId: 'ws-9',
+};
 
 /** A queue bound to a target, as every session binds it. */
 function open(now?: () => number, target = SERVER_A): Queue {
@@ -260,12 +268,16 @@ describe('Queue', () => {
     expect(q.targets().find((t) => t.key === 'legacy:')!.counts.uploading.files).toBe(1);
     expect(q.flightSerial('card-1', 'group-1')).toBe('SN123');
     // The current target sees the card afresh: never the old key or upload id.
-    const pending = q.observe([{ sourceId: 'card-1', relPath: 'v.mp4', absPath: '/media/card/v.mp4', size: 100, mtimeMs: 1000 }]).pending;
+    const pending = q.observe([
+      { sourceId: 'card-1', relPath: 'v.mp4', absPath: '/media/card/v.mp4', size: 100, mtimeMs: 1000 },
+    ]).pending;
     expect(pending[0]!.id).not.toBe(7);
     expect(pending[0]!.state).toBe('discovered');
     const db = new Database(file, { readonly: true });
     expect(db.pragma('foreign_key_check')).toEqual([]);
-    expect(db.prepare('SELECT target_id, folder FROM folder_waylines').all()).toEqual([{ target_id: 1, folder: 'DJI_202208311455_008_W1' }]);
+    expect(db.prepare('SELECT target_id, folder FROM folder_waylines').all()).toEqual([
+      { target_id: 1, folder: 'DJI_202208311455_008_W1' },
+    ]);
     db.close();
     q.close();
   });
@@ -275,7 +287,11 @@ describe('Queue', () => {
     const [row] = q.observe([f('x.jpg')]).pending;
     q.db.prepare("UPDATE files SET state = 'uploaded' WHERE id = ?").run(row!.id);
     expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
-    q.db.prepare("UPDATE files SET state = 'hashed', fingerprint = 'f', tiny_fingerprint = 't', info_json = '{\"name\":1}' WHERE id = ?").run(row!.id);
+    q.db
+      .prepare(
+        "UPDATE files SET state = 'hashed', fingerprint = 'f', tiny_fingerprint = 't', info_json = '{\"name\":1}' WHERE id = ?",
+      )
+      .run(row!.id);
     expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
     q.close();
   });

@@ -4,7 +4,16 @@ import type { FinishedPart } from '../storage/types.js';
 import type { Db } from './db.js';
 import { openDatabase } from './db.js';
 import type { FileInfo } from './file-info.js';
-import { parseRow, type FileKind, type Outcome, type QueueRow, type RawRow, type RowPatch, type Verification, type WorkingRow } from './rows.js';
+import {
+  parseRow,
+  type FileKind,
+  type Outcome,
+  type QueueRow,
+  type RawRow,
+  type RowPatch,
+  type Verification,
+  type WorkingRow,
+} from './rows.js';
 import { FILE_STATES, isWorking, sqlStates, WORKING_STATES, type FileState } from './states.js';
 
 export { FILE_STATES, type FileState } from './states.js';
@@ -37,7 +46,11 @@ export interface BackoffPolicy {
 export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 2_000, capMs: 5 * 60_000 };
 
 /** Capped exponential backoff with full jitter (half fixed, half random). */
-export function backoffDelay(attempts: number, policy: BackoffPolicy = DEFAULT_BACKOFF, random = Math.random): number {
+export function backoffDelay(
+  attempts: number,
+  policy: BackoffPolicy = DEFAULT_BACKOFF,
+  random = Math.random,
+): number {
   const exp = Math.min(policy.capMs, policy.baseMs * 2 ** Math.max(0, attempts - 1));
   return Math.round(exp / 2 + (random() * exp) / 2);
 }
@@ -134,7 +147,9 @@ export class Queue {
       parts: db.prepare<[number], { part_number: number; etag: string; size: number }>(
         'SELECT part_number, etag, size FROM parts WHERE file_id = ? ORDER BY part_number',
       ),
-      addPart: db.prepare('INSERT OR REPLACE INTO parts (file_id, part_number, etag, size) VALUES (?, ?, ?, ?)'),
+      addPart: db.prepare(
+        'INSERT OR REPLACE INTO parts (file_id, part_number, etag, size) VALUES (?, ?, ?, ?)',
+      ),
       clearParts: db.prepare('DELETE FROM parts WHERE file_id = ?'),
       addBytes: db.prepare('UPDATE files SET bytes_sent = bytes_sent + ? WHERE id = ?'),
       counts: db.prepare<[number], { state: FileState; files: number; bytes: number }>(
@@ -147,8 +162,12 @@ export class Queue {
         `UPDATE files SET next_attempt_at = 0, error_message = NULL, updated_at = ?
          WHERE target_id = ? AND fingerprint = ? AND state IN (${WORKING}) AND error_kind IS NULL AND next_attempt_at > 0`,
       ),
-      addSerial: db.prepare('INSERT OR IGNORE INTO flight_serials (source_id, file_group_id, sn) VALUES (?, ?, ?)'),
-      serial: db.prepare<[string, string], { sn: string }>('SELECT sn FROM flight_serials WHERE source_id = ? AND file_group_id = ?'),
+      addSerial: db.prepare(
+        'INSERT OR IGNORE INTO flight_serials (source_id, file_group_id, sn) VALUES (?, ?, ?)',
+      ),
+      serial: db.prepare<[string, string], { sn: string }>(
+        'SELECT sn FROM flight_serials WHERE source_id = ? AND file_group_id = ?',
+      ),
       parkSource: db.prepare<[string, number, number, string]>(
         `UPDATE files SET resume_state = state, state = 'waiting-for-source', error_kind = 'source-missing',
          error_message = ?, updated_at = ? WHERE target_id = ? AND source_id = ? AND state IN (${WORKING})`,
@@ -190,7 +209,11 @@ export class Queue {
     const row =
       key === undefined
         ? undefined
-        : this.db.prepare<[string], { id: number; label: string; workspace_id: string }>('SELECT id, label, workspace_id FROM targets WHERE key = ?').get(key);
+        : this.db
+            .prepare<[string], { id: number; label: string; workspace_id: string }>(
+              'SELECT id, label, workspace_id FROM targets WHERE key = ?',
+            )
+            .get(key);
     if (key === undefined || !row) return false;
     this.bound = { key, label: row.label, workspaceId: row.workspace_id, id: row.id };
     return true;
@@ -248,7 +271,13 @@ export class Queue {
         else if (raw.state === 'failed') failed++;
         else {
           if (raw.state === 'waiting-for-source') {
-            this.patch(raw.id, { state: raw.resume_state ?? 'discovered', resume_state: null, next_attempt_at: 0, error_kind: null, error_message: null });
+            this.patch(raw.id, {
+              state: raw.resume_state ?? 'discovered',
+              resume_state: null,
+              next_attempt_at: 0,
+              error_kind: null,
+              error_message: null,
+            });
             raw = this.mustGet(raw.id);
           }
           pending.push(this.parse(raw));
@@ -287,7 +316,8 @@ export class Queue {
   /** The row if it is still working and due now (it may have moved on since its id was listed). */
   dueRow(id: number): WorkingRow | undefined {
     const r = this.stmts.get.get(id);
-    if (!r || r.target_id !== this.targetId || !isWorking(r.state) || r.next_attempt_at > this.now()) return undefined;
+    if (!r || r.target_id !== this.targetId || !isWorking(r.state) || r.next_attempt_at > this.now())
+      return undefined;
     return this.parse(r) as WorkingRow;
   }
 
@@ -310,7 +340,12 @@ export class Queue {
 
   setHashed(id: number, fingerprint: string, tinyFingerprint: string, info: FileInfo): void {
     this.db.transaction(() => {
-      this.patch(id, { state: 'hashed', fingerprint, tiny_fingerprint: tinyFingerprint, info_json: JSON.stringify(info) });
+      this.patch(id, {
+        state: 'hashed',
+        fingerprint,
+        tiny_fingerprint: tinyFingerprint,
+        info_json: JSON.stringify(info),
+      });
       if (info.sn) {
         const row = this.stmts.get.get(id);
         if (row) this.stmts.addSerial.run(row.source_id, info.fileGroupId, info.sn);
@@ -409,7 +444,12 @@ export class Queue {
     const row = this.stmts.get.get(id);
     const attempts = (row?.attempts ?? 0) + 1;
     const delay = Math.max(backoffDelay(attempts, policy), err.retryAfterMs ?? 0, minDelayMs);
-    this.patch(id, { attempts, next_attempt_at: this.now() + delay, error_kind: err.kind, error_message: err.message });
+    this.patch(id, {
+      attempts,
+      next_attempt_at: this.now() + delay,
+      error_kind: err.kind,
+      error_message: err.message,
+    });
     return delay;
   }
 
@@ -450,7 +490,12 @@ export class Queue {
   setWaitingForSource(id: number, message: string): void {
     const row = this.stmts.get.get(id);
     if (!row || row.state === 'done' || row.state === 'waiting-for-source') return;
-    this.patch(id, { state: 'waiting-for-source', resume_state: row.state, error_kind: 'source-missing', error_message: message });
+    this.patch(id, {
+      state: 'waiting-for-source',
+      resume_state: row.state,
+      error_kind: 'source-missing',
+      error_message: message,
+    });
   }
 
   /** Parks every unfinished file of a source; returns how many. */
@@ -489,7 +534,9 @@ export class Queue {
   }
 
   /** Rows of the bound target, oldest first (or newest first). */
-  list(opts: { states?: readonly FileState[]; sourceId?: string; limit?: number; newestFirst?: boolean } = {}): QueueRow[] {
+  list(
+    opts: { states?: readonly FileState[]; sourceId?: string; limit?: number; newestFirst?: boolean } = {},
+  ): QueueRow[] {
     const clauses = ['target_id = ?'];
     const params: unknown[] = [this.targetId];
     if (opts.states?.length) {
@@ -501,7 +548,9 @@ export class Queue {
       params.push(opts.sourceId);
     }
     return this.db
-      .prepare<unknown[], RawRow>(`SELECT * FROM files WHERE ${clauses.join(' AND ')} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`)
+      .prepare<unknown[], RawRow>(
+        `SELECT * FROM files WHERE ${clauses.join(' AND ')} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`,
+      )
       .all(...params, opts.limit ?? 1000)
       .map((r) => this.parse(r));
   }
@@ -523,25 +572,35 @@ export class Queue {
   /** A scan of the source ended: read to the end (complete) or cut short (a pulled card). */
   recordScan(sourceId: string, complete: boolean): void {
     this.db
-      .prepare('INSERT INTO source_scans (source_id, complete, at) VALUES (?, ?, ?) ON CONFLICT (source_id) DO UPDATE SET complete = excluded.complete, at = excluded.at')
+      .prepare(
+        'INSERT INTO source_scans (source_id, complete, at) VALUES (?, ?, ?) ON CONFLICT (source_id) DO UPDATE SET complete = excluded.complete, at = excluded.at',
+      )
       .run(sourceId, complete ? 1 : 0, this.now());
   }
 
   lastScan(sourceId: string): { complete: boolean; at: number } | undefined {
-    const r = this.db.prepare<[string], { complete: number; at: number }>('SELECT complete, at FROM source_scans WHERE source_id = ?').get(sourceId);
+    const r = this.db
+      .prepare<[string], { complete: number; at: number }>(
+        'SELECT complete, at FROM source_scans WHERE source_id = ?',
+      )
+      .get(sourceId);
     return r ? { complete: r.complete === 1, at: r.at } : undefined;
   }
 
   /** Keeps what an exposure log (MRK) said, for reports made after the card is gone. */
   putMrk(sourceId: string, relPath: string, parsed: unknown): void {
     this.db
-      .prepare('INSERT INTO flight_mrk (source_id, rel_path, parsed_json) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET parsed_json = excluded.parsed_json')
+      .prepare(
+        'INSERT INTO flight_mrk (source_id, rel_path, parsed_json) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET parsed_json = excluded.parsed_json',
+      )
       .run(sourceId, relPath, JSON.stringify(parsed));
   }
 
   mrkOf(sourceId: string): Array<{ relPath: string; parsed: unknown }> {
     return this.db
-      .prepare<[string], { rel_path: string; parsed_json: string }>('SELECT rel_path, parsed_json FROM flight_mrk WHERE source_id = ? ORDER BY rel_path')
+      .prepare<[string], { rel_path: string; parsed_json: string }>(
+        'SELECT rel_path, parsed_json FROM flight_mrk WHERE source_id = ? ORDER BY rel_path',
+      )
       .all(sourceId)
       .map((r) => ({ relPath: r.rel_path, parsed: JSON.parse(r.parsed_json) as unknown }));
   }
@@ -549,13 +608,17 @@ export class Queue {
   /** The crew accepts a flagged flight as it is (for this target). */
   acceptFlight(sourceId: string, folder: string): void {
     this.db
-      .prepare('INSERT OR REPLACE INTO accepted_flights (target_id, source_id, folder, at) VALUES (?, ?, ?, ?)')
+      .prepare(
+        'INSERT OR REPLACE INTO accepted_flights (target_id, source_id, folder, at) VALUES (?, ?, ?, ?)',
+      )
       .run(this.targetId, sourceId, folder, this.now());
   }
 
   acceptedFlights(sourceId: string): string[] {
     return this.db
-      .prepare<[number, string], { folder: string }>('SELECT folder FROM accepted_flights WHERE target_id = ? AND source_id = ? ORDER BY folder')
+      .prepare<[number, string], { folder: string }>(
+        'SELECT folder FROM accepted_flights WHERE target_id = ? AND source_id = ? ORDER BY folder',
+      )
       .all(this.targetId, sourceId)
       .map((r) => r.folder);
   }
@@ -563,17 +626,24 @@ export class Queue {
   /** The sources this target has rows of, most recent first. */
   sources(): string[] {
     return this.db
-      .prepare<[number], { source_id: string }>('SELECT source_id FROM files WHERE target_id = ? GROUP BY source_id ORDER BY MAX(updated_at) DESC')
+      .prepare<[number], { source_id: string }>(
+        'SELECT source_id FROM files WHERE target_id = ? GROUP BY source_id ORDER BY MAX(updated_at) DESC',
+      )
       .all(this.targetId)
       .map((r) => r.source_id);
   }
 
   getMeta(key: string): string | undefined {
-    return this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key)?.value;
+    return this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key)
+      ?.value;
   }
 
   setMeta(key: string, value: string): void {
-    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    this.db
+      .prepare(
+        'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+      )
+      .run(key, value);
   }
 
   private readonly patchCache = new Map<string, Database.Statement>();
@@ -584,7 +654,9 @@ export class Queue {
     const sig = keys.join(',');
     let stmt = this.patchCache.get(sig);
     if (!stmt) {
-      stmt = this.db.prepare(`UPDATE files SET ${keys.map((k) => `${k} = @${k}`).join(', ')}, updated_at = @updated_at WHERE id = @id`);
+      stmt = this.db.prepare(
+        `UPDATE files SET ${keys.map((k) => `${k} = @${k}`).join(', ')}, updated_at = @updated_at WHERE id = @id`,
+      );
       this.patchCache.set(sig, stmt);
     }
     stmt.run({ ...fields, updated_at: this.now(), id });

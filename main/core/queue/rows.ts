@@ -60,7 +60,12 @@ export interface RawRow {
 }
 
 /** Columns a transition may set (everything but the identity and the timestamps it keeps itself). */
-export type RowPatch = Partial<Omit<RawRow, 'id' | 'target_id' | 'kind' | 'source_id' | 'rel_path' | 'size' | 'mtime_ms' | 'created_at' | 'updated_at'>>;
+export type RowPatch = Partial<
+  Omit<
+    RawRow,
+    'id' | 'target_id' | 'kind' | 'source_id' | 'rel_path' | 'size' | 'mtime_ms' | 'created_at' | 'updated_at'
+  >
+>;
 
 interface RowBase {
   id: number;
@@ -102,7 +107,13 @@ export type HashedRow = RowBase & Identity & { state: 'hashed' };
 export type CheckedRow = RowBase & Identity & Upload & { state: 'fast-upload-checked' | 'uploading' };
 export type UploadedRow = RowBase & Identity & Upload & { state: 'uploaded'; objectKey: string };
 export type DoneRow = RowBase &
-  Partial<Identity> & { state: 'done'; outcome: Outcome; doneAt: number; objectKey: string | null; verified: Verification | null };
+  Partial<Identity> & {
+    state: 'done';
+    outcome: Outcome;
+    doneAt: number;
+    objectKey: string | null;
+    verified: Verification | null;
+  };
 /** Failed or parked: whatever it had reached is kept for when it resumes. */
 export type ParkedRow = RowBase & Partial<Identity> & Upload & { state: 'failed' | 'waiting-for-source' };
 
@@ -147,7 +158,8 @@ function identity(r: RawRow, file: string): Identity | undefined {
 function upload(r: RawRow): Upload {
   return {
     objectKey: r.object_key,
-    multipart: r.upload_id !== null && r.part_size !== null ? { uploadId: r.upload_id, partSize: r.part_size } : null,
+    multipart:
+      r.upload_id !== null && r.part_size !== null ? { uploadId: r.upload_id, partSize: r.part_size } : null,
     callbackUnknown: r.callback_unknown === 1,
   };
 }
@@ -178,7 +190,8 @@ export function parseRow(r: RawRow, file: string): QueueRow {
     case 'uploading':
       return { ...b, ...needId(), ...upload(r), state: r.state };
     case 'uploaded': {
-      if (r.object_key === null) throw new QueueDamagedError(file, new Error(`row ${r.id} is uploaded without a key`));
+      if (r.object_key === null)
+        throw new QueueDamagedError(file, new Error(`row ${r.id} is uploaded without a key`));
       return { ...b, ...needId(), ...upload(r), objectKey: r.object_key, state: r.state };
     }
     case 'done':

@@ -15,7 +15,13 @@ export const FILE_STATES = [
 export type FileState = (typeof FILE_STATES)[number];
 
 /** The engine still has work to do on these: they are dispatched when due. */
-export const WORKING_STATES = ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'] as const;
+export const WORKING_STATES = [
+  'discovered',
+  'hashed',
+  'fast-upload-checked',
+  'uploading',
+  'uploaded',
+] as const;
 export type WorkingState = (typeof WORKING_STATES)[number];
 
 /** Not finished and not needing the user: working, or parked until the card is back. */

@@ -58,7 +58,12 @@ export interface ConnectionInputs {
 export const SIGN_IN_TO_UPLOAD = 'Sign in to upload: files are found and wait until a server is set.';
 
 /** An API client for a server, trusting the configured CA. */
-export function serverApi(o: { serverUrl: string; workspaceId: string; token?: string; caFile?: string }): ApiClient {
+export function serverApi(o: {
+  serverUrl: string;
+  workspaceId: string;
+  token?: string;
+  caFile?: string;
+}): ApiClient {
   return new ApiClient({
     baseUrl: o.serverUrl,
     workspaceId: o.workspaceId,
@@ -70,29 +75,55 @@ export function serverApi(o: { serverUrl: string; workspaceId: string; token?: s
 export async function resolveConnection(i: ConnectionInputs): Promise<Connection> {
   const { config, env } = i;
   const flags = i.flags ?? {};
-  const serverUrl = flags.server ?? env.DMS_SERVER ?? (config.useLocalService ? undefined : config.server?.url);
+  const serverUrl =
+    flags.server ?? env.DMS_SERVER ?? (config.useLocalService ? undefined : config.server?.url);
   if (serverUrl === undefined || tidyServerUrl(serverUrl) === '') {
-    if (!config.useLocalService && i.noServer === 'sign-in') return { kind: 'none', label: 'no server', reason: SIGN_IN_TO_UPLOAD };
+    if (!config.useLocalService && i.noServer === 'sign-in')
+      return { kind: 'none', label: 'no server', reason: SIGN_IN_TO_UPLOAD };
     const service = await i.localService();
-    const api = new ApiClient({ baseUrl: service.baseUrl, workspaceId: service.workspaceId, token: service.token });
-    return { kind: 'local', api, target: localTarget(service.dataDir, service.workspaceId), label: 'the built-in local service', service };
+    const api = new ApiClient({
+      baseUrl: service.baseUrl,
+      workspaceId: service.workspaceId,
+      token: service.token,
+    });
+    return {
+      kind: 'local',
+      api,
+      target: localTarget(service.dataDir, service.workspaceId),
+      label: 'the built-in local service',
+      service,
+    };
   }
   const url = tidyServerUrl(serverUrl);
   const stored = i.tokens.read();
   const mine: StoredToken | null = stored && sameServer(stored.server, url) ? stored : null;
   const token = flags.token ?? env.DMS_TOKEN ?? mine?.token;
-  const workspaceId = flags.workspace ?? env.DMS_WORKSPACE ?? mine?.workspaceId ?? config.server?.workspaceId ?? '';
+  const workspaceId =
+    flags.workspace ?? env.DMS_WORKSPACE ?? mine?.workspaceId ?? config.server?.workspaceId ?? '';
   if (workspaceId === '') {
     return { kind: 'none', label: url, reason: `Sign in to ${url} to upload: no workspace is set yet.` };
   }
   let api: ApiClient;
   try {
-    api = serverApi({ serverUrl: url, workspaceId, ...(token === undefined ? {} : { token }), ...(config.caFile ? { caFile: config.caFile } : {}) });
+    api = serverApi({
+      serverUrl: url,
+      workspaceId,
+      ...(token === undefined ? {} : { token }),
+      ...(config.caFile ? { caFile: config.caFile } : {}),
+    });
   } catch (err) {
     // A damaged stored token (characters a header cannot carry) is as good as none.
     if (!(err instanceof DmsError) || err.kind !== 'invalid-input' || token === undefined) throw err;
     api = serverApi({ serverUrl: url, workspaceId, ...(config.caFile ? { caFile: config.caFile } : {}) });
-    return { kind: 'server', api, target: serverTarget(url, workspaceId), label: url, serverUrl: url, signedIn: false, reloadToken: () => false };
+    return {
+      kind: 'server',
+      api,
+      target: serverTarget(url, workspaceId),
+      label: url,
+      serverUrl: url,
+      signedIn: false,
+      reloadToken: () => false,
+    };
   }
   let current = token;
   const fromStore = flags.token === undefined && env.DMS_TOKEN === undefined;
@@ -104,5 +135,13 @@ export async function resolveConnection(i: ConnectionInputs): Promise<Connection
     api.setToken(s.token);
     return true;
   };
-  return { kind: 'server', api, target: serverTarget(url, workspaceId), label: url, serverUrl: url, signedIn: token !== undefined, reloadToken };
+  return {
+    kind: 'server',
+    api,
+    target: serverTarget(url, workspaceId),
+    label: url,
+    serverUrl: url,
+    signedIn: token !== undefined,
+    reloadToken,
+  };
 }

@@ -95,7 +95,12 @@ export function dcimFingerprint(root: string): string {
 export function cardIdentity(root: string, device?: string): Card {
   const label = path.basename(root) || root;
   const uuid = device ? uuidOfDevice(device) : undefined;
-  return { id: uuid ? `uuid:${uuid}` : `dcim:${label}:${dcimFingerprint(root)}`, label, root, ...(device ? { device } : {}) };
+  return {
+    id: uuid ? `uuid:${uuid}` : `dcim:${label}:${dcimFingerprint(root)}`,
+    label,
+    root,
+    ...(device ? { device } : {}),
+  };
 }
 
 export interface CardMonitorEvents {
@@ -112,7 +117,9 @@ export class CardMonitor extends EventEmitter<CardMonitorEvents> {
   private readonly known = new Map<string, Card>(); // by root
   private timer: NodeJS.Timeout | null = null;
 
-  constructor(private readonly opts: { mountRoots?: string[]; intervalMs?: number; useMountinfo?: boolean } = {}) {
+  constructor(
+    private readonly opts: { mountRoots?: string[]; intervalMs?: number; useMountinfo?: boolean } = {},
+  ) {
     super();
   }
 
@@ -142,7 +149,8 @@ export class CardMonitor extends EventEmitter<CardMonitorEvents> {
       } catch {
         continue;
       }
-      for (const e of entries) if (e.isDirectory() && !e.name.startsWith('.')) out.set(path.join(r, e.name), undefined);
+      for (const e of entries)
+        if (e.isDirectory() && !e.name.startsWith('.')) out.set(path.join(r, e.name), undefined);
     }
     if (process.platform === 'win32' && !this.opts.mountRoots) {
       for (let c = 68; c <= 90; c++) {

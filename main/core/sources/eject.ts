@@ -13,7 +13,11 @@ export interface EjectResult {
  * only ever unmounts: nothing on the card is deleted or changed. Failure is
  * reported, never retried in a loop (the user can always pull the card).
  */
-export async function ejectVolume(root: string, device?: string, platform = process.platform): Promise<EjectResult> {
+export async function ejectVolume(
+  root: string,
+  device?: string,
+  platform = process.platform,
+): Promise<EjectResult> {
   const attempts: Array<[string, string[]]> =
     platform === 'darwin'
       ? [['diskutil', ['eject', root]]]
@@ -21,7 +25,11 @@ export async function ejectVolume(root: string, device?: string, platform = proc
         ? [
             [
               'powershell.exe',
-              ['-NoProfile', '-Command', `(New-Object -ComObject Shell.Application).Namespace(17).ParseName('${root.replace(/[\\']/g, '').slice(0, 2)}').InvokeVerb('Eject')`],
+              [
+                '-NoProfile',
+                '-Command',
+                `(New-Object -ComObject Shell.Application).Namespace(17).ParseName('${root.replace(/[\\']/g, '').slice(0, 2)}').InvokeVerb('Eject')`,
+              ],
             ],
           ]
         : [
@@ -38,5 +46,8 @@ export async function ejectVolume(root: string, device?: string, platform = proc
       last = (err as { stderr?: string }).stderr?.trim() || (err as Error).message;
     }
   }
-  return { ok: false, message: `${root} could not be ejected (${last.split('\n')[0]}). It is safe to remove once your system says so.` };
+  return {
+    ok: false,
+    message: `${root} could not be ejected (${last.split('\n')[0]}). It is safe to remove once your system says so.`,
+  };
 }

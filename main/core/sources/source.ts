@@ -19,7 +19,9 @@ export function folderSource(root: string): Source {
 }
 
 /** What a stored source id names: a card by its id, or a folder by its path. */
-export function sourceOf(sourceId: string): { kind: 'card'; cardId: string } | { kind: 'folder'; root: string } {
+export function sourceOf(
+  sourceId: string,
+): { kind: 'card'; cardId: string } | { kind: 'folder'; root: string } {
   if (sourceId.startsWith(CARD)) return { kind: 'card', cardId: sourceId.slice(CARD.length) };
   return { kind: 'folder', root: sourceId.startsWith(FOLDER) ? sourceId.slice(FOLDER.length) : sourceId };
 }

@@ -233,7 +233,8 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
     async stat(key, signal) {
       try {
         const head = await call('HeadObject', key, signal, (c) => c.head(key));
-        const headers = (head as { res?: { headers?: Record<string, string | undefined> } }).res?.headers ?? {};
+        const headers =
+          (head as { res?: { headers?: Record<string, string | undefined> } }).res?.headers ?? {};
         const etag = headers['etag'];
         return { size: Number(headers['content-length'] ?? -1), etag: etag ? etag.replace(/"/g, '') : null };
       } catch (err) {

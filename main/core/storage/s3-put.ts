@@ -38,7 +38,11 @@ export class S3HttpError extends Error {
 /** SHA-256 / HMAC for the signer, from node:crypto (the interface @smithy/types asks for). */
 type SourceData = string | ArrayBuffer | ArrayBufferView;
 const bytes = (d: SourceData): BinaryLike =>
-  typeof d === 'string' ? d : d instanceof ArrayBuffer ? new Uint8Array(d) : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
+  typeof d === 'string'
+    ? d
+    : d instanceof ArrayBuffer
+      ? new Uint8Array(d)
+      : new Uint8Array(d.buffer, d.byteOffset, d.byteLength);
 export class NodeSha256 {
   private readonly h;
   constructor(secret?: SourceData) {
@@ -59,7 +63,9 @@ export class NodeSha256 {
 export function encodeKey(key: string): string {
   return key
     .split('/')
-    .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
+    .map((s) =>
+      encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`),
+    )
     .join('/');
 }
 

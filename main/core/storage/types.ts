@@ -24,7 +24,10 @@ export interface BucketTarget {
  * them before they expire; `forceRefresh` is passed after the bucket said the
  * token expired, so a new STS answer is fetched even if ours looks valid.
  */
-export type TargetProvider = (opts: { forceRefresh?: boolean; signal?: AbortSignal }) => Promise<BucketTarget>;
+export type TargetProvider = (opts: {
+  forceRefresh?: boolean;
+  signal?: AbortSignal;
+}) => Promise<BucketTarget>;
 
 export interface FinishedPart {
   partNumber: number;

@@ -23,7 +23,8 @@ it('hands every row to exactly one worker, also when refills empty the listed id
   const card = path.join(dir, 'card', 'DCIM', '100MEDIA');
   fs.mkdirSync(card, { recursive: true });
   const n = 203;
-  for (let i = 0; i < n; i++) fs.writeFileSync(path.join(card, `DJI_${String(i).padStart(4, '0')}.JPG`), `photo ${i}`);
+  for (let i = 0; i < n; i++)
+    fs.writeFileSync(path.join(card, `DJI_${String(i).padStart(4, '0')}.JPG`), `photo ${i}`);
   const calls = new Map<string, number>();
   let release: () => void = () => undefined;
   let gate = new Promise<void>((r) => (release = r));
@@ -41,7 +42,14 @@ it('hands every row to exactly one worker, also when refills empty the listed id
   } as unknown as ApiClient;
   const queue = new Queue(path.join(dir, 'queue.db'));
   const target = { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' };
-  const engine = new SyncEngine({ queue, api, target, config: parseConfig({}), hashConcurrency: 8, apiConcurrency: 64 });
+  const engine = new SyncEngine({
+    queue,
+    api,
+    target,
+    config: parseConfig({}),
+    hashConcurrency: 8,
+    apiConcurrency: 64,
+  });
   try {
     await engine.scan(folderSource(path.join(dir, 'card')));
     await engine.run({ mode: 'until-idle' });

@@ -6,7 +6,14 @@ import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
 import { DmsError, isServerWide, plainMessage, QueueWriteError, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { backoffDelay, DEFAULT_BACKOFF, type BackoffPolicy, type Queue, type QueueRow, type TargetRef } from '../queue/queue.js';
+import {
+  backoffDelay,
+  DEFAULT_BACKOFF,
+  type BackoffPolicy,
+  type Queue,
+  type QueueRow,
+  type TargetRef,
+} from '../queue/queue.js';
 import type { DoneRow, Outcome, WorkingRow } from '../queue/rows.js';
 import { isWorking } from '../queue/states.js';
 import { serverTarget } from '../session/target.js';
@@ -53,7 +60,8 @@ function isQueueFailure(err: unknown): boolean {
 const TWIN_MAX_WAIT_MS = 10 * 60_000;
 
 /** 'stored': an RTK/PPK file in the bucket, checked (no callback). */
-export type FileOutcome = 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
+export type FileOutcome =
+  'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
 
 export interface FileEvent {
   id: number;
@@ -115,7 +123,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly bandwidth: BandwidthLimiter;
   private readonly uploaders = new Map<string, Uploader>();
   private readonly makeUploader: NonNullable<EngineOptions['createUploader']>;
-  private readonly inFlight = new Map<number, { promise: Promise<void>; controller: AbortController; sourceId: string }>();
+  private readonly inFlight = new Map<
+    number,
+    { promise: Promise<void>; controller: AbortController; sourceId: string }
+  >();
   /** Content (fingerprint) -> the row carrying it to the server: at most one row per content in flight. */
   private readonly claims = new Map<string, number>();
   private readonly tracked = new Set<number>();
@@ -174,7 +185,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   /** Finds media under a source and records it; returns what needs work. */
-  async scan(source: Source, signal?: AbortSignal): Promise<Omit<ScanResult, 'pending'> & { pending: number }> {
+  async scan(
+    source: Source,
+    signal?: AbortSignal,
+  ): Promise<Omit<ScanResult, 'pending'> & { pending: number }> {
     let result: ScanResult;
     try {
       result = await scanSource(this.queue, source, this.config, signal);
@@ -199,12 +213,18 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // Rows seen before (a card that came back) still need the loop to look again.
     this.wake();
     if (fresh.length === 0) return;
-    if (this.inFlight.size === 0 && this.progress.filesDone + this.progress.filesFailed >= this.progress.filesTotal) {
+    if (
+      this.inFlight.size === 0 &&
+      this.progress.filesDone + this.progress.filesFailed >= this.progress.filesTotal
+    ) {
       this.progress.reset();
       this.tracked.clear();
     }
     for (const r of fresh) this.tracked.add(r.id);
-    this.progress.addWork(fresh.length, fresh.reduce((n, r) => n + r.size, 0));
+    this.progress.addWork(
+      fresh.length,
+      fresh.reduce((n, r) => n + r.size, 0),
+    );
     if (sourceLabel) this.progress.currentSource = sourceLabel;
     this.wake();
   }
@@ -363,7 +383,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       if (claimed === null) return;
       if (row.state !== 'hashed' && this.queue.hasDoneTwin(row.fingerprint, row.id)) {
         const waited = row;
-        if (await this.apiLimiter.run(() => doneByTwin(ctx, waited))) return this.finished(row, 'fast-uploaded');
+        if (await this.apiLimiter.run(() => doneByTwin(ctx, waited)))
+          return this.finished(row, 'fast-uploaded');
       }
       if (row.state === 'hashed' && row.kind === 'rtk') {
         // RTK/PPK files are not media: no fast-upload (its answer is about media records).
@@ -426,10 +447,17 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    */
   async verifySource(sourceId: string, opts: { olderThanMs: number; signal?: AbortSignal }): Promise<number> {
     const before = Date.now() - opts.olderThanMs;
-    const ctx = this.context(AbortSignal.any([this.haltController.signal, ...(opts.signal ? [opts.signal] : [])]));
+    const ctx = this.context(
+      AbortSignal.any([this.haltController.signal, ...(opts.signal ? [opts.signal] : [])]),
+    );
     const rows = this.queue
       .list({ sourceId, states: ['done'], limit: 1_000_000 })
-      .filter((r): r is DoneRow & { fingerprint: string } => r.state === 'done' && r.fingerprint !== undefined && (r.verified === null || r.verified.at <= before));
+      .filter(
+        (r): r is DoneRow & { fingerprint: string } =>
+          r.state === 'done' &&
+          r.fingerprint !== undefined &&
+          (r.verified === null || r.verified.at <= before),
+      );
     let checked = 0;
     await Promise.all(
       rows.map((r) =>
@@ -450,7 +478,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    * Uploads files that are not card files (a card's manifest) under
    * `<prefix>/<folder>/`: small, whole in memory, each with its Content-MD5.
    */
-  async publish(folder: string, files: ReadonlyArray<{ rel: string; content: Buffer }>, signal?: AbortSignal): Promise<string[]> {
+  async publish(
+    folder: string,
+    files: ReadonlyArray<{ rel: string; content: Buffer }>,
+    signal?: AbortSignal,
+  ): Promise<string[]> {
     const target = await this.sts.get(signal ? { signal } : {});
     const uploader = this.uploaderFor(target.provider);
     const keys: string[] = [];
@@ -462,7 +494,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         key,
         md5Hex: createHash('md5').update(f.content).digest('hex'),
         content: f.content,
-        contentType: f.rel.endsWith('.html') ? 'text/html; charset=utf-8' : f.rel.endsWith('.json') ? 'application/json' : 'application/xml',
+        contentType: f.rel.endsWith('.html')
+          ? 'text/html; charset=utf-8'
+          : f.rel.endsWith('.json')
+            ? 'application/json'
+            : 'application/xml',
         ...(signal ? { signal } : {}),
       });
       keys.push(key);
@@ -477,7 +513,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     if (holder !== undefined && holder !== row.id) {
       const other = this.queue.get(holder);
       const what = other ? other.relPath : 'another file';
-      this.queue.defer(row.id, TWIN_MAX_WAIT_MS, `Waiting for ${what} (the same content) to reach the server first.`);
+      this.queue.defer(
+        row.id,
+        TWIN_MAX_WAIT_MS,
+        `Waiting for ${what} (the same content) to reach the server first.`,
+      );
       return null;
     }
     this.claims.set(fp, row.id);
@@ -506,7 +546,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const message = full
       ? `Disk full: the disk holding ${where} is full. Free space on it, then press Resume; nothing is lost.`
       : `The upload queue (${this.queue.path}) cannot be written: ${e.message} Fix the cause, then press Resume. Nothing is lost.`;
-    const err = new QueueWriteError(new DmsError(e.kind, message, { cause: raw }), full ? 'disk-full' : 'database');
+    const err = new QueueWriteError(
+      new DmsError(e.kind, message, { cause: raw }),
+      full ? 'disk-full' : 'database',
+    );
     this.lastError = err;
     this.halted = true;
     this.haltController.abort(err);
@@ -517,7 +560,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private reload(id: number): WorkingRow {
     const row = this.queue.get(id);
     if (!row) throw new DmsError('source-missing', 'The file was replaced by a newer version.');
-    if (!isWorking(row.state)) throw new DmsError('cancelled', `${row.relPath} moved on to ${row.state} meanwhile.`);
+    if (!isWorking(row.state))
+      throw new DmsError('cancelled', `${row.relPath} moved on to ${row.state} meanwhile.`);
     return row as WorkingRow;
   }
 
@@ -534,10 +578,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Decides from the error kind alone: stop, park, retry later, or ask the user. */
   private failed(row: QueueRow, err: DmsError): void {
     const event = (outcome: FileOutcome) =>
-      this.emit('file', { ...fileBase(row), outcome, error: { kind: err.kind, message: err.message, plain: plainMessage(err) } });
+      this.emit('file', {
+        ...fileBase(row),
+        outcome,
+        error: { kind: err.kind, message: err.message, plain: plainMessage(err) },
+      });
     if (err.kind === 'cancelled') {
       // Cut while a callback was on its way: it may still be committing.
-      if (err instanceof CallbackOutcomeUnknown) this.queue.defer(row.id, this.config.callbackSettleSeconds * 1000, null);
+      if (err instanceof CallbackOutcomeUnknown)
+        this.queue.defer(row.id, this.config.callbackSettleSeconds * 1000, null);
       return;
     }
     if (err.kind === 'auth') {
@@ -559,8 +608,19 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       } catch {
         st = null;
       }
-      if (st && (err instanceof FileChangedError || st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs)) {
-        this.queue.observe([{ sourceId: row.sourceId, relPath: row.relPath, absPath: row.absPath, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) }]);
+      if (
+        st &&
+        (err instanceof FileChangedError || st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs)
+      ) {
+        this.queue.observe([
+          {
+            sourceId: row.sourceId,
+            relPath: row.relPath,
+            absPath: row.absPath,
+            size: st.size,
+            mtimeMs: Math.trunc(st.mtimeMs),
+          },
+        ]);
         this.progress.addWork(0, st.size - row.size);
         this.log.info({ file: row.relPath }, 'file changed on disk; it will be read again');
         this.wake();
@@ -589,7 +649,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       const delay = this.queue.scheduleRetry(row.id, err, this.backoff, settle);
       if (isServerWide(err)) {
         this.serverFailures++;
-        this.holdUntil = Math.max(this.holdUntil, Date.now() + Math.max(backoffDelay(this.serverFailures, this.backoff), err.retryAfterMs ?? 0));
+        this.holdUntil = Math.max(
+          this.holdUntil,
+          Date.now() + Math.max(backoffDelay(this.serverFailures, this.backoff), err.retryAfterMs ?? 0),
+        );
         this.setState('offline', err);
       }
       this.log.info({ file: row.relPath, kind: err.kind, retryInMs: delay }, err.message);

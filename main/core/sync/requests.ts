@@ -49,7 +49,12 @@ function deviceExt(info: FileInfo, tiny: string, sn: string): Omit<MediaExt, 'fi
 }
 
 export function fastUploadBody(file: FileRef, sn: string): FastUploadInput {
-  return { fingerprint: file.fingerprint, name: file.info.name, path: file.info.path, ext: deviceExt(file.info, file.tinyFingerprint, sn) };
+  return {
+    fingerprint: file.fingerprint,
+    name: file.info.name,
+    path: file.info.path,
+    ext: deviceExt(file.info, file.tinyFingerprint, sn),
+  };
 }
 
 export function callbackBody(file: FileRef, sn: string, objectKey: string): UploadCallbackInput {

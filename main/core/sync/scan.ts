@@ -50,7 +50,14 @@ export async function scanSource(
         continue;
       }
       const kind = isRtk(f.relPath) ? 'rtk' : 'media';
-      batch.push({ sourceId: source.sourceId, relPath: f.relPath, absPath: f.path, size: f.size, mtimeMs: Math.trunc(f.mtimeMs), kind });
+      batch.push({
+        sourceId: source.sourceId,
+        relPath: f.relPath,
+        absPath: f.path,
+        size: f.size,
+        mtimeMs: Math.trunc(f.mtimeMs),
+        kind,
+      });
       if (batch.length >= 2000) flush();
     }
     flush();
@@ -69,10 +76,19 @@ const isRtk = (name: string): boolean => rtkKindOf(name) !== undefined;
  * What a source holds, without recording anything (no target yet: the app
  * before sign-in shows "212 files wait").
  */
-export async function countSource(source: Source, config: Config, signal?: AbortSignal): Promise<{ files: number; bytes: number }> {
+export async function countSource(
+  source: Source,
+  config: Config,
+  signal?: AbortSignal,
+): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  for await (const f of discoverMedia([source.root], { include: config.include, exclude: config.exclude, alsoInclude: isRtk, ...(signal ? { signal } : {}) })) {
+  for await (const f of discoverMedia([source.root], {
+    include: config.include,
+    exclude: config.exclude,
+    alsoInclude: isRtk,
+    ...(signal ? { signal } : {}),
+  })) {
     files++;
     bytes += f.size;
   }

@@ -12,7 +12,15 @@ import { parseMrk } from '../offload/mrk.js';
 import { rtkKindOf } from '../offload/rtk-files.js';
 import type { FileInfo } from '../queue/file-info.js';
 import type { Queue } from '../queue/queue.js';
-import type { CheckedRow, DiscoveredRow, DoneRow, HashedRow, QueueRow, UploadedRow, Verification } from '../queue/rows.js';
+import type {
+  CheckedRow,
+  DiscoveredRow,
+  DoneRow,
+  HashedRow,
+  QueueRow,
+  UploadedRow,
+  Verification,
+} from '../queue/rows.js';
 import { buildObjectKey } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import type { Uploader } from '../storage/types.js';
@@ -112,9 +120,13 @@ async function assertInsideSource(row: QueueRow): Promise<void> {
     throw missing(row, err);
   }
   if (!isInside(real, realRoot)) {
-    throw new DmsError('invalid-input', `${row.relPath} is now a link to ${real}, outside ${root}: it was not read or sent.`, {
-      retryable: false,
-    });
+    throw new DmsError(
+      'invalid-input',
+      `${row.relPath} is now a link to ${real}, outside ${root}: it was not read or sent.`,
+      {
+        retryable: false,
+      },
+    );
   }
 }
 
@@ -132,10 +144,15 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 
 /** discovered -> hashed: content MD5 (one streamed read) and metadata (media) or the exposure log (an MRK). */
 export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<void> {
-  const mediaOpts = { relPath: row.relPath, ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}) };
+  const mediaOpts = {
+    relPath: row.relPath,
+    ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}),
+  };
   // RTK/PPK files carry no picture metadata: only their content is fingerprinted.
   const describe = (content?: Buffer): Promise<MediaInfo | null> =>
-    row.kind === 'rtk' ? Promise.resolve(null) : readMediaInfo(row.absPath, { ...mediaOpts, ...(content ? { content } : {}) });
+    row.kind === 'rtk'
+      ? Promise.resolve(null)
+      : readMediaInfo(row.absPath, { ...mediaOpts, ...(content ? { content } : {}) });
   let md5: string;
   let media: MediaInfo | null;
   let kept: Buffer | undefined;
@@ -145,7 +162,10 @@ export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<vo
     md5 = createHash('md5').update(kept).digest('hex');
     ctx.onBytes(kept.length, false);
     media = await describe(kept);
-  } else if (row.size < DEFAULT_MULTIPART_THRESHOLD && keptBytes(ctx.contents) + row.size <= KEEP_BUDGET_BYTES) {
+  } else if (
+    row.size < DEFAULT_MULTIPART_THRESHOLD &&
+    keptBytes(ctx.contents) + row.size <= KEEP_BUDGET_BYTES
+  ) {
     await assertUnchanged(row);
     const { body, md5: digest } = await readRangeWithMd5(row.absPath, 0, row.size, row.size);
     md5 = digest.toString('hex');
@@ -206,7 +226,8 @@ async function readWhole(row: QueueRow): Promise<Buffer> {
     throw missing(row, err);
   }
   try {
-    const same = (st: { size: number; mtimeMs: number }) => st.size === row.size && Math.trunc(st.mtimeMs) === row.mtimeMs;
+    const same = (st: { size: number; mtimeMs: number }) =>
+      st.size === row.size && Math.trunc(st.mtimeMs) === row.mtimeMs;
     if (!same(await handle.stat())) throw new FileChangedError(row.relPath);
     const buf = Buffer.allocUnsafe(row.size);
     let got = 0;
@@ -229,7 +250,11 @@ async function readWhole(row: QueueRow): Promise<Buffer> {
 async function askServer(ctx: StepContext, row: FileRef & { id: number }) {
   const sn = aircraftSerial(row, ctx.queue, ctx.config);
   const answer = await ctx.api.fastUpload(fastUploadBody(row, sn), { signal: ctx.signal });
-  return { verdict: fastUploadVerdict(answer), code: answer.known ? 0 : answer.code, message: answer.known ? '' : answer.message };
+  return {
+    verdict: fastUploadVerdict(answer),
+    code: answer.known ? 0 : answer.code,
+    message: answer.known ? '' : answer.message,
+  };
 }
 
 /**
@@ -256,7 +281,12 @@ function refusedBeforeUpload(info: FileInfo, code: number | string, message: str
     ? ' Upload it another way, or ask the administrator of the server to accept this camera.'
     : ' Fix the cause (for example the aircraft or its serial in the settings), then choose Retry.';
   const text = `The server refuses ${info.name}: "${message}". Nothing of it was uploaded.${why}${todo}`;
-  return new DmsError('rejected', text, { serverCode: code, serverMessage: message, retryable: false, plain: text });
+  return new DmsError('rejected', text, {
+    serverCode: code,
+    serverMessage: message,
+    retryable: false,
+    plain: text,
+  });
 }
 
 /**
@@ -328,11 +358,20 @@ export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<voi
   // a completed multipart holds the parts it acknowledged: the size.
   const etag = result.etag?.replace(/"/g, '').toLowerCase();
   const checksum = !result.multipart && etag === row.fingerprint.toLowerCase() ? 'match' : 'not-given';
-  ctx.queue.setUploaded(row.id, key, result.bytesSent, { at: Date.now(), by: 'bucket', found: true, size: row.size, checksum });
+  ctx.queue.setUploaded(row.id, key, result.bytesSent, {
+    at: Date.now(),
+    by: 'bucket',
+    found: true,
+    size: row.size,
+    checksum,
+  });
 }
 
 /** uploaded -> done: the callback, exactly once even when an answer is lost. */
-export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<'posted' | 'already-recorded'> {
+export async function callbackStep(
+  ctx: StepContext,
+  row: UploadedRow,
+): Promise<'posted' | 'already-recorded'> {
   if (row.callbackUnknown) {
     // An earlier callback may have been stored with its answer lost. Servers
     // in the wild record every callback and break on duplicates: ask first,
@@ -369,13 +408,22 @@ export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<
  * ETag is one (a single PUT; a multipart ETag `<md5 of md5s>-N` says nothing
  * of the content, so the size alone is checked then).
  */
-export async function checkObject(ctx: StepContext, key: string, size: number, md5: string): Promise<Verification> {
+export async function checkObject(
+  ctx: StepContext,
+  key: string,
+  size: number,
+  md5: string,
+): Promise<Verification> {
   const target = await ctx.sts.get({ signal: ctx.signal });
   const st = await ctx.uploaderFor(target.provider).stat(key, ctx.signal);
   const at = Date.now();
   if (!st) return { at, by: 'bucket', found: false, size: null, checksum: 'not-given' };
   const etag = st.etag?.toLowerCase() ?? '';
-  const checksum = /^[0-9a-f]{32}$/.test(etag) ? (etag === md5.toLowerCase() ? 'match' : 'mismatch') : 'not-given';
+  const checksum = /^[0-9a-f]{32}$/.test(etag)
+    ? etag === md5.toLowerCase()
+      ? 'match'
+      : 'mismatch'
+    : 'not-given';
   return { at, by: 'bucket', found: true, size: st.size, checksum: st.size === size ? checksum : 'mismatch' };
 }
 
@@ -387,7 +435,10 @@ export async function checkObject(ctx: StepContext, key: string, size: number, m
 export async function storeStep(ctx: StepContext, row: UploadedRow): Promise<void> {
   const v = await checkObject(ctx, row.objectKey, row.size, row.fingerprint);
   if (!v.found || v.size !== row.size || v.checksum === 'mismatch') {
-    throw new DmsError('storage', `${row.info.name} is not in the bucket as it was sent (${v.found ? `size ${v.size}, checksum ${v.checksum}` : 'not found'}); it will be sent again.`);
+    throw new DmsError(
+      'storage',
+      `${row.info.name} is not in the bucket as it was sent (${v.found ? `size ${v.size}, checksum ${v.checksum}` : 'not found'}); it will be sent again.`,
+    );
   }
   ctx.queue.setVerified(row.id, v);
   ctx.queue.setDone(row.id, 'stored');
@@ -398,9 +449,14 @@ export async function storeStep(ctx: StepContext, row: UploadedRow): Promise<voi
  * object (or a twin's with the same content); for content the server already
  * had from elsewhere (fast-upload "known", no key of ours), the server's word.
  */
-export async function verifyDone(ctx: StepContext, row: DoneRow & { fingerprint: string }): Promise<Verification> {
+export async function verifyDone(
+  ctx: StepContext,
+  row: DoneRow & { fingerprint: string },
+): Promise<Verification> {
   const key = row.objectKey ?? ctx.queue.objectKeyOfContent(row.fingerprint);
-  const v = key ? await checkObject(ctx, key, row.size, row.fingerprint) : { at: Date.now(), by: 'server' as const, found: true, size: row.size, checksum: 'match' as const };
+  const v = key
+    ? await checkObject(ctx, key, row.size, row.fingerprint)
+    : { at: Date.now(), by: 'server' as const, found: true, size: row.size, checksum: 'match' as const };
   ctx.queue.setVerified(row.id, v);
   return v;
 }

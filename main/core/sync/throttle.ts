@@ -26,13 +26,18 @@ export class BandwidthLimiter {
     while (this.bytesPerSecond > 0) {
       const t = this.now();
       // Burst up to one second's worth, so parts of any size get through.
-      this.tokens = Math.min(this.bytesPerSecond, this.tokens + ((t - this.last) * this.bytesPerSecond) / 1000);
+      this.tokens = Math.min(
+        this.bytesPerSecond,
+        this.tokens + ((t - this.last) * this.bytesPerSecond) / 1000,
+      );
       this.last = t;
       if (this.tokens >= Math.min(bytes, this.bytesPerSecond)) {
         this.tokens -= bytes;
         return;
       }
-      const waitMs = Math.ceil(((Math.min(bytes, this.bytesPerSecond) - this.tokens) * 1000) / this.bytesPerSecond);
+      const waitMs = Math.ceil(
+        ((Math.min(bytes, this.bytesPerSecond) - this.tokens) * 1000) / this.bytesPerSecond,
+      );
       await sleep(Math.max(5, waitMs), undefined, { signal });
     }
   };

@@ -11,10 +11,18 @@ const list = [
 
 describe('matchWayline', () => {
   it('prefers the exact name', () => {
-    expect(matchWayline('Waypoint1', list)).toEqual({ waylineId: 'a', waylineName: 'Waypoint1', how: 'exact' });
+    expect(matchWayline('Waypoint1', list)).toEqual({
+      waylineId: 'a',
+      waylineName: 'Waypoint1',
+      how: 'exact',
+    });
   });
   it('falls back to a name equal but for case, spaces, underscores and dashes', () => {
-    expect(matchWayline('Solar_Farm_North', list)).toEqual({ waylineId: 'b', waylineName: 'Solar farm north', how: 'normalised' });
+    expect(matchWayline('Solar_Farm_North', list)).toEqual({
+      waylineId: 'b',
+      waylineName: 'Solar farm north',
+      how: 'normalised',
+    });
   });
   it('does not guess between two normalised candidates', () => {
     expect(matchWayline('BRIDGE_A', list)).toBeNull();

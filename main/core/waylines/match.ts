@@ -9,12 +9,18 @@ export interface WaylineMatch {
 
 /** Case, spaces, underscores and dashes do not make two mission names different. */
 export function normaliseName(name: string): string {
-  return name.normalize('NFC').toLowerCase().replace(/[\s_-]+/g, '');
+  return name
+    .normalize('NFC')
+    .toLowerCase()
+    .replace(/[\s_-]+/g, '');
 }
 
 /** Exact name first, then the normalised name; ambiguous normalised matches are not guessed. */
 export function matchWayline(missionName: string, waylines: readonly Wayline[]): WaylineMatch | null {
-  const named = waylines.filter((w): w is Wayline & { id: string; name: string } => typeof w.id === 'string' && typeof w.name === 'string');
+  const named = waylines.filter(
+    (w): w is Wayline & { id: string; name: string } =>
+      typeof w.id === 'string' && typeof w.name === 'string',
+  );
   const exact = named.find((w) => w.name === missionName);
   if (exact) return { waylineId: exact.id, waylineName: exact.name, how: 'exact' };
   const key = normaliseName(missionName);
@@ -53,7 +59,10 @@ export class WaylineCatalog {
     const list: Wayline[] = [];
     const pageSize = 100;
     for (let page = 1; page <= 1000; page++) {
-      const res = await this.api.listWaylines({ order_by: 'name asc', page, page_size: pageSize }, signal ? { signal } : {});
+      const res = await this.api.listWaylines(
+        { order_by: 'name asc', page, page_size: pageSize },
+        signal ? { signal } : {},
+      );
       list.push(...res.list);
       if (res.list.length === 0 || list.length >= res.pagination.total || res.list.length < pageSize) break;
     }

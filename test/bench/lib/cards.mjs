@@ -25,7 +25,7 @@ function writeFile(file, size, seed, id) {
   const c = keystream(seed, id);
   const fd = fs.openSync(file, 'w');
   try {
-    for (let left = size; left > 0; ) {
+    for (let left = size; left > 0;) {
       const n = Math.min(left, CHUNK);
       fs.writeSync(fd, c.update(ZERO.subarray(0, n)));
       left -= n;
@@ -88,15 +88,59 @@ export function makeCard(root, spec) {
 export function cardSpecs(quick) {
   return quick
     ? {
-        survey: { mission: 'Survey', seed: 'survey', groups: [{ count: 20, size: 5 * MiB, ext: 'JPG' }, { count: 2, size: 40 * MiB, ext: 'MP4' }] },
-        small: { mission: 'Small', seed: 'small', start: '2024-01-02T10:00:00Z', groups: [{ count: 500, size: 64 * KiB, ext: 'JPG' }] },
-        big: { mission: 'Big', seed: 'big', start: '2024-01-03T10:00:00Z', groups: [{ count: 1, size: 256 * MiB, ext: 'MP4' }] },
-        reinsert: { mission: 'Reinsert', seed: 'reinsert', start: '2024-01-04T10:00:00Z', groups: [{ count: 1000, size: 4 * KiB, ext: 'JPG' }] },
+        survey: {
+          mission: 'Survey',
+          seed: 'survey',
+          groups: [
+            { count: 20, size: 5 * MiB, ext: 'JPG' },
+            { count: 2, size: 40 * MiB, ext: 'MP4' },
+          ],
+        },
+        small: {
+          mission: 'Small',
+          seed: 'small',
+          start: '2024-01-02T10:00:00Z',
+          groups: [{ count: 500, size: 64 * KiB, ext: 'JPG' }],
+        },
+        big: {
+          mission: 'Big',
+          seed: 'big',
+          start: '2024-01-03T10:00:00Z',
+          groups: [{ count: 1, size: 256 * MiB, ext: 'MP4' }],
+        },
+        reinsert: {
+          mission: 'Reinsert',
+          seed: 'reinsert',
+          start: '2024-01-04T10:00:00Z',
+          groups: [{ count: 1000, size: 4 * KiB, ext: 'JPG' }],
+        },
       }
     : {
-        survey: { mission: 'Survey', seed: 'survey', groups: [{ count: 200, size: 5 * MiB, ext: 'JPG' }, { count: 2, size: 300 * MiB, ext: 'MP4' }] },
-        small: { mission: 'Small', seed: 'small', start: '2024-01-02T10:00:00Z', groups: [{ count: 5000, size: 64 * KiB, ext: 'JPG' }] },
-        big: { mission: 'Big', seed: 'big', start: '2024-01-03T10:00:00Z', groups: [{ count: 1, size: 2048 * MiB, ext: 'MP4' }] },
-        reinsert: { mission: 'Reinsert', seed: 'reinsert', start: '2024-01-04T10:00:00Z', groups: [{ count: 10000, size: 4 * KiB, ext: 'JPG' }] },
+        survey: {
+          mission: 'Survey',
+          seed: 'survey',
+          groups: [
+            { count: 200, size: 5 * MiB, ext: 'JPG' },
+            { count: 2, size: 300 * MiB, ext: 'MP4' },
+          ],
+        },
+        small: {
+          mission: 'Small',
+          seed: 'small',
+          start: '2024-01-02T10:00:00Z',
+          groups: [{ count: 5000, size: 64 * KiB, ext: 'JPG' }],
+        },
+        big: {
+          mission: 'Big',
+          seed: 'big',
+          start: '2024-01-03T10:00:00Z',
+          groups: [{ count: 1, size: 2048 * MiB, ext: 'MP4' }],
+        },
+        reinsert: {
+          mission: 'Reinsert',
+          seed: 'reinsert',
+          start: '2024-01-04T10:00:00Z',
+          groups: [{ count: 10000, size: 4 * KiB, ext: 'JPG' }],
+        },
       };
 }

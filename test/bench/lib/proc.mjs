@@ -62,7 +62,11 @@ export function measure(cmd, args, opts = {}) {
   return new Promise((resolve, reject) => {
     const svc0 = opts.svcPid ? cpuSeconds(opts.svcPid) : null;
     const t0 = performance.now();
-    const child = spawn(cmd, args, { env: opts.env ?? process.env, cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: opts.env ?? process.env,
+      cwd: opts.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     running.add(child);
     let cpu = 0;
     let rss = 0;

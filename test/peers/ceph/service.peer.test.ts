@@ -162,7 +162,12 @@ describe('the service configured for RGW', () => {
         );
         // The service's own HEAD (fast-upload, callback) reaches RGW too.
         const cb = await call(aws, 'POST', paths(aws.workspaceId).callback, {
-          body: { name: 'a.jpg', object_key: key, result: 0, fingerprint: md5(Buffer.from(`bytes of ${key}`)) },
+          body: {
+            name: 'a.jpg',
+            object_key: key,
+            result: 0,
+            fingerprint: md5(Buffer.from(`bytes of ${key}`)),
+          },
         });
         expect(cb.body.code, JSON.stringify(cb.body)).toBe(0);
         const missing = await call(aws, 'POST', paths(aws.workspaceId).callback, {
