@@ -162,6 +162,14 @@ export function neverReachedServer(err: DmsError): boolean {
   return code !== undefined && NEVER_SENT.has(code);
 }
 
+/**
+ * The request was certainly not acted on: the server refused it (a
+ * refusal, the sign-in, a "slow down"), or it never reached the server.
+ */
+export function notActedOn(err: DmsError): boolean {
+  return err.kind === 'rejected' || err.kind === 'auth' || err.kind === 'throttled' || neverReachedServer(err);
+}
+
 export function isDmsError(err: unknown): err is DmsError {
   return err instanceof DmsError;
 }

@@ -13,6 +13,7 @@ import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths, type StatePaths } from '../core/paths.js';
 import type { Queue } from '../core/queue/queue.js';
+import { canUpload } from '../core/session/connection.js';
 import { openSession, type Session } from '../core/session/open.js';
 import { LOCAL_LABEL } from '../core/session/target.js';
 import type {
@@ -183,7 +184,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
     const waiting = this.waiting;
     return appStateView({
       engine: rt?.agent.engine ?? null,
-      signedIn: rt ? rt.conn.kind === 'local' || rt.conn.signedIn : false,
+      signedIn: rt ? canUpload(rt.conn) : false,
       serverLabel:
         rt?.conn.label ??
         (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'no server yet')),
@@ -279,7 +280,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
     const conn = this.rt?.conn;
     return {
       ...toSettingsView(this.config),
-      signedIn: conn ? conn.kind === 'local' || conn.signedIn : false,
+      signedIn: conn ? canUpload(conn) : false,
     };
   }
 
@@ -455,7 +456,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       this.log.info(
         {
           server: conn.label,
-          signedIn: conn.kind === 'local' || conn.signedIn,
+          signedIn: canUpload(conn),
           folders: watchedFolders.length,
           cards: autoSyncCards,
         },

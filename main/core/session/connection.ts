@@ -55,6 +55,11 @@ export interface ConnectionInputs {
   localService(): Promise<LocalServiceHandle>;
 }
 
+/** The connection can upload now: the local service, or a server with a token. */
+export function canUpload(c: Connection): boolean {
+  return c.kind === 'local' || (c.kind === 'server' && c.signedIn);
+}
+
 export const SIGN_IN_TO_UPLOAD = 'Sign in to upload: files are found and wait until a server is set.';
 
 /** An API client for a server, trusting the configured CA. */

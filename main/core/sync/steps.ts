@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
-import { DmsError, neverReachedServer, toDmsError } from '../errors.js';
+import { DmsError, notActedOn, toDmsError } from '../errors.js';
 import { isInside } from '../media/discover.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
 import { flightFolderOf } from '../media/flight.js';
@@ -391,7 +391,7 @@ export async function callbackStep(
     const e = toDmsError(err);
     // A refusal, or a request that never reached the server, is a definite
     // answer: nothing was stored, no check needed next time.
-    if (e.kind === 'rejected' || e.kind === 'auth' || e.kind === 'throttled' || neverReachedServer(e)) {
+    if (notActedOn(e)) {
       ctx.queue.clearCallbackUnknown(row.id);
       throw e;
     }

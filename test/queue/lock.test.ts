@@ -4,14 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { QueueLockedError } from '../errors.js';
-import { acquireAgentLock } from './lock.js';
-import { openQueue } from './open.js';
+import { QueueLockedError } from '../../main/core/errors.js';
+import { acquireAgentLock } from '../../main/core/queue/lock.js';
+import { openQueue } from '../../main/core/queue/open.js';
 
 // The other agent is a real process running the built lock module (npm test builds first).
 const BUILT_LOCK = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
-  '../../../dist/main/core/queue/lock.js',
+  '../../dist/main/core/queue/lock.js',
 );
 
 let dir: string;
