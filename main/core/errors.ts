@@ -167,7 +167,9 @@ export function neverReachedServer(err: DmsError): boolean {
  * refusal, the sign-in, a "slow down"), or it never reached the server.
  */
 export function notActedOn(err: DmsError): boolean {
-  return err.kind === 'rejected' || err.kind === 'auth' || err.kind === 'throttled' || neverReachedServer(err);
+  return (
+    err.kind === 'rejected' || err.kind === 'auth' || err.kind === 'throttled' || neverReachedServer(err)
+  );
 }
 
 export function isDmsError(err: unknown): err is DmsError {
