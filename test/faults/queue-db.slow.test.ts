@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QueueWriteError } from '../../main/core/errors.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { runSync } from './cli.js';
 import { canMount, fill, tryMount, unmount } from './disk.js';
@@ -118,8 +119,11 @@ describe.skipIf(!canMount)('full disk (tmpfs)', () => {
     const filler = fill(state, 400 * KiB);
     const run = await startEngine({ queue, api: w.api(), roots: [root] });
     try {
-      await until('the halt', () => run.engine.state === 'paused', 30_000);
+      // "Halted" is a state of its own, with its reason (not a plain "paused").
+      await until('the halt', () => run.engine.state === 'halted', 30_000);
       const err = run.engine.error!;
+      expect(err).toBeInstanceOf(QueueWriteError);
+      expect((err as QueueWriteError).reason).toBe('disk-full');
       expect(err.message).toMatch(/disk .*is full/i);
       expectPlain(err.message);
       expect(run.events.filter((e) => e.outcome === 'failed')).toEqual([]);
