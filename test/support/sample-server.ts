@@ -252,3 +252,29 @@ export async function startSampleServer(opts: SampleServerOptions = {}): Promise
       }),
   };
 }
+
+/**
+ * The bucket behind a sample-server stand-in: a real s3rver (a third-party S3
+ * server) with the sample server's bucket, and the STS answer pointing at it.
+ */
+export async function startSampleBucket(
+  directory: string,
+): Promise<{ sts: StsResult; close(): Promise<void> }> {
+  const S3rver = (await import('s3rver')).default;
+  const s3 = new S3rver({
+    address: '127.0.0.1',
+    port: 0,
+    silent: true,
+    directory,
+    configureBuckets: [{ name: SAMPLE_STS.bucket, configs: [] }],
+  });
+  const { port } = await s3.run();
+  return {
+    sts: {
+      ...SAMPLE_STS,
+      endpoint: `http://127.0.0.1:${port}`,
+      credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
+    },
+    close: () => s3.close(),
+  };
+}

@@ -4,16 +4,16 @@
  * fast-upload breaks once a fingerprint is recorded twice), with a real
  * s3rver bucket and the real engine in its long-running mode.
  */
+import type { StsResult } from '../../main/core/api/types.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { UNCLEAR_ANSWER_TRIES } from '../../main/core/sync/steps.js';
 import { startEngine } from '../faults/rig.js';
 import {
-  SAMPLE_STS,
+  startSampleBucket,
   startSampleServer,
   type RecordedCall,
   type SampleServer,
@@ -21,29 +21,18 @@ import {
 import { makeCard, syncOnce, tempDir, until } from '../support/harness.js';
 
 let dir: string;
-let s3: S3rver;
-let sts: typeof SAMPLE_STS;
+let bucket: Awaited<ReturnType<typeof startSampleBucket>>;
+let sts: StsResult;
 const servers: SampleServer[] = [];
 
 beforeAll(async () => {
   dir = tempDir('dms-once-');
-  s3 = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    silent: true,
-    directory: path.join(dir, 's3'),
-    configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
-  });
-  const { port } = await s3.run();
-  sts = {
-    ...SAMPLE_STS,
-    endpoint: `http://127.0.0.1:${port}`,
-    credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
-  };
+  bucket = await startSampleBucket(path.join(dir, 's3'));
+  sts = bucket.sts;
 });
 afterAll(async () => {
   await Promise.all(servers.map((s) => s.close()));
-  await s3.close();
+  await bucket.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

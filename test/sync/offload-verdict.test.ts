@@ -5,7 +5,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { parseConfig } from '../../main/core/config.js';
@@ -15,7 +14,7 @@ import { serverTarget } from '../../main/core/session/target.js';
 import { folderSource } from '../../main/core/sources/source.js';
 import { SyncEngine } from '../../main/core/sync/engine.js';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { SAMPLE_STS, startSampleServer } from '../support/sample-server.js';
+import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
 import { FIXTURES, tempDir } from '../support/harness.js';
 import { buildRtkCard } from '../support/rtk-card.js';
 
@@ -74,21 +73,8 @@ it('not with a pulled card: its files wait for it', async () => {
 
 it('not with a failed file: the reason says which and why', async () => {
   // A server that refuses a camera outside DJI's list (the sample server's rule), with a real bucket.
-  const s3 = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    silent: true,
-    directory: path.join(dir, 's3'),
-    configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
-  });
-  const { port } = await s3.run();
-  const sample = await startSampleServer({
-    sts: {
-      ...SAMPLE_STS,
-      endpoint: `http://127.0.0.1:${port}`,
-      credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
-    },
-  });
+  const bucket = await startSampleBucket(path.join(dir, 's3'));
+  const sample = await startSampleServer({ sts: bucket.sts });
   try {
     const c = buildRtkCard({
       root: path.join(dir, 'failed'),
@@ -119,7 +105,7 @@ it('not with a failed file: the reason says which and why', async () => {
     queue.close();
   } finally {
     await sample.close();
-    await s3.close();
+    await bucket.close();
   }
 });
 

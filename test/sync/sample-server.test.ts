@@ -1,10 +1,10 @@
+import type { StsResult } from '../../main/core/api/types.js';
 import fs from 'node:fs';
 import path from 'node:path';
-import S3rver from 's3rver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { Queue } from '../../main/core/queue/queue.js';
-import { SAMPLE_STS, startSampleServer, type SampleServer } from '../support/sample-server.js';
+import { startSampleBucket, startSampleServer, type SampleServer } from '../support/sample-server.js';
 import { FIXTURES, getObject, makeCard, syncOnce, tempDir } from '../support/harness.js';
 
 // The engine against a stand-in that refuses what DJI's sample server refuses
@@ -24,29 +24,18 @@ const H20T = PHOTOS.filter((f) => f.startsWith('ZH20T'));
 
 let dir: string;
 let server: SampleServer;
-let s3: S3rver;
-let bucketSts: typeof SAMPLE_STS;
+let bucket: Awaited<ReturnType<typeof startSampleBucket>>;
+let bucketSts: StsResult;
 
 beforeAll(async () => {
   dir = tempDir('dms-sample-');
-  s3 = new S3rver({
-    address: '127.0.0.1',
-    port: 0,
-    silent: true,
-    directory: path.join(dir, 's3'),
-    configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
-  });
-  const { port } = await s3.run();
-  bucketSts = {
-    ...SAMPLE_STS,
-    endpoint: `http://127.0.0.1:${port}`,
-    credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
-  };
+  bucket = await startSampleBucket(path.join(dir, 's3'));
+  bucketSts = bucket.sts;
   server = await startSampleServer({ sts: bucketSts, style: { stringCode: true, emptyData: '' } });
 });
 afterAll(async () => {
   await server.close();
-  await s3.close();
+  await bucket.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
