@@ -3,9 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
-import S3rver from 's3rver';
 import { makeCard, tempDir } from '../support/harness.js';
-import { SAMPLE_STS, startSampleServer } from '../support/sample-server.js';
+import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
 
 // The built CLI as a user runs it, against the reference service over HTTP.
 const BIN = path.resolve('dist/main/cli/bin.js');
@@ -66,21 +65,8 @@ describe('drone-media-sync', () => {
   it('sync exits non-zero with a reason per file it could not finish; status and retry show and requeue them', async () => {
     // A stand-in of DJI's sample server refuses cameras outside its device list
     // (Mavic 2 Enterprise Advanced); the bucket is a real s3rver.
-    const s3 = new S3rver({
-      address: '127.0.0.1',
-      port: 0,
-      silent: true,
-      directory: path.join(dir, 's3'),
-      configureBuckets: [{ name: 'cloud-bucket', configs: [] }],
-    });
-    const { port } = await s3.run();
-    const sample = await startSampleServer({
-      sts: {
-        ...SAMPLE_STS,
-        endpoint: `http://127.0.0.1:${port}`,
-        credentials: { ...SAMPLE_STS.credentials, access_key_id: 'S3RVER', access_key_secret: 'S3RVER' },
-      },
-    });
+    const bucket = await startSampleBucket(path.join(dir, 's3'));
+    const sample = await startSampleServer({ sts: bucket.sts });
     try {
       const card = makeCard(path.join(dir, 'card-bad'), 'DJI_202302150739_001_Roof', [
         'M2EA/M2EA_IR.JPG',
@@ -110,7 +96,7 @@ describe('drone-media-sync', () => {
       expect(retry.out).toMatch(/^1 file will be retried/);
     } finally {
       await sample.close();
-      await s3.close();
+      await bucket.close();
     }
   });
 
