@@ -423,10 +423,12 @@ export class Queue {
     this.patch(id, { callback_unknown: 0 });
   }
 
-  setDone(id: number, outcome: Outcome): void {
+  /** Done; `verified` when the acknowledgement itself vouches for the object (fast-upload "known"). */
+  setDone(id: number, outcome: Outcome, verified?: Verification): void {
     this.db.transaction(() => {
       this.stmts.clearParts.run(id);
       this.patch(id, {
+        ...(verified ? { verified_json: JSON.stringify(verified) } : {}),
         state: 'done',
         outcome,
         callback_unknown: 0,
