@@ -29,6 +29,12 @@ export interface HashFileOptions {
   stopped: () => boolean;
   /** Called after each read with the number of bytes just read (a delta, not a total). */
   onBytes?: (n: number) => void;
+  /**
+   * Two buffers of `bufferSize` bytes to read into, when the caller reuses
+   * them from one file to the next (a worker: one file at a time); else the
+   * hash allocates its own.
+   */
+  buffers?: [Buffer, Buffer];
 }
 
 /**
@@ -44,9 +50,9 @@ export async function md5OfFile(path: string, opts: HashFileOptions): Promise<st
   // The read in flight, if any: always awaited before the file is closed.
   let pending: Promise<{ bytesRead: number }> | undefined;
   try {
-    let current: Buffer = Buffer.allocUnsafe(opts.bufferSize);
+    let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
     // The second one only for files longer than one read (most photos are not).
-    let spare: Buffer | undefined;
+    let spare: Buffer | undefined = opts.buffers?.[1];
     const hash = createHash('md5');
     const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
       const p = fh.read(buf, 0, buf.length, null);
@@ -152,6 +158,19 @@ function errorInfo(e: unknown): ErrorInfo {
   };
 }
 
+/**
+ * The read buffers of this worker's file jobs, kept from one file to the next
+ * (a worker hashes one file at a time): without them every file allocated two
+ * buffers of up to 4 MiB for the collector.
+ */
+let scratch: [Buffer, Buffer] | undefined;
+
+function scratchBuffers(size: number): [Buffer, Buffer] {
+  if (!scratch || scratch[0].length < size)
+    scratch = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
+  return [scratch[0].subarray(0, size), scratch[1].subarray(0, size)];
+}
+
 async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => void): Promise<void> {
   const { id } = job;
   try {
@@ -159,6 +178,7 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
       // The caller stops the hash by setting flag[0] (its abort signal).
       const md5 = await md5OfFile(job.path, {
         bufferSize: job.bufferSize,
+        buffers: scratchBuffers(job.bufferSize),
         stopped: () => Atomics.load(job.flag, 0) !== 0,
         onBytes: (bytes) => post({ id, bytes }),
       });

@@ -44,6 +44,30 @@ describe('hash workers', () => {
     expect(reads).toEqual([1024 * 1024, 1024 * 1024, 1024 * 1024, 777]);
   });
 
+  it('reuse its read buffers from one file to the next without mixing their bytes', async () => {
+    // Files of other sizes, one after another through the same two workers:
+    // bigger and smaller buffers than the last, a file shorter than one read,
+    // and the first file again after a stop left a buffer half full.
+    const others = [1, 700_000, 5 * 1024 * 1024 + 1, 10, 2 * 1024 * 1024].map((n, i) => {
+      const p = join(tmp, `other-${i}.bin`);
+      return { p, data: randomBytes(n) };
+    });
+    for (const o of others) await writeFile(o.p, o.data);
+    const ac = new AbortController();
+    await hashFileInWorker(file, 1024 * 1024, {
+      signal: ac.signal,
+      onBytes: () => ac.abort(),
+      abortReason: notAborted,
+    }).catch(() => undefined);
+    const got = await Promise.all(
+      [...others, ...others].map((o) =>
+        hashFileInWorker(o.p, Math.min(4 * 1024 * 1024, o.data.length + 1), { abortReason: notAborted }),
+      ),
+    );
+    expect(got).toEqual([...others, ...others].map((o) => md5sum(o.p)));
+    expect(await hashFileInWorker(file, 1024 * 1024, { abortReason: notAborted })).toBe(md5sum(file));
+  });
+
   it('give the same hash as the same code on this thread', async () => {
     const here = await md5OfFile(file, { bufferSize: 1024 * 1024 + 3, stopped: () => false });
     expect(here).toBe(md5sum(file));

@@ -111,7 +111,12 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
   const history = target ? new History(queue.db, target.id) : null;
   const mrk = queue.mrkOf(sourceId);
   const byFolder = new Map<string, QueueRow[]>();
-  for (const r of rows) byFolder.set(folderOf(r.relPath), [...(byFolder.get(folderOf(r.relPath)) ?? []), r]);
+  for (const r of rows) {
+    const folder = folderOf(r.relPath);
+    const list = byFolder.get(folder);
+    if (list) list.push(r);
+    else byFolder.set(folder, [r]);
+  }
   return [...byFolder.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([folder, files]) => {

@@ -21,6 +21,7 @@ import { createUploader } from '../storage/create.js';
 import type { Uploader, UploaderOptions } from '../storage/types.js';
 import type { StorageProvider } from '../api/types.js';
 import { loadCaFile, trustedCas } from '../tls.js';
+import { KeptBytes } from './kept.js';
 import { Limiter } from './limiter.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { scanSource, type ScanResult } from './scan.js';
@@ -133,7 +134,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Due row ids listed by the last dispatch and not taken yet, oldest first. */
   private candidates: number[] = [];
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
-  private readonly contents = new Map<number, Buffer>();
+  private readonly kept = new KeptBytes();
   private wakeUp: (() => void) | null = null;
   private stateValue: EngineState = 'idle';
   private lastError: DmsError | null = null;
@@ -341,7 +342,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       const controller = new AbortController();
       const promise = this.process(row, [controller.signal, ...(signal ? [signal] : [])]).finally(() => {
         this.inFlight.delete(row.id);
-        this.contents.delete(row.id);
+        this.kept.delete(row.id);
         this.wake();
       });
       this.inFlight.set(row.id, { promise, controller, sourceId: row.sourceId });
@@ -431,7 +432,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       uploaderFor: (p) => this.uploaderFor(p as StorageProvider),
       signal,
       config: this.config,
-      contents: this.contents,
+      kept: this.kept,
       onBytes: (n, sent) => {
         this.progress.moved(n, sent);
         this.emitProgress(false);

@@ -26,6 +26,7 @@ import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.
 import type { Uploader } from '../storage/types.js';
 import { fastUploadVerdict } from './answers.js';
 import { aircraftSerial, callbackBody, fastUploadBody, type FileRef } from './requests.js';
+import type { KeptBytes } from './kept.js';
 import type { StsCache } from './sts-cache.js';
 
 /** Everything a step needs; owned by the engine. */
@@ -38,33 +39,20 @@ export interface StepContext {
   signal: AbortSignal;
   onBytes: (bytes: number, sent: boolean) => void;
   /**
-   * Small files read whole by the hash step, kept for the upload step of the
-   * same row (the engine bounds and clears it): one read per file instead of three.
+   * Bytes read by the hash step, kept for the upload step of the same row
+   * (the engine clears them): one read per file instead of two or three.
    */
-  contents: Map<number, Buffer>;
+  kept: KeptBytes;
 }
 
 /** Files below this are read whole into memory, hashed here, and kept for their upload. */
 export const READ_WHOLE_BELOW = 1024 * 1024;
-/**
- * Files that go up in one PUT (below the multipart threshold: photos) are
- * also read whole, in a hash worker, while the bytes kept for rows in flight
- * stay under this budget: the photo is then read and hashed once instead of
- * twice (fingerprint, then Content-MD5 at upload). Beyond it, the streamed path.
- */
-export const KEEP_BUDGET_BYTES = 48 * 1024 * 1024;
 
 /**
  * Tries of a file whose pre-callback check keeps getting an unclear answer
  * before it is failed: the lost callback and the checks after it, in all.
  */
 export const UNCLEAR_ANSWER_TRIES = 5;
-
-function keptBytes(contents: Map<number, Buffer>): number {
-  let n = 0;
-  for (const b of contents.values()) n += b.length;
-  return n;
-}
 
 /** Thrown when the file on disk is no longer the version this row describes. */
 export class FileChangedError extends DmsError {
@@ -162,10 +150,9 @@ export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<vo
     md5 = createHash('md5').update(kept).digest('hex');
     ctx.onBytes(kept.length, false);
     media = await describe(kept);
-  } else if (
-    row.size < DEFAULT_MULTIPART_THRESHOLD &&
-    keptBytes(ctx.contents) + row.size <= KEEP_BUDGET_BYTES
-  ) {
+  } else if (row.size < DEFAULT_MULTIPART_THRESHOLD && ctx.kept.worthKeeping(row.size)) {
+    // Files that go up in one PUT (photos) are read whole in a hash worker
+    // and kept, while it pays (kept.ts); else the streamed path below.
     await assertUnchanged(row);
     const { body, md5: digest } = await readRangeWithMd5(row.absPath, 0, row.size, row.size);
     md5 = digest.toString('hex');
@@ -183,7 +170,7 @@ export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<vo
     // would describe content that no longer exists.
     await assertUnchanged(row);
   }
-  if (kept) ctx.contents.set(row.id, kept);
+  if (kept) ctx.kept.set(row.id, kept);
   const name = path.posix.basename(row.relPath);
   if (rtkKindOf(name) === 'mrk') {
     // The exposure log, kept for the flight's report (also once the card is gone).
@@ -267,10 +254,12 @@ async function askServer(ctx: StepContext, row: FileRef & { id: number }) {
 export async function fastUploadStep(ctx: StepContext, row: HashedRow): Promise<'known' | 'unknown'> {
   const { verdict, code, message } = await askServer(ctx, row);
   if (verdict === 'known') {
+    ctx.kept.answered('known');
     ctx.queue.setDone(row.id, 'fast-uploaded', vouched(row.size));
     return 'known';
   }
   if (verdict === 'refused') throw refusedBeforeUpload(row.info, code, message);
+  ctx.kept.answered('unknown');
   ctx.queue.setFastUploadChecked(row.id);
   return 'unknown';
 }
@@ -303,7 +292,7 @@ export async function doneByTwin(ctx: StepContext, row: CheckedRow | UploadedRow
 
 /** fast-upload-checked / uploading -> uploaded, resuming stored parts. */
 export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<void> {
-  const content = ctx.contents.get(row.id);
+  const content = ctx.kept.get(row.id);
   // Bytes kept from the hash step are the fingerprinted version whatever the
   // disk holds now: the check after the upload is the one that matters.
   if (!content) await assertUnchanged(row);
