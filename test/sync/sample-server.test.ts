@@ -1,4 +1,5 @@
 import type { StsResult } from '../../main/core/api/types.js';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -159,6 +160,50 @@ describe('against a stand-in that enforces the whole required-fields table', () 
     } finally {
       await fresh.close();
     }
+  });
+
+  it('a video with its .SRT beside a photo reaches one accepted callback, its position from the SRT', async () => {
+    // An M30T flight: a real photo, a video (random bytes: nothing in an MP4 is read) and a real
+    // SRT (the Phantom 4 RTK sample: the only fixture form with a gimbal heading, which the table requires).
+    const card = makeCard(path.join(dir, 'card-video'), 'DJI_202404241446_009', ['M30T/M30T_IR.JPG']);
+    const folder = path.join(card, 'DCIM', 'DJI_202404241446_009');
+    const video = path.join(folder, 'DJI_20240424144700_0002_W.MP4');
+    fs.writeFileSync(video, crypto.randomBytes(3 * 1024 * 1024 + 17));
+    fs.copyFileSync(
+      path.join(FIXTURES, 'SRT', 'p4_rtk.SRT'),
+      path.join(folder, 'DJI_20240424144700_0002_W.SRT'),
+    );
+    const records = server.media.length;
+    const run = await syncOnce({
+      queueFile: path.join(dir, 'state-video', 'queue.db'),
+      api: api(),
+      roots: [card],
+    });
+    const outcome = run.events.find((e) => e.relPath.endsWith('.MP4'));
+    expect(outcome?.outcome, outcome?.error?.message).toBe('uploaded');
+    // The SRT is a side-car: read, never uploaded.
+    expect(run.events.some((e) => e.relPath.endsWith('.SRT'))).toBe(false);
+    const added = server.media.slice(records).filter((m) => m.name.endsWith('.MP4'));
+    expect(added).toHaveLength(1);
+    const b = added[0]!.body as {
+      metadata: Record<string, unknown>;
+      ext: Record<string, unknown>;
+    };
+    // p4_rtk.SRT cue 1: GPS (-58.851745, -34.237922, 15), H 85.80m, G.PRY (.., .., 110.4°)
+    expect(b.metadata).toMatchObject({
+      shoot_position: { lat: -34.237922, lng: -58.851745 },
+      absolute_altitude: 15,
+      relative_altitude: 85.8,
+      gimbal_yaw_degree: 110.4,
+    });
+    expect(b.metadata['created_time']).toMatch(/^2024-04-24T14:47:00[+-]\d\d:\d\d$/);
+    // Aircraft, camera and serial of the M30T photo beside it.
+    expect(b.ext).toMatchObject({
+      drone_model_key: '0-67-1',
+      payload_model_key: '1-53-0',
+      sn: '1581F62HD232T00CPV1Q',
+    });
+    expect((await getObject(bucketSts, added[0]!.objectKey)).equals(fs.readFileSync(video))).toBe(true);
   });
 
   it('waylines always carry order_by (the sample server requires it)', async () => {

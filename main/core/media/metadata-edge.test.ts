@@ -104,7 +104,9 @@ describe('readMediaInfo fallbacks', () => {
 
 describe('readMediaInfo on files it cannot read', () => {
   it('video: no exifr, capture time from the DJI file name, a warning, no throw', async () => {
-    const f = join(tmp, 'DJI_20220831151616_0005_W.MP4');
+    // Alone in its folder: no .SRT and no photo beside it (video.test.ts covers those).
+    await mkdir(join(tmp, 'lone-video'));
+    const f = join(tmp, 'lone-video', 'DJI_20220831151616_0005_W.MP4');
     await writeFile(f, Buffer.alloc(4096, 1));
     const info = await readMediaInfo(f, { timeZoneOffsetMinutes: 120 });
     expect(info.captureTime).toEqual({ year: 2022, month: 8, day: 31, hour: 15, minute: 16, second: 16 });
@@ -116,7 +118,8 @@ describe('readMediaInfo on files it cannot read', () => {
   });
 
   it('video with an old-style name: no capture time, warnings, no throw', async () => {
-    const f = join(tmp, 'DJI_0003.MOV');
+    await mkdir(join(tmp, 'lone-mov'));
+    const f = join(tmp, 'lone-mov', 'DJI_0003.MOV');
     await writeFile(f, Buffer.alloc(100, 2));
     const info = await readMediaInfo(f);
     expect(info.metadata).toEqual({});

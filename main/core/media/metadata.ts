@@ -16,6 +16,7 @@ import {
 import { resolveDeviceKeys } from './devices.js';
 import { VIDEO_EXTENSIONS, normaliseExtension } from './discover.js';
 import { isDerived, isPanorama, readPosition, text } from './metadata-rules.js';
+import { readVideoSidecars } from './video.js';
 import type { Block } from './metadata-rules.js';
 
 export interface MediaInfo {
@@ -47,6 +48,8 @@ export interface ReadMediaOptions {
   relPath?: string;
   /** The file's bytes when the caller has already read them all (small files): parsed from memory. */
   content?: Buffer;
+  /** The card or folder the file was found under: side-cars of a video are read only inside it. */
+  root?: string;
 }
 
 /**
@@ -129,18 +132,14 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
     }
   }
 
+  if (VIDEO_EXTENSIONS.includes(normaliseExtension(extname(name)))) return readVideoInfo(filePath, opts);
   let blocks: Record<string, Block> = {};
-  const ext = normaliseExtension(extname(name));
-  if (VIDEO_EXTENSIONS.includes(ext)) {
-    warnings.push('Video: camera metadata (position, camera model) is not read from MP4/MOV files.');
-  } else {
-    try {
-      blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
-    } catch (err) {
-      const e = toDmsError(err, 'invalid-input');
-      if (e.kind === 'source-missing') throw e;
-      warnings.push(`Cannot read the file's metadata: ${(err as Error).message ?? String(err)}`);
-    }
+  try {
+    blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
+  } catch (err) {
+    const e = toDmsError(err, 'invalid-input');
+    if (e.kind === 'source-missing') throw e;
+    warnings.push(`Cannot read the file's metadata: ${(err as Error).message ?? String(err)}`);
   }
   const ifd0 = blocks.ifd0 ?? {};
   const exif = blocks.exif ?? {};
@@ -197,5 +196,87 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   if (keys.payload_model_key) info.payloadModelKey = keys.payload_model_key;
   if (keys.unsupportedReason) info.unsupportedReason = keys.unsupportedReason;
   if (keys.note) warnings.push(keys.note);
+  return info;
+}
+
+/**
+ * A video (MP4/MOV): exifr reads nothing in it, so what the server needs comes
+ * from beside it (video.ts). Position, altitudes, gimbal heading and start
+ * time from the first fix of its `.SRT`; capture time else from its name;
+ * aircraft, camera and aircraft serial from a photo of the same folder. What
+ * neither gives stays out (never 0): a server that requires it refuses the
+ * file, with the reason in the warnings.
+ */
+async function readVideoInfo(filePath: string, opts: ReadMediaOptions): Promise<MediaInfo> {
+  const name = basename(filePath);
+  const warnings: string[] = [];
+  const side = await readVideoSidecars(filePath, opts.root);
+  warnings.push(...side.problems);
+  const metadata: MediaMetadata = {};
+  const fix = side.fix;
+  if (fix) {
+    metadata.shoot_position = { lat: fix.lat, lng: fix.lng };
+    if (fix.absoluteAltitude !== undefined) metadata.absolute_altitude = fix.absoluteAltitude;
+    if (fix.relativeAltitude !== undefined) metadata.relative_altitude = fix.relativeAltitude;
+    if (fix.gimbalYaw !== undefined) metadata.gimbal_yaw_degree = fix.gimbalYaw;
+    const missing = [
+      fix.absoluteAltitude === undefined ? 'absolute altitude' : '',
+      fix.relativeAltitude === undefined ? 'relative altitude' : '',
+      fix.gimbalYaw === undefined ? 'gimbal heading' : '',
+    ].filter(Boolean);
+    warnings.push(
+      `Video: position from ${side.srtName} (cue ${fix.cue})` +
+        (missing.length ? `; it has no ${missing.join(', ')}.` : '.'),
+    );
+  } else if (side.srtName) {
+    warnings.push(`Video: ${side.srtName} has no GPS position in its first cues.`);
+  } else {
+    warnings.push(
+      'Video: no .SRT beside it, so no position. Turn on video captions (subtitles) in DJI Pilot to record one.',
+    );
+  }
+
+  let captureTime = fix?.time;
+  if (!captureTime) {
+    captureTime = captureTimeFromFileName(name);
+    warnings.push(
+      captureTime
+        ? 'Capture time taken from the file name (no date in a .SRT beside it).'
+        : 'No capture time: neither a .SRT beside it nor the file name carries a date.',
+    );
+  }
+  if (captureTime) {
+    metadata.created_time = formatCreatedTime(
+      captureTime,
+      opts.timeZoneOffsetMinutes ?? machineOffsetMinutes(captureTime),
+    );
+  }
+  const info: MediaInfo = {
+    metadata,
+    subFileType: 0,
+    isOriginal: !isDerived(name, {}, {}),
+    warnings,
+  };
+  if (captureTime) info.captureTime = captureTime;
+
+  for (const photo of side.photos) {
+    let other: MediaInfo;
+    try {
+      other = await readMediaInfo(photo, {
+        ...(opts.aircraftDefault ? { aircraftDefault: opts.aircraftDefault } : {}),
+      });
+    } catch {
+      continue; // gone meanwhile: try the next
+    }
+    if (!other.droneModelKey || !other.payloadModelKey || other.unsupportedReason) continue;
+    info.droneModelKey = other.droneModelKey;
+    info.payloadModelKey = other.payloadModelKey;
+    if (other.cameraModel) info.cameraModel = other.cameraModel;
+    if (other.sn) info.sn = other.sn;
+    warnings.push(`Aircraft and camera taken from ${basename(photo)} in the same folder.`);
+    return info;
+  }
+  info.unsupportedReason =
+    "The video does not say which aircraft and camera recorded it, and no photo of a known DJI camera is beside it; servers like DJI's sample server will refuse it";
   return info;
 }

@@ -93,13 +93,15 @@ function missing(row: QueueRow, err: unknown): DmsError {
   });
 }
 
+/** The card or folder a row was found under: its absolute path minus the relative one. */
+const rootOf = (row: QueueRow): string => row.absPath.slice(0, row.absPath.length - row.relPath.length - 1);
+
 /**
- * The card or folder the row came from: its absolute path minus the
- * relative one. Its contents are not trusted: a file swapped for a link
- * since the scan must not lead the read out of it.
+ * Its contents are not trusted: a file swapped for a link since the scan
+ * must not lead the read out of it.
  */
 async function assertInsideSource(row: QueueRow): Promise<void> {
-  const root = row.absPath.slice(0, row.absPath.length - row.relPath.length - 1);
+  const root = rootOf(row);
   let real: string;
   let realRoot: string;
   try {
@@ -134,6 +136,7 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<void> {
   const mediaOpts = {
     relPath: row.relPath,
+    root: rootOf(row),
     ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}),
   };
   // RTK/PPK files carry no picture metadata: only their content is fingerprinted.
