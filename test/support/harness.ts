@@ -72,8 +72,9 @@ export async function syncOnce(opts: {
   }
 }
 
-export async function getObject(sts: StsResult, key: string): Promise<Buffer> {
-  const s3 = new S3Client({
+/** An S3 client on the credentials an sts answer gives (checksums only where required, as the agent sends). */
+export function s3For(sts: StsResult): S3Client {
+  return new S3Client({
     endpoint: sts.endpoint,
     region: sts.region,
     forcePathStyle: true,
@@ -85,6 +86,10 @@ export async function getObject(sts: StsResult, key: string): Promise<Buffer> {
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
   });
+}
+
+export async function getObject(sts: StsResult, key: string): Promise<Buffer> {
+  const s3 = s3For(sts);
   try {
     const out = await s3.send(new GetObjectCommand({ Bucket: sts.bucket, Key: key }));
     return Buffer.from(await out.Body!.transformToByteArray());

@@ -3,12 +3,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ListPartsCommand, S3Client } from '@aws-sdk/client-s3';
+import { ListPartsCommand } from '@aws-sdk/client-s3';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { getObject, tempDir } from '../support/harness.js';
+import { getObject, s3For, tempDir } from '../support/harness.js';
 
 // The real CLI (built JS, as a user runs it) is killed with SIGKILL in the
 // middle of a multipart upload, then started again on the same state.
@@ -74,18 +74,7 @@ async function bucketParts(queueFile: string): Promise<number> {
     workspaceId: svc.workspaceId,
     token: svc.token,
   }).getSts();
-  const s3 = new S3Client({
-    endpoint: sts.endpoint,
-    region: sts.region,
-    forcePathStyle: true,
-    credentials: {
-      accessKeyId: sts.credentials.access_key_id,
-      secretAccessKey: sts.credentials.access_key_secret,
-      sessionToken: sts.credentials.security_token,
-    },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
+  const s3 = s3For(sts);
   try {
     const out = await s3.send(
       new ListPartsCommand({ Bucket: sts.bucket, Key: row.object_key, UploadId: row.upload_id }),

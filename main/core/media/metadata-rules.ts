@@ -36,7 +36,8 @@ function dmsToDegrees(dms: unknown, ref: unknown): number | undefined {
   return typeof ref === 'string' && /^[SW]/i.test(ref.trim()) ? -value : value;
 }
 
-function validPosition(lat: number | undefined, lng: number | undefined): boolean {
+/** A position a camera really had: in range, and not DJI's 0/0 for "no fix". */
+export function validPosition(lat: number | undefined, lng: number | undefined): boolean {
   if (lat === undefined || lng === undefined) return false;
   if (Math.abs(lat) > 90 || Math.abs(lng) > 180) return false;
   // DJI writes 0/0 when it had no GPS fix: that is "unknown", not the Gulf of Guinea.

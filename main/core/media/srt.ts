@@ -27,6 +27,7 @@
  */
 import type { CaptureTime } from './capture-time.js';
 import { isValidCaptureTime } from './capture-time.js';
+import { validPosition } from './metadata-rules.js';
 
 export interface SrtFix {
   lat: number;
@@ -55,12 +56,6 @@ function triple(text: string, label: string): [number, number, number, string] |
     String.raw`${label}\s*\(\s*(${NUM})[°\s]*,\s*(${NUM})[°\s]*,\s*(${NUM})\s*(m|M)?[°\s]*\)`,
   ).exec(text);
   return m ? [Number(m[1]), Number(m[2]), Number(m[3]), m[4] ?? ''] : undefined;
-}
-
-function validPosition(lat: number, lng: number): boolean {
-  if (!Number.isFinite(lat) || !Number.isFinite(lng)) return false;
-  if (Math.abs(lat) > 90 || Math.abs(lng) > 180) return false;
-  return !(lat === 0 && lng === 0); // no fix yet
 }
 
 const DATE = /\b(\d{4})[-./](\d{2})[-./](\d{2})[ T](\d{2}):(\d{2}):(\d{2})/;
