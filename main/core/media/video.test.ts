@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,10 +118,26 @@ describe('a video is described from beside it', () => {
     expect(info.metadata.shoot_position).toBeUndefined();
     expect(info.droneModelKey).toBeUndefined();
     expect(info.unsupportedReason).toMatch(/no photo of a known DJI camera is beside it/);
-    expect(info.warnings).toContain('DJI_0001.SRT is a link out of the card: not read.');
+    expect(info.warnings).toContain(
+      'DJI_0001.SRT is not a file on the card (a link out of it, or a pipe): not read.',
+    );
     // Without the root (a caller that does not know it), the same links are followed: the check is the root's.
     expect((await readMediaInfo(join(dir, 'DJI_0001.MP4'))).droneModelKey).toBe('0-67-1');
   });
+
+  it.skipIf(process.platform === 'win32')(
+    'side-cars that are pipes are never opened (opening one would wait for a writer forever)',
+    async () => {
+      const dir = await flight('pipes', { 'DJI_0002.MP4': null });
+      execFileSync('mkfifo', [join(dir, 'DJI_0002.SRT'), join(dir, 'DJI_0001.JPG')]);
+      const info = await readMediaInfo(join(dir, 'DJI_0002.MP4'), { root: join(tmp, 'pipes') });
+      expect(info.warnings).toContain(
+        'DJI_0002.SRT is not a file on the card (a link out of it, or a pipe): not read.',
+      );
+      expect(info.droneModelKey).toBeUndefined();
+    },
+    5000,
+  );
 
   it('an SRT with no fix in its first 64 KiB, and a video with nothing beside it', async () => {
     const dir = await flight('nofix', { 'DJI_0001.MP4': null });

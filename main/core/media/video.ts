@@ -2,10 +2,12 @@
  * What a DJI video says about itself lives beside it, not in it: its
  * telemetry in `<name>.SRT` (srt.ts) and its aircraft and camera in the
  * photos of the same folder (a DJI flight folder, or 100MEDIA, holds one
- * aircraft's files). Both are read only when their real path is inside the
- * card or folder the video came from: a link out of it is not followed.
+ * aircraft's files). Both are read only when they are regular files whose
+ * real path is inside the card or folder the video came from: a link out of
+ * it is not followed, a pipe is not opened.
  */
-import { open, readdir, realpath } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import { DEFAULT_MEDIA_EXTENSIONS, VIDEO_EXTENSIONS, isInside } from './discover.js';
 import { firstFix, SRT_HEAD_BYTES, type SrtFix } from './srt.js';
@@ -30,9 +32,11 @@ const stemOf = (name: string): string => name.slice(0, name.length - extname(nam
 const lensOf = (name: string): string | undefined =>
   /_([A-Z])(?:_[^.]*)?\.[^.]+$/i.exec(name)?.[1]?.toUpperCase();
 
-async function inside(path: string, root: string | undefined): Promise<boolean> {
-  if (root === undefined) return true;
+/** A regular file (not a pipe or device a hostile card could hold) whose real path is inside the root. */
+async function usable(path: string, root: string | undefined): Promise<boolean> {
   try {
+    if (!(await stat(path)).isFile()) return false;
+    if (root === undefined) return true;
     const [real, realRoot] = await Promise.all([realpath(path), realpath(root)]);
     return isInside(real, realRoot);
   } catch {
@@ -41,8 +45,10 @@ async function inside(path: string, root: string | undefined): Promise<boolean> 
 }
 
 async function readHead(path: string): Promise<{ text: string; whole: boolean }> {
-  const handle = await open(path, 'r');
+  // Non-blocking open: a pipe swapped in since the check must not hang the read.
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
     const buf = Buffer.allocUnsafe(SRT_HEAD_BYTES + 1);
     let got = 0;
     while (got < buf.length) {
@@ -72,8 +78,8 @@ export async function readVideoSidecars(videoPath: string, root?: string): Promi
   const srt = names.find((n) => extname(n).toLowerCase() === '.srt' && stemOf(n).toLowerCase() === stem);
   if (srt) {
     const path = join(dir, srt);
-    if (!(await inside(path, root))) {
-      out.problems.push(`${srt} is a link out of the card: not read.`);
+    if (!(await usable(path, root))) {
+      out.problems.push(`${srt} is not a file on the card (a link out of it, or a pipe): not read.`);
     } else {
       try {
         const { text, whole } = await readHead(path);
@@ -92,7 +98,7 @@ export async function readVideoSidecars(videoPath: string, root?: string): Promi
   for (const p of photos) {
     if (out.photos.length >= PHOTOS_TRIED) break;
     const path = join(dir, p);
-    if (await inside(path, root)) out.photos.push(path);
+    if (await usable(path, root)) out.photos.push(path);
   }
   return out;
 }
