@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { cardOffload, labelOf, reportInput } from '../../core/offload/card.js';
+import { cardOffload, reportInput } from '../../core/offload/card.js';
 import { TOOL } from '../../core/offload/complete.js';
 import { writeManifest } from '../../core/offload/publish.js';
 import { reportJson } from '../../core/offload/report.js';
@@ -42,9 +42,9 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
           return { sourceId: folderSource(root).sourceId, label: path.basename(root) || root };
         })
       : queue
-          .sources()
+          .recentSources()
           .slice(0, 20)
-          .map((sourceId) => ({ sourceId, label: labelOf(queue, sourceId) }));
+          .map((sourceId) => ({ sourceId, label: queue.sources.labelOf(sourceId) }));
     const out = [];
     for (const card of cards) {
       let offload = cardOffload(queue, card);
@@ -56,7 +56,7 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
             `No flight ${f} on ${card.label}: the flights are ${offload.flights.map((x) => x.folder).join(', ') || 'none'}.`,
             { retryable: false },
           );
-        queue.acceptFlight(card.sourceId, flight.folder);
+        queue.flights.accept(card.sourceId, flight.folder);
       }
       if (flags.acceptFlight?.length) offload = cardOffload(queue, card);
       // Written here too when the verdict changed (an accepted flight); uploaded at the next sync.

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { cardOffload, labelOf } from '../../core/offload/card.js';
+import { cardOffload } from '../../core/offload/card.js';
 import { statePaths } from '../../core/paths.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
 import { resolveStateDir } from '../context.js';
@@ -59,10 +59,10 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
         })),
         targets: others.map((t) => ({ label: t.label, workspace: t.workspaceId, counts: t.counts })),
         cards: queue
-          .sources()
+          .recentSources()
           .slice(0, 5)
           .map((sourceId) => {
-            const o = cardOffload(queue, { sourceId, label: labelOf(queue, sourceId) });
+            const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
             return {
               source: sourceId,
               label: o.card.label,
@@ -86,8 +86,8 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     if (problems.some((r) => r.state === 'failed'))
       process.stdout.write('Fix the cause, then run: drone-media-sync retry --all\n');
     // Each recent card (or folder): safe to format, or why not.
-    for (const sourceId of queue.sources().slice(0, 5)) {
-      const o = cardOffload(queue, { sourceId, label: labelOf(queue, sourceId) });
+    for (const sourceId of queue.recentSources().slice(0, 5)) {
+      const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
       process.stdout.write(`${o.verdict.message}\n`);
       for (const f of o.flights.filter((x) => x.incomplete))
         process.stdout.write(
@@ -113,10 +113,11 @@ export function retryCommand(paths: string[], flags: { state?: string; all?: boo
       process.stdout.write('Nothing to retry.\n');
       return 0;
     }
-    const n =
+    const n = (
       flags.all || paths.length === 0
         ? queue.retry({ all: true })
-        : queue.retry({ absPaths: paths.map((p) => fs.realpathSync.native(p)) });
+        : queue.retry({ absPaths: paths.map((p) => fs.realpathSync.native(p)) })
+    ).length;
     process.stdout.write(`${n} file${n === 1 ? '' : 's'} will be retried at the next sync.\n`);
     return 0;
   } finally {
