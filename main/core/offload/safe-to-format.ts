@@ -30,7 +30,7 @@ function problemOf(f: CardFileFact, targetId: string): Problem | null {
   if (f.state === 'waiting') return 'waiting';
   if (f.state === 'failed') return 'failed';
   const ack = f.acknowledged;
-  const ackFits = ack !== null && ack.targetId === targetId && (f.kind === 'rtk' || ack.how !== 'stored');
+  const ackFits = ack !== null && ack.targetId === targetId && (f.kind !== 'media' || ack.how !== 'stored');
   if (!ackFits) return 'elsewhere';
   const v = f.verified;
   if (v === null || v.targetId !== targetId) return 'unchecked';

@@ -3,6 +3,7 @@
  * from the queue and the card scan; nothing here touches a database, a file
  * or the network.
  */
+import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';
 
@@ -130,7 +131,7 @@ export type FileQueueState = 'done' | 'pending' | 'failed' | 'waiting';
 
 export interface CardFileFact {
   relPath: string;
-  kind: 'media' | 'rtk';
+  kind: FileKind;
   size: number;
   state: FileQueueState;
   /** The plain-words error of a failed file, if any. */
@@ -196,7 +197,7 @@ export interface SafeToFormatVerdict {
 /** Everything the manifest says of one card file. */
 export interface ManifestFile {
   relPath: string;
-  kind: 'media' | 'rtk';
+  kind: FileKind;
   size: number;
   mtimeMs: number;
   /** Lowercase hex MD5 of the content as read from the card. */

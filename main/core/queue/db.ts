@@ -196,6 +196,22 @@ const MIGRATIONS: readonly string[] = [
   INSERT INTO sources (source_id, label, seen_at)
     SELECT source_id, label, MAX(started_at) FROM history GROUP BY source_id;
   `,
+  `
+  -- What the last complete scan of a source found and did not keep, with the
+  -- reason (a link out of the card, a name that is not text, a pipe, excluded
+  -- in the settings...): named in the verdict; blocking = its content exists
+  -- on the card only.
+  CREATE TABLE source_skips (
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    message TEXT NOT NULL,
+    blocking INTEGER NOT NULL,
+    PRIMARY KEY (source_id, rel_path)
+  );
+  -- The object key the server recorded a callback under, when it is not the one we sent.
+  ALTER TABLE files ADD COLUMN server_key TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -11,7 +11,9 @@ import type { FileState, Outcome } from '../../shared/states.js';
 export type { Outcome } from '../../shared/states.js';
 
 /** Media (photos, videos: a callback each) or RTK/PPK files (no callback: they carry no media metadata). */
-export type FileKind = 'media' | 'rtk';
+import type { FileKind } from '../media/discover.js';
+
+export type { FileKind } from '../media/discover.js';
 
 /**
  * The object as last checked in the bucket of the row's target. `by`:

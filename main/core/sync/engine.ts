@@ -337,7 +337,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (known) return this.finished(to(known));
       }
       // RTK/PPK files are not media: no fast-upload (its answer is about media records).
-      if (row.state === 'hashed' && row.kind === 'rtk') to({ type: 'check-skipped' });
+      if (row.state === 'hashed' && row.kind !== 'media') to({ type: 'check-skipped' });
       if (row.state === 'hashed') {
         const hashed = row;
         const answer = to(await this.apiLimiter.run(() => fastUploadStep(ctx, hashed)));
@@ -347,7 +347,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const log = this.partLog(row, to);
         to(await this.uploadLimiter.run(() => uploadStep(ctx, log)));
       }
-      if (row.state === 'uploaded' && row.kind === 'rtk') {
+      if (row.state === 'uploaded' && row.kind !== 'media') {
         const uploaded = row;
         return this.finished(to(await this.apiLimiter.run(() => storeStep(ctx, uploaded))));
       }

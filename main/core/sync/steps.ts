@@ -142,7 +142,7 @@ export async function hashStep(
   };
   // RTK/PPK files carry no picture metadata: only their content is fingerprinted.
   const describe = (content?: Buffer): Promise<MediaInfo | null> =>
-    row.kind === 'rtk'
+    row.kind !== 'media'
       ? Promise.resolve(null)
       : readMediaInfo(row.absPath, { ...mediaOpts, ...(content ? { content } : {}) });
   let md5: string;
