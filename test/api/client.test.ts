@@ -188,7 +188,7 @@ describe('sts', () => {
   it('accepts "code":"0" and a numeric-string expire', async () => {
     server.setStyle({ stringCode: true });
     server.setSts({
-      bucket: 'b',
+      bucket: 'drone-media',
       endpoint: 'https://s3.us-east-1.amazonaws.com',
       provider: 'aws',
       region: 'us-east-1',
