@@ -19,6 +19,7 @@ import type {
 import { fakeCloud, fakeFactory, ossError, ossNetworkError } from './oss-fake.js';
 import type { FakeCloud } from './oss-fake.js';
 import { MiB, tempDir } from './harness.js';
+import { failure } from '../support/harness.js';
 
 let dir: string;
 const files: Record<string, { path: string; size: number; md5Hex: string; data: Buffer }> = {};
@@ -77,15 +78,6 @@ const uploadedParts = (cloud: FakeCloud) =>
     .filter((c) => c.method === 'uploadPart')
     .map((c) => c.partNo!)
     .sort((a, b) => a - b);
-
-async function failure(p: Promise<unknown>): Promise<DmsError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DmsError);
-  return err as DmsError;
-}
 
 describe('OSS uploader (mocked ali-oss client)', () => {
   it('puts a small file with Content-MD5 and builds the client from the STS target', async () => {

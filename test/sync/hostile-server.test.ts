@@ -10,13 +10,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { StsResult } from '../../main/core/api/types.js';
-import { DmsError, plainMessage } from '../../main/core/errors.js';
+import { plainMessage, type DmsError } from '../../main/core/errors.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { parseConfig } from '../../main/core/config.js';
 import { SyncEngine } from '../../main/core/sync/engine.js';
 import { createUploader } from '../../main/core/storage/index.js';
 import type { BucketTarget, Uploader } from '../../main/core/storage/types.js';
-import { makeCard, syncOnce, tempDir } from '../support/harness.js';
+import { failure, makeCard, syncOnce, tempDir } from '../support/harness.js';
 import { hostile, startHostileServer, type HostileServer } from '../support/hostile-server.js';
 
 let h: HostileServer;
@@ -32,15 +32,6 @@ afterAll(async () => {
   await h.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-async function failure(p: Promise<unknown>): Promise<DmsError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DmsError);
-  return err as DmsError;
-}
 
 /** Bucket requests seen from now on. */
 function bucketRequestsAfter<T>(fn: () => Promise<T>): Promise<{ result: T; seen: string[] }> {
