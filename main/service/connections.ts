@@ -171,7 +171,10 @@ export function answerClientError(
   if (answered.has(socket)) return;
   answered.add(socket);
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (!socket.writable) {
+  // An answer already under way on this connection (a bad request pipelined behind a good
+  // one): writing ours into it would corrupt both; Node's own handler gives up the same way.
+  const inFlight = (socket as Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent === true) {
     socket.destroy();
     return;
   }

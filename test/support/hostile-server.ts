@@ -55,7 +55,11 @@ export interface HostileServer {
   secrets: Set<string>;
   /** An ApiClient of the workspace through the proxy. */
   client(opts?: Partial<ApiClientOptions>): ApiClient;
-  /** From now on, `endpoint` gets `answer` (the `times` next calls; default: until cleared). */
+  /**
+   * From now on, `endpoint` gets `answer` (the `times` next calls; default: until cleared).
+   * Knobs apply in the order they were set: the first one that still applies wins, so
+   * clear() before replacing one.
+   */
   answer(endpoint: Endpoint, answer: HostileAnswer, times?: number): Rule;
   /** Back to the real service's answers. */
   clear(): void;

@@ -17,7 +17,12 @@ import { SyncEngine } from '../../main/core/sync/engine.js';
 import { createUploader } from '../../main/core/storage/index.js';
 import type { BucketTarget, Uploader } from '../../main/core/storage/types.js';
 import { failure, makeCard, syncOnce, tempDir } from '../support/harness.js';
-import { hostile, startHostileServer, type HostileServer } from '../support/hostile-server.js';
+import {
+  ESCAPE_MESSAGE,
+  hostile,
+  startHostileServer,
+  type HostileServer,
+} from '../support/hostile-server.js';
 
 let h: HostileServer;
 let dir: string;
@@ -308,5 +313,39 @@ describe('A3. deeply nested answers', () => {
     expect(seen).toEqual([]);
     expect(result.events.map((e) => [e.outcome, e.error?.kind])).toEqual([['failed', 'malformed-response']]);
     expect(result.events[0]?.error?.message).toMatch(/nests deeper than 64 levels/);
+  });
+});
+
+describe('the hostile server itself (test/support/hostile-server.ts)', () => {
+  it('answers what its knobs say, and the real service again once cleared', async () => {
+    const api = h.client();
+    const fp = 'f'.repeat(32);
+    expect(await api.fastUpload({ fingerprint: fp })).toMatchObject({ known: false });
+    h.answer('fast-upload', hostile.knownForEverything());
+    expect(await api.fastUpload({ fingerprint: fp })).toEqual({ known: true });
+    h.answer('fast-upload', hostile.message(ESCAPE_MESSAGE, 123), 1); // rules apply in order: the first still wins
+    expect(await api.fastUpload({ fingerprint: fp })).toEqual({ known: true });
+    h.clear();
+    h.answer('fast-upload', hostile.message(ESCAPE_MESSAGE, 123), 1);
+    expect(await api.fastUpload({ fingerprint: fp })).toEqual({
+      known: false,
+      code: 123,
+      message: ESCAPE_MESSAGE,
+    });
+    expect(await api.fastUpload({ fingerprint: fp })).toMatchObject({ known: false, code: 404001 });
+
+    h.answer('sts', hostile.stsWithoutData());
+    expect((await failure(api.getSts())).message).toMatch(/returned no storage credentials/);
+    h.clear();
+    expect((await api.getSts()).endpoint).toBe(h.bucket.url); // the bucket behind its recording proxy
+
+    const other = `${realSts.object_key_prefix}/someone-else.jpg`;
+    h.answer('upload-callback', hostile.callbackNaming(other));
+    // (result 1: a failed upload, which the service records without an object)
+    const input = { result: 1, name: 'mine.jpg', object_key: `${realSts.object_key_prefix}/x/mine.jpg` };
+    expect(await api.uploadCallback(input as Parameters<typeof api.uploadCallback>[0])).toEqual({
+      object_key: other,
+    });
+    expect(h.api.records.at(-1)?.forwarded).toBe(true); // the service did see the callback
   });
 });
