@@ -258,13 +258,13 @@ describe('A2. every object the agent writes stays under the prefix', () => {
     }
   });
 
-  it('SyncEngine.publish() against an STS answer with prefix ../../etc: refused, nothing reaches the bucket', async () => {
+  it('the manifest written through the bucket port (put), prefix ../../etc: refused, nothing reaches the bucket', async () => {
     h.answer('sts', hostile.stsWith({ object_key_prefix: '../../etc' }));
     const queue = new Queue(path.join(dir, 'publish.db'));
     const engine = new SyncEngine({ queue, api: h.client(), config: parseConfig({}) });
     try {
       const { result: err, seen } = await bucketRequestsAfter(() =>
-        failure(engine.publish('manifests/card-0123456789', [{ rel: 'report.json', content: manifest }])),
+        failure(engine.bucket.put('manifests/card-0123456789', 'report.json', manifest, 'application/json')),
       );
       expect(seen).toEqual([]);
       expect(err.message).toMatch(/object_key_prefix "\.\.\/\.\.\/etc"/);

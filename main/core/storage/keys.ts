@@ -107,6 +107,12 @@ export function objectKeyOf(prefix: string, segments: readonly string[]): string
   return key;
 }
 
+/** Whether `key` lies under the server's prefix (joined as the builder joins it: `ws/` and `ws` are one prefix). */
+export function isUnderPrefix(prefix: string, key: string): boolean {
+  const head = prefixSegments(prefix).join('/');
+  return head === '' || key.startsWith(`${head}/`);
+}
+
 /**
  * The one check before any bucket request (uploaders, session.ts): `key` is
  * under the server's prefix and cannot climb out of it (no `.`, `..` or
