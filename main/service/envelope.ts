@@ -13,11 +13,15 @@ export const CODES = {
   INVALID_REQUEST: 400001,
   INVALID_JSON: 400002,
   OBJECT_KEY_OUTSIDE_PREFIX: 400003,
+  /** Not valid HTTP (a header with a line break or control character, a malformed request line). */
+  BAD_HTTP_REQUEST: 400004,
   TOKEN_MISSING: 401001,
   TOKEN_INVALID: 401002,
   TOKEN_EXPIRED: 401003,
   TOKEN_REVOKED: 401004,
   WRONG_WORKSPACE: 403001,
+  /** The request did not arrive completely in time (headers or whole request). */
+  REQUEST_TIMEOUT: 408001,
   /** fast-upload: the fingerprint is not known (HTTP 200, the normal "upload it" path). */
   FINGERPRINT_UNKNOWN: 404001,
   /** upload-callback result 0 for an object that is not in the bucket (HTTP 200). */
@@ -28,6 +32,8 @@ export const CODES = {
   METHOD_NOT_ALLOWED: 405000,
   BODY_TOO_LARGE: 413001,
   UNSUPPORTED_MEDIA_TYPE: 415001,
+  /** URL and headers over Node's 16 KiB (a 100 KB URL, a 1 MB token). */
+  HEADERS_TOO_LARGE: 431001,
   /** Too many wrong passwords from this client or for this user: wait Retry-After seconds. */
   LOGIN_THROTTLED: 429001,
   /** Too many sts requests with this token: wait Retry-After seconds. */

@@ -4,7 +4,7 @@
  * can use short ones; `serve` uses the defaults.
  */
 export interface ServiceLimits {
-  /** Both servers: time to receive a request's headers. */
+  /** Both servers: time to receive a request's headers (a connection that sends none is cut after it). */
   headersTimeoutMs: number;
   /** Both servers: a connection with no byte in either direction for this long is closed. */
   idleTimeoutMs: number;
@@ -14,8 +14,14 @@ export interface ServiceLimits {
   requestTimeoutMs: number;
   /** Bucket: a whole request, long enough for the largest part on a slow link. */
   bucketRequestTimeoutMs: number;
-  /** Each server: open connections beyond this are closed at once. */
+  /**
+   * Each server: open connections beyond this are closed at once. The API
+   * makes room first: a new connection replaces the longest-idle one that is
+   * not in the middle of a request (connections.ts).
+   */
   maxConnections: number;
+  /** API: connections one client address (IPv6: one /64) may hold; more are closed at once. */
+  maxConnectionsPerAddress: number;
   /** Largest PutObject body. */
   maxObjectBytes: number;
   /** Largest UploadPart body. */
@@ -37,12 +43,14 @@ export interface ServiceLimits {
 const GiB = 1024 ** 3;
 
 export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
-  headersTimeoutMs: 20_000,
+  headersTimeoutMs: 10_000,
   idleTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   requestTimeoutMs: 30_000,
   bucketRequestTimeoutMs: 60 * 60_000,
   maxConnections: 256,
+  // The agent's keep-alive pool holds up to 32 to a server; a few agents behind one NAT fit.
+  maxConnectionsPerAddress: 64,
   maxObjectBytes: 5 * GiB,
   maxPartBytes: 5 * GiB,
   maxObjectsPerWorkspace: 1_000_000,

@@ -1,6 +1,8 @@
+import http from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { StorageProviderError } from './bucket/types.js';
+import { answerClientError, guardConnections } from './connections.js';
 import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
 import { ThrottledError } from './throttle.js';
@@ -34,6 +36,9 @@ export function buildServer(
       headersTimeout: limits.headersTimeoutMs,
       connectionsCheckingInterval: checkingInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
     },
+    // Requests Node's parser refuses (URL and headers over 16 KiB, CR/LF in a header...): see connections.ts.
+    clientErrorHandler: (err, socket) =>
+      answerClientError(err, socket, { maxHeaderBytes: http.maxHeaderSize }),
     // Malformed percent-encoding in the URL, before any route is found.
     frameworkErrors: (_err, _req, reply: FastifyReply) => {
       void reply
@@ -132,7 +137,8 @@ export function buildServer(
     } satisfies Envelope);
   });
 
-  app.server.maxConnections = limits.maxConnections;
+  // Connections per client address, and room made at the cap: see connections.ts.
+  guardConnections(app.server, limits);
   registerManageRoutes(app, ctx);
   registerWaylineRoutes(app, ctx);
   registerStorageRoutes(app, ctx);

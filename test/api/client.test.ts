@@ -2,9 +2,9 @@ import { inspect } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSampleServer } from '../support/sample-server.js';
 import type { SampleServer } from '../support/sample-server.js';
-import { DmsError } from '../../main/core/errors.js';
 import { ApiClient } from '../../main/core/api/client.js';
 import type { UploadCallbackInput, Wayline } from '../../main/core/api/types.js';
+import { failure } from '../support/harness.js';
 
 /** Against the stand-in of DJI's sample server, over real HTTP. */
 
@@ -52,15 +52,6 @@ const WAYLINES: Wayline[] = [
     update_time: 2,
   },
 ];
-
-async function failure(p: Promise<unknown>): Promise<DmsError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DmsError);
-  return err as DmsError;
-}
 
 let server: SampleServer;
 let client: ApiClient;
@@ -188,7 +179,7 @@ describe('sts', () => {
   it('accepts "code":"0" and a numeric-string expire', async () => {
     server.setStyle({ stringCode: true });
     server.setSts({
-      bucket: 'b',
+      bucket: 'drone-media',
       endpoint: 'https://s3.us-east-1.amazonaws.com',
       provider: 'aws',
       region: 'us-east-1',

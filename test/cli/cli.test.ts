@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { makeCard, tempDir } from '../support/harness.js';
+import { hostile, startHostileServer } from '../support/hostile-server.js';
 import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
 
 // The built CLI as a user runs it, against the reference service over HTTP.
@@ -138,6 +139,25 @@ describe('drone-media-sync', () => {
     expect([...names].sort()).toEqual(names);
     const human = await cli(['waylines', '--favorited', ...server()]);
     expect(human.out).toMatch(/^Waylines 1-\d+ of \d+/);
+  });
+
+  it('waylines --json against a server whose answer nests 10^5 levels deep: one clear line, exit 1, no stack overflow', async () => {
+    const h = await startHostileServer();
+    try {
+      h.answer('waylines', hostile.waylinesNested(100_000));
+      const args = ['--server', h.baseUrl, '--workspace', h.workspaceId, '--json'];
+      const r = await cli(['waylines', ...args], {
+        env: { DMS_TOKEN: h.token, DMS_STATE_DIR: path.join(dir, 'deep') },
+      });
+      expect(r.code).toBe(1);
+      expect(r.out).toBe('');
+      expect(r.err).toMatch(
+        /^drone-media-sync: The server sent an answer that cannot be valid \(nested more than 64 levels deep\), so it was not used\./,
+      );
+      expect(r.err).not.toMatch(/Maximum call stack|upload/i);
+    } finally {
+      await h.close();
+    }
   });
 
   it('login reads the password from stdin and stores the token owner-only', async () => {

@@ -48,13 +48,14 @@ if (opt.help) {
   process.exit(0);
 }
 
-function number(name, fallback, { min, integer }) {
+function number(name, fallback, { min, max = Infinity, integer }) {
   const raw = opt[name];
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
+  if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {
+    const most = max === Infinity ? '' : ` and at most ${max}`;
     console.error(
-      `--${name} must be ${integer ? 'a whole number' : 'a number'} of at least ${min} (got "${raw}").\n${USAGE}`,
+      `--${name} must be ${integer ? 'a whole number' : 'a number'} of at least ${min}${most} (got "${raw}").\n${USAGE}`,
     );
     process.exit(2);
   }
@@ -63,7 +64,8 @@ function number(name, fallback, { min, integer }) {
 
 const options = {
   duration: number('duration', DEFAULTS.duration, { min: 1, integer: false }),
-  connections: number('connections', DEFAULTS.connections, { min: 1, integer: true }),
+  // The service takes at most 64 connections from one client address (its maxConnectionsPerAddress).
+  connections: number('connections', DEFAULTS.connections, { min: 1, max: 64, integer: true }),
   warmup: number('warmup', DEFAULTS.warmup, { min: 0, integer: false }),
   waylines: number('waylines', DEFAULTS.waylines, { min: 0, integer: true }),
   known: number('known', DEFAULTS.known, { min: 1, integer: true }),

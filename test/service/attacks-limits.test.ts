@@ -112,23 +112,34 @@ describe('6. a client that stops sending', () => {
   });
 });
 
-/** A login from a chosen loopback address (127.0.0.x all reach the service). */
-function login(
-  body: unknown,
-  localAddress = '127.0.0.1',
+/** One request from a chosen loopback address (127.0.0.x all reach the service), on a connection of its own. */
+function fromAddress(
+  baseUrl: string,
+  opts: {
+    method: string;
+    path: string;
+    body?: unknown;
+    headers?: Record<string, string>;
+    localAddress?: string;
+  },
 ): Promise<{ status: number; retryAfter?: string; body: Loose }> {
-  const url = new URL(s.baseUrl);
-  const data = JSON.stringify(body);
+  const url = new URL(baseUrl);
+  const data = opts.body === undefined ? undefined : JSON.stringify(opts.body);
   return new Promise((resolve, reject) => {
     const req = http.request(
       {
         host: url.hostname,
         port: url.port,
-        path: '/manage/api/v1/login',
-        method: 'POST',
-        localAddress,
+        path: opts.path,
+        method: opts.method,
+        localAddress: opts.localAddress ?? '127.0.0.1',
         agent: false,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+        headers: {
+          ...opts.headers,
+          ...(data === undefined
+            ? {}
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }),
+        },
       },
       (res) => {
         let text = '';
@@ -147,6 +158,10 @@ function login(
     req.end(data);
   });
 }
+
+/** A login from a chosen loopback address. */
+const login = (body: unknown, localAddress = '127.0.0.1') =>
+  fromAddress(s.baseUrl, { method: 'POST', path: '/manage/api/v1/login', body, localAddress });
 
 describe('6. password guessing', () => {
   it('40 wrong passwords in a row end in HTTP 429 with Retry-After, per address and per username', async () => {
@@ -269,6 +284,195 @@ describe('6. credentials and storage', () => {
       expect(served).toBe(true);
     } finally {
       await capped.stop();
+    }
+  });
+});
+
+/** Splits a raw HTTP answer into its status and JSON body. */
+function rawAnswer(text: string): { status: number; body: Loose } {
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0);
+  const body = text.slice(text.indexOf('\r\n\r\n') + 4);
+  return { status, body: body === '' ? undefined : JSON.parse(body) };
+}
+
+describe('22. requests refused before they exist still get the envelope', () => {
+  it('a 100 KB URL, a 1 MB token, a token with CR/LF or a control character, a garbage request line', async () => {
+    const host = new URL(s.baseUrl).host;
+    const waylines = paths(s.workspaceId).waylines;
+    const get = (target: string, token: string) =>
+      `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nx-auth-token: ${token}\r\n\r\n`;
+    const tooLarge = {
+      code: CODES.HEADERS_TOO_LARGE,
+      message:
+        "The request's URL and headers are larger than 16384 bytes. Check the address and the x-auth-token header (a token is far shorter).",
+    };
+    const notHttp = {
+      code: CODES.BAD_HTTP_REQUEST,
+      message:
+        'The request is not valid HTTP: a header holds a line break or a control character (was a token read with its newline?), or the request line is malformed.',
+    };
+    const cases: Array<[string, string, number, unknown]> = [
+      ['100 KB URL', get(`${waylines}?name=${'a'.repeat(100 * 1024)}`, s.token), 431, tooLarge],
+      ['1 MB token', get(waylines, 't'.repeat(1024 * 1024)), 431, tooLarge],
+      ['token with CR/LF', get(waylines, `${s.token.slice(0, 8)}\r\n${s.token.slice(8)}`), 400, notHttp],
+      ['token with a bare LF', get(waylines, `${s.token}\nx`), 400, notHttp],
+      ['token with a bare CR', get(waylines, `${s.token}\rx`), 400, notHttp],
+      ['token with a control character', get(waylines, `${s.token}\u0001`), 400, notHttp],
+      ['garbage request line', 'NOT HTTP AT ALL\r\n\r\n', 400, notHttp],
+    ];
+    for (const [what, data, status, envelope] of cases) {
+      const { answer } = await stall(s.baseUrl, data);
+      expect([what, rawAnswer(answer)]).toEqual([what, { status, body: envelope }]);
+    }
+    // A client that sends the whole 1 MB token before reading still gets the answer, not a reset.
+    const res = await fetch(`${s.baseUrl}${waylines}`, {
+      headers: { 'x-auth-token': 't'.repeat(1024 * 1024) },
+    });
+    expect([res.status, await res.json()]).toEqual([431, tooLarge]);
+    // The service goes on serving.
+    expect((await call(s, 'GET', waylines)).body.code).toBe(0);
+  });
+});
+
+/** What each idle socket received before it was closed. */
+const said = new WeakMap<net.Socket, string>();
+
+/** Opens `n` connections from `localAddress` that send nothing; resolves once each is connected or refused. */
+async function idleSockets(url: string, n: number, localAddress: string): Promise<net.Socket[]> {
+  const { hostname, port } = new URL(url);
+  const sockets: net.Socket[] = [];
+  // In batches: a thousand SYNs at once overflow the listen backlog and wait a second for a retransmit.
+  for (let i = 0; i < n; i += 100) {
+    const batch = Array.from(
+      { length: Math.min(100, n - i) },
+      () =>
+        new Promise<net.Socket>((resolve) => {
+          const sock = net.connect({ host: hostname, port: Number(port), localAddress });
+          sock.on('error', () => undefined);
+          // What the server says before it closes is kept (and read, so that 'close' comes).
+          sock.setEncoding('utf8');
+          sock.on('data', (d: string) => said.set(sock, (said.get(sock) ?? '') + d));
+          sock.once('connect', () => resolve(sock));
+          sock.once('close', () => resolve(sock));
+        }),
+    );
+    sockets.push(...(await Promise.all(batch)));
+  }
+  return sockets;
+}
+
+const isOpen = (sock: net.Socket): boolean => !sock.destroyed;
+
+async function waitFor(what: string, check: () => boolean, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Twenty requests in a row from `localAddress`: the envelope code of each, or 'refused' (connection closed or reset). */
+async function twentyTries(
+  svc: { baseUrl: string; token: string; workspaceId: string },
+  localAddress: string,
+) {
+  const codes: unknown[] = [];
+  for (let i = 0; i < 20; i++) {
+    codes.push(
+      await fromAddress(svc.baseUrl, {
+        method: 'GET',
+        path: paths(svc.workspaceId).waylines,
+        headers: { 'x-auth-token': svc.token },
+        localAddress,
+      }).then(
+        (r) => r.body.code,
+        () => 'refused',
+      ),
+    );
+  }
+  return codes;
+}
+
+describe('22. idle connections held open', () => {
+  it('1,000 idle sockets from one address: the extras are closed at once, the rest cut after the headers timeout, another client is served beside them', async () => {
+    const HEADERS_MS = 5000;
+    const svc = await startTemp({ limits: { headersTimeoutMs: HEADERS_MS, maxConnectionsPerAddress: 16 } });
+    const sockets: net.Socket[] = [];
+    try {
+      const started = Date.now();
+      sockets.push(...(await idleSockets(svc.baseUrl, 1000, '127.0.0.1')));
+      // Beyond the 16 of this address, every connection is closed at once (not after a timeout).
+      const settled = await waitFor(
+        'the extra connections to be closed',
+        () => sockets.filter(isOpen).length <= 16,
+        3000,
+      ).then(
+        () => true,
+        () => false,
+      );
+      const held = sockets.filter(isOpen);
+      // Twenty tries from another client address: each one served, while the 16 are still held.
+      const codes = await twentyTries(svc, '127.0.0.2');
+      expect(codes).toEqual(Array(20).fill(0));
+      expect([settled, held.length]).toEqual([true, 16]);
+      expect(held.filter(isOpen).length).toBe(16);
+      // The held ones never sent a request: cut at the headers timeout (plus Node's check interval).
+      await waitFor('the held connections to be cut', () => !held.some(isOpen), HEADERS_MS + 10_000);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(HEADERS_MS * 0.9);
+      // ...with the envelope; the extras were closed without a word.
+      expect(new Set(held.map((sock) => JSON.stringify(rawAnswer(said.get(sock) ?? ''))))).toEqual(
+        new Set([
+          JSON.stringify({
+            status: 408,
+            body: {
+              code: CODES.REQUEST_TIMEOUT,
+              message: 'The request did not arrive completely in time. Send it again.',
+            },
+          }),
+        ]),
+      );
+      expect(sockets.filter((sock) => !held.includes(sock) && said.has(sock))).toEqual([]);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      await svc.stop();
+    }
+  });
+
+  it('idle sockets from many addresses filling the cap: a new client is still served, a request in progress is never closed for it', async () => {
+    const svc = await startTemp({
+      limits: { maxConnections: 40, maxConnectionsPerAddress: 10, headersTimeoutMs: 20_000 },
+    });
+    const sockets: net.Socket[] = [];
+    try {
+      const { hostname, port } = new URL(svc.baseUrl);
+      // A login in progress: headers sent, half its body still to come.
+      const body = JSON.stringify({ username: 'nobody', password: 'not-the-password', flag: 2 });
+      let answer = '';
+      const busy = net.connect({ host: hostname, port: Number(port), localAddress: '127.0.0.3' });
+      sockets.push(busy);
+      busy.setEncoding('utf8');
+      busy.on('data', (d: string) => (answer += d));
+      busy.on('error', () => undefined);
+      await new Promise((r) => busy.once('connect', r));
+      busy.write(
+        `POST /manage/api/v1/login HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body.slice(0, 10)}`,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      // 80 idle connections from eight addresses, 10 each, for a cap of 40.
+      for (let a = 10; a < 18; a++) sockets.push(...(await idleSockets(svc.baseUrl, 10, `127.0.0.${a}`)));
+      await waitFor('the cap to hold', () => sockets.filter(isOpen).length <= 40, 3000);
+      const codes = await twentyTries(svc, '127.0.0.2');
+      expect(codes).toEqual(Array(20).fill(0));
+      // The login in progress was never closed to make room: it completes and is answered.
+      expect(isOpen(busy)).toBe(true);
+      // (write, not end: a client that half-closes has its request dropped by Node)
+      busy.write(body.slice(10));
+      await waitFor('the login answer', () => answer.includes('\r\n\r\n{'), 15_000);
+      expect(rawAnswer(answer.slice(0, answer.indexOf('}') + 1)).body.code).toBe(CODES.LOGIN_FAILED);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      await svc.stop();
     }
   });
 });

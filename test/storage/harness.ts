@@ -77,7 +77,7 @@ export function makeTarget(
     bucket: BUCKET,
     endpoint,
     region: 'us-east-1',
-    objectKeyPrefix: 'ws/media',
+    objectKeyPrefix: 'ws',
     credentials: { ...GOOD, ...creds, expiresAt: Date.now() + expiresInMs },
   };
 }

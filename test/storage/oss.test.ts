@@ -19,6 +19,7 @@ import type {
 import { fakeCloud, fakeFactory, ossError, ossNetworkError } from './oss-fake.js';
 import type { FakeCloud } from './oss-fake.js';
 import { MiB, tempDir } from './harness.js';
+import { failure } from '../support/harness.js';
 
 let dir: string;
 const files: Record<string, { path: string; size: number; md5Hex: string; data: Buffer }> = {};
@@ -77,15 +78,6 @@ const uploadedParts = (cloud: FakeCloud) =>
     .filter((c) => c.method === 'uploadPart')
     .map((c) => c.partNo!)
     .sort((a, b) => a - b);
-
-async function failure(p: Promise<unknown>): Promise<DmsError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DmsError);
-  return err as DmsError;
-}
 
 describe('OSS uploader (mocked ali-oss client)', () => {
   it('puts a small file with Content-MD5 and builds the client from the STS target', async () => {
@@ -281,10 +273,40 @@ describe('OSS uploader (mocked ali-oss client)', () => {
     expect(await up.exists('ws/none.jpg')).toBe(false);
   });
 
+  it('writes nothing outside the prefix and nothing with wrong storage settings (issue 22)', async () => {
+    const f = files['small.jpg']!;
+    const big = files['big.mp4']!;
+    const { cloud, up } = setup();
+    for (const key of ['other/a.jpg', 'ws/../../etc/manifests/report.json', 'ws//a.jpg']) {
+      for (const req of [
+        { filePath: f.path, size: f.size, key },
+        { filePath: big.path, size: big.size, key },
+      ]) {
+        const err = await failure(up.upload(req));
+        expect(err.message).toMatch(/^Refused to write the object/);
+      }
+    }
+    expect(cloud.calls).toEqual([]);
+    for (const bad of [
+      { bucket: 'drone.media' },
+      { objectKeyPrefix: '../../etc' },
+      { endpoint: 'ftp://x' },
+    ]) {
+      const hostile = setup({ target: () => Promise.resolve({ ...target(), ...bad }) });
+      const key = `${bad.objectKeyPrefix ?? 'ws'}/a.jpg`;
+      const err = await failure(hostile.up.upload({ filePath: f.path, size: f.size, key }));
+      expect(err.message).toMatch(
+        /^The server's storage settings are wrong: (bucket|object_key_prefix|endpoint) /,
+      );
+      expect(hostile.cloud.calls).toEqual([]);
+      expect(hostile.cloud.clientOptions).toEqual([]); // no client was even built
+    }
+  });
+
   it('createUploader picks the implementation by provider', async () => {
     const cloud = fakeCloud();
     const opts = { target: () => Promise.resolve(target()), createClient: fakeFactory(cloud) };
-    expect(await createUploader('ali', opts).exists('x')).toBe(false);
+    expect(await createUploader('ali', opts).exists('ws/x')).toBe(false);
     expect(cloud.clientOptions).toHaveLength(1);
     const s3 = createUploader('aws', opts);
     expect(typeof s3.upload).toBe('function');

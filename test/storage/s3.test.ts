@@ -6,7 +6,7 @@ import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import diagnostics from 'node:diagnostics_channel';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DmsError, plainMessage } from '../../main/core/errors.js';
+import { plainMessage } from '../../main/core/errors.js';
 import { createUploader } from '../../main/core/storage/index.js';
 import type { BucketTarget, TargetProvider, UploaderOptions } from '../../main/core/storage/types.js';
 import {
@@ -23,6 +23,7 @@ import {
   tempDir,
 } from './harness.js';
 import type { ProxyHandle, S3rverHandle, TempFile } from './harness.js';
+import { failure } from '../support/harness.js';
 
 let s3: S3rverHandle;
 let proxy: ProxyHandle;
@@ -72,15 +73,6 @@ function countClientRequests(endpoint: string): { count(): number; stop(): void 
       diagnostics.unsubscribe('http.client.request.start', onHttp);
     },
   };
-}
-
-async function failure(p: Promise<unknown>): Promise<DmsError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(DmsError);
-  return err as DmsError;
 }
 
 describe('S3 uploader (s3rver)', () => {

@@ -4,9 +4,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { expect } from 'vitest';
 import type { ApiClient } from '../../main/core/api/client.js';
 import type { StsResult } from '../../main/core/api/types.js';
 import { parseConfig, type Config, type ConfigInput } from '../../main/core/config.js';
+import { DmsError } from '../../main/core/errors.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { SyncEngine, type FileEvent } from '../../main/core/sync/engine.js';
 import { folderSource } from '../../main/core/sources/source.js';
@@ -105,4 +107,14 @@ export async function until(what: string, check: () => boolean, ms = 20_000): Pr
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/** The DmsError a promise rejects with (the test fails if it resolves or throws something else). */
+export async function failure(p: Promise<unknown>): Promise<DmsError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DmsError);
+  return err as DmsError;
 }

@@ -132,15 +132,19 @@ export class ApiClient {
 
   async listWaylines(query: WaylineQuery = {}, opts?: CallOptions): Promise<WaylinePage> {
     const qs = buildWaylineQuery(query);
-    const { env, ctx } = await this.#call({
-      method: 'GET',
-      path: this.#ws('wayline', 'waylines'),
-      query: qs,
-      auth: true,
-      opts,
-    });
-    requireSuccess(env, ctx);
-    return parseWaylinePage(env.data, query, ctx);
+    try {
+      const { env, ctx } = await this.#call({
+        method: 'GET',
+        path: this.#ws('wayline', 'waylines'),
+        query: qs,
+        auth: true,
+        opts,
+      });
+      requireSuccess(env, ctx);
+      return parseWaylinePage(env.data, query, ctx);
+    } catch (err) {
+      throw asListingError(err);
+    }
   }
 
   async getSts(opts?: CallOptions): Promise<StsResult> {
@@ -286,6 +290,40 @@ export class ApiClient {
     );
     return { env: readEnvelope(res, ctx), ctx };
   }
+}
+
+/**
+ * The sentence for a person when listing waylines failed: the default ones
+ * speak of uploads ("Uploads will be retried by themselves", "The server
+ * refused this file"), which is not true of a listing.
+ */
+const LISTING_PLAIN: Partial<Record<DmsError['kind'], (e: DmsError) => string>> = {
+  network: () => 'The server cannot be reached, so the waylines could not be listed. Check the connection.',
+  timeout: () => 'The server took too long to list the waylines. Try again in a moment.',
+  throttled: () => 'The server asked us to slow down. List the waylines again in a moment.',
+  server: () =>
+    "The server had a problem listing the waylines. Try again later; if it persists, tell the server's administrator.",
+  'malformed-response': () =>
+    "The server's list of waylines is not a valid answer, so it was not used. Tell the server's administrator.",
+  rejected: (e) => `The server refused to list the waylines: ${e.serverMessage ?? e.message}.`,
+};
+
+function asListingError(err: unknown): unknown {
+  if (!(err instanceof DmsError)) return err;
+  const plain = LISTING_PLAIN[err.kind];
+  // An error that already says what happened in its own words (a refused deep answer) keeps them.
+  if (plain === undefined || err.plain !== undefined) return err;
+  return new DmsError(err.kind, err.message, {
+    cause: err,
+    ...(err.method !== undefined ? { method: err.method } : {}),
+    ...(err.path !== undefined ? { path: err.path } : {}),
+    ...(err.status !== undefined ? { status: err.status } : {}),
+    ...(err.serverCode !== undefined ? { serverCode: err.serverCode } : {}),
+    ...(err.serverMessage !== undefined ? { serverMessage: err.serverMessage } : {}),
+    ...(err.retryAfterMs !== undefined ? { retryAfterMs: err.retryAfterMs } : {}),
+    retryable: err.retryable,
+    plain: plain(err),
+  });
 }
 
 function wrongPassword(

@@ -85,20 +85,52 @@ export function parseRetryAfter(value: string | null, now: number = Date.now()):
   return Math.max(0, at - now);
 }
 
-/** The envelope of a body, or undefined when the body is not one (HTML, truncated, wrong shape). */
-export function tryParseEnvelope(text: string): Envelope | undefined {
+/**
+ * How deep an answer may nest. The contract's deepest answer is 5 levels
+ * (envelope, data, list, item, start point); real servers add a few. Deeper
+ * JSON is refused as soon as it is parsed: JSON.parse itself copes with any
+ * depth, but everything after it that walks the value recursively (zod,
+ * JSON.stringify for `--json` or a log, structured clone to the window)
+ * would overflow the stack on an answer nested 100,000 levels deep.
+ */
+export const MAX_ANSWER_DEPTH = 64;
+
+/** Whether `value` nests objects or arrays deeper than `max` levels (iterative: no recursion to overflow). */
+export function nestsDeeperThan(value: unknown, max: number): boolean {
+  const stack: Array<{ v: unknown; depth: number }> = [{ v: value, depth: 1 }];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    if (typeof top.v !== 'object' || top.v === null) continue;
+    if (top.depth > max) return true;
+    for (const child of Object.values(top.v)) {
+      if (typeof child === 'object' && child !== null) stack.push({ v: child, depth: top.depth + 1 });
+    }
+  }
+  return false;
+}
+
+type ParsedAnswer = { env: Envelope | undefined; tooDeep: boolean };
+
+function parseAnswer(text: string): ParsedAnswer {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    return undefined;
+    return { env: undefined, tooDeep: false };
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    return { env: undefined, tooDeep: false };
+  }
+  if (nestsDeeperThan(parsed, MAX_ANSWER_DEPTH)) return { env: undefined, tooDeep: true };
   const obj = parsed as Record<string, unknown>;
   const code = normalizeCode(obj['code']);
-  if (code === undefined) return undefined;
+  if (code === undefined) return { env: undefined, tooDeep: false };
   const message = typeof obj['message'] === 'string' ? obj['message'] : '';
-  return { code, message, data: obj['data'] };
+  return { env: { code, message, data: obj['data'] }, tooDeep: false };
+}
+
+/** The envelope of a body, or undefined when the body is not one (HTML, truncated, wrong shape, too deep). */
+export function tryParseEnvelope(text: string): Envelope | undefined {
+  return parseAnswer(text).env;
 }
 
 function where(ctx: RequestContext): string {
@@ -122,7 +154,7 @@ function said(env: Envelope | undefined, text: string, ctx: RequestContext): str
  */
 export function readEnvelope(res: RawResponse, ctx: RequestContext): Envelope {
   const { status, text } = res;
-  const env = tryParseEnvelope(text);
+  const { env, tooDeep } = parseAnswer(text);
   const base = { method: ctx.method, path: ctx.path, status, ...serverFields(env, ctx) };
 
   if (status === 401 || status === 403) {
@@ -179,6 +211,18 @@ export function readEnvelope(res: RawResponse, ctx: RequestContext): Envelope {
   }
   if (status < 200) {
     throw new DmsError('malformed-response', `Unexpected HTTP ${status} for ${where(ctx)}.`, base);
+  }
+  if (tooDeep) {
+    // Not a proxy's page that goes away by itself: this server answers something no contract server sends.
+    throw new DmsError(
+      'malformed-response',
+      `The answer to ${where(ctx)} (HTTP ${status}) nests deeper than ${MAX_ANSWER_DEPTH} levels; it was refused unread.`,
+      {
+        ...base,
+        retryable: false,
+        plain: `The server sent an answer that cannot be valid (nested more than ${MAX_ANSWER_DEPTH} levels deep), so it was not used. Ask the server's administrator to check the server.`,
+      },
+    );
   }
   if (env === undefined) {
     throw new DmsError(

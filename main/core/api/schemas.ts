@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DmsError } from '../errors.js';
+import { checkStorageSettings } from '../storage/settings.js';
 import type { RequestContext } from './envelope.js';
 import { STORAGE_PROVIDERS } from './types.js';
 import type { LoginResult, StsResult, WaylinePage, WaylineQuery } from './types.js';
@@ -106,6 +107,18 @@ export function parseSts(data: unknown, ctx: RequestContext): StsResult {
   const r = stsData.safeParse(data);
   if (!r.success) throw malformed(ctx, 'storage credentials answer', r.error);
   const d = r.data;
+  // Before the first byte: a bucket, endpoint, region or prefix that could send
+  // the card elsewhere than the workspace's folder is refused here.
+  checkStorageSettings(
+    {
+      provider: d.provider,
+      bucket: d.bucket,
+      endpoint: d.endpoint,
+      region: d.region,
+      objectKeyPrefix: d.object_key_prefix,
+    },
+    ctx,
+  );
   return {
     bucket: d.bucket,
     endpoint: d.endpoint,

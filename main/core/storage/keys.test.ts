@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DmsError } from '../errors.js';
-import { buildObjectKey, sanitizeSegment } from './keys.js';
+import { buildObjectKey, checkObjectKey, objectKeyOf, sanitizeSegment } from './keys.js';
 
 const FP = '0CC175B9C0F1B6A831C399E269772661';
 const fp = FP.toLowerCase();
@@ -123,5 +123,59 @@ describe('sanitizeSegment', () => {
     expect(sanitizeSegment('...')).toBe('_');
     expect(sanitizeSegment('\ud800x')).toBe('_x'); // lone surrogate
     expect(bytes(sanitizeSegment('é'.repeat(300), 50))).toBeLessThanOrEqual(50);
+  });
+});
+
+describe('objectKeyOf and checkObjectKey: one builder and one check for every object', () => {
+  it('builds <prefix>/<segments> with each segment made safe, and every key it builds passes the check', () => {
+    expect(objectKeyOf('ws/media/', ['manifests', 'card-1', 'report.json'])).toBe(
+      'ws/media/manifests/card-1/report.json',
+    );
+    const hostile = objectKeyOf('ws', ['..', 'a/../../b', '\u001b[2J', '', 'x\\y']);
+    expect(hostile).toBe('ws/_/a_.._.._b/__2J/_/x_y');
+    for (const key of [
+      hostile,
+      buildObjectKey({ prefix: 'ws/media', fingerprint: FP, name: '../../x.jpg' }),
+    ]) {
+      assertSafe(key, key.startsWith('ws/media/') ? 'ws/media' : 'ws');
+      expect(() => checkObjectKey(key.startsWith('ws/media/') ? 'ws/media' : 'ws', key)).not.toThrow();
+    }
+    expect(() => objectKeyOf('ws', [])).toThrow(DmsError);
+    expect(() => objectKeyOf('p'.repeat(1000), ['x'.repeat(100)])).toThrow(DmsError);
+  });
+
+  it('refuses keys outside the prefix or climbing out of it, and an unusable prefix as a storage setting', () => {
+    const refused = (prefix: string, key: string) => {
+      try {
+        checkObjectKey(prefix, key);
+      } catch (err) {
+        return (err as DmsError).message;
+      }
+      return 'accepted';
+    };
+    expect(refused('ws', 'ws/a/b.jpg')).toBe('accepted');
+    expect(refused('ws/', 'ws/a/b.jpg')).toBe('accepted');
+    expect(refused('', 'a/b.jpg')).toBe('accepted');
+    for (const [prefix, key] of [
+      ['ws', 'wsx/a.jpg'],
+      ['ws', 'other/a.jpg'],
+      ['ws', 'ws/../other/a.jpg'],
+      ['ws', 'ws/a/./b.jpg'],
+      ['ws', 'ws//a.jpg'],
+      ['ws', 'ws/a.jpg/'],
+      ['ws', 'ws/a\\..\\b.jpg'],
+      ['ws', 'ws/a\r\nb.jpg'],
+      ['', '/a.jpg'],
+      ['', '../a.jpg'],
+      ['ws', `ws/${'x'.repeat(1100)}`],
+    ] as const) {
+      expect([key, refused(prefix, key)]).toEqual([
+        key,
+        expect.stringMatching(/^Refused to write the object "/),
+      ]);
+    }
+    expect(refused('../../etc', '../../etc/manifests/x.json')).toMatch(
+      /^The server's storage settings are wrong: object_key_prefix "\.\.\/\.\.\/etc" climbs out/,
+    );
   });
 });

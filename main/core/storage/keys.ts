@@ -14,8 +14,14 @@
  * - Every segment we add is made safe (sanitizeSegment); the prefix comes from
  *   the server and must be kept as-is (keys must start with it), so a prefix
  *   that is itself unsafe is refused rather than silently rewritten.
+ *
+ * Every object the agent writes (card files, manifests) gets its key from
+ * objectKeyOf, and every bucket request is checked by checkObjectKey inside
+ * the uploaders (session.ts), whatever key a caller passes: nothing is ever
+ * written outside `<prefix>/`.
  */
 import { DmsError } from '../errors.js';
+import { prefixProblem, shown, storageSettingsError } from './settings.js';
 
 /** S3 and OSS both cap keys at 1024 bytes of UTF-8. */
 export const MAX_KEY_BYTES = 1024;
@@ -44,10 +50,6 @@ const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\\/{}^%`[\]"<>~#|]/g;
 // Unpaired surrogates cannot be encoded as UTF-8 (they would become U+FFFD in transit).
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-
-// What must never reach a key even from the server: controls and backslashes.
-// eslint-disable-next-line no-control-regex
-const DANGEROUS_IN_PREFIX = /[\u0000-\u001f\u007f-\u009f\\]/;
 
 /** Cuts `s` to at most `maxBytes` UTF-8 bytes on a code point boundary. */
 function cutToBytes(s: string, maxBytes: number): string {
@@ -82,20 +84,57 @@ export function sanitizeSegment(raw: string, maxBytes: number = MAX_SEGMENT_BYTE
 
 /** Splits the server's prefix into segments; refuses one that is unsafe. */
 function prefixSegments(prefix: string): string[] {
-  const segments = prefix.split('/').filter((seg) => seg !== '');
-  for (const seg of segments) {
-    if (
-      seg === '.' ||
-      seg === '..' ||
-      DANGEROUS_IN_PREFIX.test(seg) ||
-      seg.replace(LONE_SURROGATE, '') !== seg
-    ) {
-      throw new DmsError('invalid-input', `The server's object key prefix is not usable: "${prefix}".`, {
-        retryable: false,
-      });
-    }
+  const problem = prefixProblem(prefix);
+  if (problem !== undefined) throw storageSettingsError('object_key_prefix', problem);
+  return prefix.split('/').filter((seg) => seg !== '');
+}
+
+const keyTooLong = (): DmsError =>
+  new DmsError('invalid-input', 'The object key prefix is too long to build object keys under it.', {
+    retryable: false,
+  });
+
+/**
+ * The key of any object the agent writes: `<prefix>/<segment>/<segment>...`,
+ * each segment made safe (sanitizeSegment: a `/`, `..` or control character
+ * in one cannot make it leave its place). E.g. a manifest:
+ * `objectKeyOf(prefix, ['manifests', folder, 'report.json'])`.
+ */
+export function objectKeyOf(prefix: string, segments: readonly string[]): string {
+  if (segments.length === 0) throw new DmsError('invalid-input', 'An object key needs a name.');
+  const key = [...prefixSegments(prefix), ...segments.map((s) => sanitizeSegment(s))].join('/');
+  if (utf8Bytes(key) > MAX_KEY_BYTES) throw keyTooLong();
+  return key;
+}
+
+/** Whether `key` lies under the server's prefix (joined as the builder joins it: `ws/` and `ws` are one prefix). */
+export function isUnderPrefix(prefix: string, key: string): boolean {
+  const head = prefixSegments(prefix).join('/');
+  return head === '' || key.startsWith(`${head}/`);
+}
+
+/**
+ * The one check before any bucket request (uploaders, session.ts): `key` is
+ * under the server's prefix and cannot climb out of it (no `.`, `..` or
+ * empty segment, no control characters or backslashes), within 1024 bytes.
+ */
+export function checkObjectKey(prefix: string, key: string): void {
+  const head = prefixSegments(prefix).join('/');
+  const refuse = (why: string): DmsError =>
+    new DmsError(
+      'invalid-input',
+      `Refused to write the object ${shown(key)}: ${why}. Nothing was sent to the bucket.`,
+      { retryable: false },
+    );
+  if (head !== '' && !key.startsWith(`${head}/`)) {
+    throw refuse(`it is not under the workspace's folder ${shown(`${head}/`)}`);
   }
-  return segments;
+  const rest = head === '' ? key : key.slice(head.length + 1);
+  for (const seg of rest.split('/')) {
+    if (seg === '' || /^\.+$/.test(seg)) throw refuse('it has an empty, . or .. segment');
+    if (prefixProblem(seg) !== undefined) throw refuse('it contains control characters or backslashes');
+  }
+  if (utf8Bytes(key) > MAX_KEY_BYTES) throw refuse(`it is longer than ${MAX_KEY_BYTES} bytes`);
 }
 
 function fileNameOf(input: ObjectKeyInput): string {
@@ -118,6 +157,7 @@ export function buildObjectKey(input: ObjectKeyInput): string {
     );
   }
   const head = [...prefixSegments(input.prefix)];
+  const prefixLength = head.length;
   if (input.flightFolder !== undefined && input.flightFolder.trim() !== '') {
     head.push(sanitizeSegment(input.flightFolder.replace(/[\\/]/g, '_'), 100));
   }
@@ -125,10 +165,6 @@ export function buildObjectKey(input: ObjectKeyInput): string {
   const headBytes = utf8Bytes(head.join('/')) + 1;
   // A long prefix leaves less room for the name; below 40 bytes names stop being useful.
   const budget = Math.min(MAX_SEGMENT_BYTES, MAX_KEY_BYTES - headBytes);
-  if (budget < 40) {
-    throw new DmsError('invalid-input', 'The object key prefix is too long to build object keys under it.', {
-      retryable: false,
-    });
-  }
-  return [...head, sanitizeSegment(fileNameOf(input), budget)].join('/');
+  if (budget < 40) throw keyTooLong();
+  return objectKeyOf(input.prefix, [...head.slice(prefixLength), sanitizeSegment(fileNameOf(input), budget)]);
 }

@@ -123,7 +123,7 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
   ): Promise<T> {
     let credentials: BucketCredentials | undefined;
     try {
-      return await session.run(signal, (client, t) => {
+      return await session.run(key, signal, (client, t) => {
         credentials = t.credentials;
         return fn(client);
       });

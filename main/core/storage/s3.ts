@@ -126,7 +126,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
   ): Promise<T> {
     let credentials: BucketCredentials | undefined;
     try {
-      return await session.run(signal, async (client, t) => {
+      return await session.run(key, signal, async (client, t) => {
         credentials = t.credentials;
         try {
           return await fn(client, t);

@@ -7,7 +7,14 @@
  * before use; when the bucket says the token is expired or unknown, the
  * target is force-refreshed once and the request is sent again once — a
  * second refusal is reported, never looped on.
+ *
+ * Nothing leaves before two checks: the target's storage settings (bucket,
+ * endpoint, region, prefix: settings.ts) before a client is built for it,
+ * and the object key (under the prefix, keys.ts) before every request, so
+ * no caller of an uploader can write outside the workspace's folder.
  */
+import { checkObjectKey } from './keys.js';
+import { checkStorageSettings } from './settings.js';
 import type { BucketTarget, TargetProvider } from './types.js';
 
 /**
@@ -32,19 +39,27 @@ export class ClientSession<C> {
     private readonly isCredentialFailure: (err: unknown) => boolean,
   ) {}
 
-  /** Runs one request with a client for the current target; see the file comment. */
+  /** Runs one request on the object `key` with a client for the current target; see the file comment. */
   async run<T>(
+    key: string,
     signal: AbortSignal | undefined,
     fn: (client: C, target: BucketTarget) => Promise<T>,
   ): Promise<T> {
     const first = await this.current(signal);
     try {
-      return await fn(this.clientFor(first), first);
+      return await fn(this.checked(first, key), first);
     } catch (err) {
       if (signal?.aborted === true || !this.isCredentialFailure(err)) throw err;
       const fresh = await this.refresh(signal, first);
-      return await fn(this.clientFor(fresh), fresh);
+      return await fn(this.checked(fresh, key), fresh);
     }
+  }
+
+  /** The client for `t`, once `key` is known to be under its prefix. */
+  private checked(t: BucketTarget, key: string): C {
+    const client = this.clientFor(t);
+    checkObjectKey(t.objectKeyPrefix, key);
+    return client;
   }
 
   /** Target for the next request, refreshed ahead of expiry. */
@@ -74,6 +89,7 @@ export class ClientSession<C> {
   clientFor(t: BucketTarget): C {
     const id = targetId(t);
     if (this.client === undefined || id !== this.clientId) {
+      checkStorageSettings(t);
       // The old client is simply dropped, not destroyed: requests still in
       // flight on it share the uploader's sockets and must finish.
       this.client = this.build(t);

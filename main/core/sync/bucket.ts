@@ -9,6 +9,7 @@ import type { ApiClient } from '../api/client.js';
 import type { StorageProvider } from '../api/types.js';
 import type { Config } from '../config.js';
 import { createUploader } from '../storage/create.js';
+import { objectKeyOf } from '../storage/keys.js';
 import type { BucketPort, ObjectStat, Uploader, UploaderOptions } from '../storage/types.js';
 import { loadCaFile, trustedCas } from '../tls.js';
 import { StsCache } from './sts-cache.js';
@@ -74,7 +75,7 @@ export class BucketAccess implements BucketPort {
     signal?: AbortSignal,
   ): Promise<string> {
     const target = await this.sts.get(signal ? { signal } : {});
-    const key = `${target.objectKeyPrefix.replace(/\/+$/, '')}/${folder}/${rel}`;
+    const key = objectKeyOf(target.objectKeyPrefix, [...folder.split('/'), ...rel.split('/')]);
     await this.uploaderFor(target.provider).upload({
       filePath: '',
       size: content.length,

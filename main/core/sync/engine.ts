@@ -451,7 +451,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** A step failed: the failure ladder decides (disposition.ts), the store and the run state carry it out. */
   private failed(row: WorkingRow, raw: unknown): void {
-    if (isQueueFailure(raw)) return this.halt(raw);
+    // A queue write that failed is tried once more as the row's retry: a
+    // database busy for a moment (another program's transaction) passes; a
+    // full disk fails again there, and halts.
     if (raw instanceof IllegalTransition) {
       // A bug, never a server's or a card's doing: say so loudly, keep the row for the next run.
       this.log.error({ file: row.relPath, err: raw.message }, 'illegal transition');

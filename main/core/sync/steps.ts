@@ -30,7 +30,7 @@ import {
   type Verification,
 } from '../queue/rows.js';
 import type { Change } from '../queue/transitions.js';
-import { buildObjectKey } from '../storage/keys.js';
+import { buildObjectKey, isUnderPrefix } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import type { FinishedPart } from '../storage/types.js';
 import { fastUploadVerdict } from './answers.js';
@@ -307,7 +307,7 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
   });
   // A key under another prefix (the server's storage was reconfigured) is
   // never reused, nor its upload id: start afresh under the current one.
-  if (row.objectKey !== null && !row.objectKey.startsWith(`${target.objectKeyPrefix}/`))
+  if (row.objectKey !== null && !isUnderPrefix(target.objectKeyPrefix, row.objectKey))
     log.record({ type: 'upload-reset' });
   const key = log.row.objectKey ?? fresh;
   const multipart = log.row.multipart;

@@ -1,0 +1,203 @@
+/**
+ * What the HTTP server does with sockets before (and between) requests:
+ *
+ * - Connections are bounded per client address (IPv4 address, IPv6 /64: one
+ *   host usually holds a whole /64), so one client cannot hold them all.
+ * - At the server's cap, a new connection takes the place of the connection
+ *   that has been idle longest (one that has not sent a complete request
+ *   first, then an idle keep-alive one), instead of being refused: idle
+ *   sockets held by others never lock a client out. A connection in the
+ *   middle of a request is never closed for a newcomer.
+ * - A request Node's parser refuses before it exists (URL and headers over
+ *   16 KiB, a header with a line break or control character, a request that
+ *   did not arrive in time) is answered with the contract's envelope, not
+ *   Fastify's own JSON.
+ *
+ * (The headers timeout that cuts connections which never send a complete
+ * request is Node's own, set in server.ts from limits.ts.)
+ */
+import http from 'node:http';
+import net, { type Socket } from 'node:net';
+import { CODES, type Envelope } from './envelope.js';
+
+export interface ConnectionLimits {
+  maxConnections: number;
+  maxConnectionsPerAddress: number;
+}
+
+/** The client a connection counts against: the IPv4 address, or the /64 of an IPv6 one. */
+export function clientKey(address: string | undefined): string {
+  if (address === undefined) return 'unknown';
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  if (net.isIPv4(v4)) return v4;
+  if (!net.isIPv6(address)) return address;
+  const [head = '', tail] = address.split('%')[0]!.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(':')}::/64`;
+}
+
+interface Tracked {
+  socket: Socket;
+  key: string;
+  /** Requests received and not yet answered on this connection. */
+  busy: number;
+  /** Whether it ever sent a complete request (headers). */
+  served: boolean;
+  gone: boolean;
+}
+
+/** Applies the per-address bound and the make-room rule (file comment) to `server`. Replaces server.maxConnections. */
+export function guardConnections(server: http.Server, limits: ConnectionLimits): void {
+  // Map order is the order of last activity: the first idle entry is the longest idle.
+  const open = new Map<Socket, Tracked>();
+  const perClient = new Map<string, number>();
+
+  const forget = (t: Tracked): void => {
+    if (t.gone) return;
+    t.gone = true;
+    open.delete(t.socket);
+    const n = (perClient.get(t.key) ?? 1) - 1;
+    if (n <= 0) perClient.delete(t.key);
+    else perClient.set(t.key, n);
+  };
+  const close = (t: Tracked): void => {
+    forget(t);
+    t.socket.destroy();
+  };
+  /** Closes the longest-idle connection, never-served ones first; false when every connection is busy. */
+  const makeRoom = (): boolean => {
+    let idleServed: Tracked | undefined;
+    for (const t of open.values()) {
+      if (t.busy > 0) continue;
+      if (!t.served) {
+        close(t);
+        return true;
+      }
+      idleServed ??= t;
+    }
+    if (idleServed === undefined) return false;
+    close(idleServed);
+    return true;
+  };
+
+  server.on('connection', (socket: Socket) => {
+    const key = clientKey(socket.remoteAddress);
+    const n = perClient.get(key) ?? 0;
+    if (n >= limits.maxConnectionsPerAddress || (open.size >= limits.maxConnections && !makeRoom())) {
+      socket.destroy();
+      return;
+    }
+    const t: Tracked = { socket, key, busy: 0, served: false, gone: false };
+    open.set(socket, t);
+    perClient.set(key, n + 1);
+    socket.once('close', () => forget(t));
+  });
+
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const t = open.get(req.socket);
+    if (t === undefined) return;
+    t.busy++;
+    t.served = true;
+    res.once('close', () => {
+      t.busy--;
+      if (t.gone) return;
+      // Active just now: to the end of the order.
+      open.delete(t.socket);
+      open.set(t.socket, t);
+    });
+  });
+}
+
+/** The envelope a request gets when Node's parser refused it (see clientErrorAnswer). */
+export function clientErrorAnswer(
+  err: NodeJS.ErrnoException,
+  opts: { maxHeaderBytes: number },
+): { status: number; envelope: Envelope } {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return {
+        status: 431,
+        envelope: {
+          code: CODES.HEADERS_TOO_LARGE,
+          message: `The request's URL and headers are larger than ${opts.maxHeaderBytes} bytes. Check the address and the x-auth-token header (a token is far shorter).`,
+        },
+      };
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return {
+        status: 408,
+        envelope: {
+          code: CODES.REQUEST_TIMEOUT,
+          message: 'The request did not arrive completely in time. Send it again.',
+        },
+      };
+    default:
+      return {
+        status: 400,
+        envelope: {
+          code: CODES.BAD_HTTP_REQUEST,
+          message:
+            'The request is not valid HTTP: a header holds a line break or a control character (was a token read with its newline?), or the request line is malformed.',
+        },
+      };
+  }
+}
+
+const answered = new WeakSet<Socket>();
+/** How long, and how many bytes, the rest of a refused request is read before the connection is cut. */
+const DRAIN_MS = 2_000;
+const DRAIN_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Fastify's clientErrorHandler: the envelope, then the connection is closed.
+ * What the client is still sending (the rest of a 1 MB token) is read and
+ * dropped for a moment first, bounded in time and bytes: closing a socket
+ * with unread data sends a reset, and the client would see "connection
+ * reset" instead of the answer.
+ */
+export function answerClientError(
+  err: NodeJS.ErrnoException,
+  socket: Socket,
+  opts: { maxHeaderBytes: number },
+): void {
+  // Node calls again for each further chunk the parser refuses: one answer only.
+  if (answered.has(socket)) return;
+  answered.add(socket);
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // An answer already under way on this connection (a bad request pipelined behind a good
+  // one): writing ours into it would corrupt both; Node's own handler gives up the same way.
+  const inFlight = (socket as Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  if (!socket.writable || inFlight?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  const { status, envelope } = clientErrorAnswer(err, opts);
+  const body = JSON.stringify(envelope);
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    // A client that stopped sending: nothing to wait for.
+    socket.once('finish', () => socket.destroy());
+    return;
+  }
+  let drained = 0;
+  const timer = setTimeout(() => socket.destroy(), DRAIN_MS);
+  timer.unref();
+  socket.removeAllListeners('data');
+  socket.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_BYTES) socket.destroy();
+  });
+  socket.once('close', () => clearTimeout(timer));
+  socket.once('end', () => socket.destroy());
+  socket.resume();
+}
