@@ -133,8 +133,7 @@ describe('discoverFiles', () => {
         'DCIM/Misc/a.JPG',
         'MISC/THUMBNAIL/DJI_0001.JPG',
         'notes.txt',
-      ]
-        .sort(),
+      ].sort(),
     );
   });
 

@@ -47,7 +47,15 @@ export interface DiscoverWarning {
    * system: a computer's own files (.Trashes, ._ forks...), not the drone's;
    * excluded: by a pattern of the settings, on purpose.
    */
-  kind: 'outside-root' | 'broken-link' | 'unreadable' | 'loop' | 'bad-name' | 'not-a-file' | 'system' | 'excluded';
+  kind:
+    | 'outside-root'
+    | 'broken-link'
+    | 'unreadable'
+    | 'loop'
+    | 'bad-name'
+    | 'not-a-file'
+    | 'system'
+    | 'excluded';
   message: string;
   /** Its content exists on the card only and was not kept: the card is not safe to format while it is there. */
   blocking: boolean;
@@ -258,7 +266,11 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
         if (isAncestor || w.linkedTargets.has(realChild)) {
-          skip('loop', `${relChild} is a link to a folder already read (a loop or a duplicate): skipped.`, false);
+          skip(
+            'loop',
+            `${relChild} is a link to a folder already read (a loop or a duplicate): skipped.`,
+            false,
+          );
           continue;
         }
         w.linkedTargets.add(realChild);
@@ -268,7 +280,11 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     }
     if (!isFile) {
       // Sockets, devices, pipes: no data to keep, and reading a pipe would wait forever.
-      skip('not-a-file', `${relChild} is not a regular file (a pipe, device or socket): it holds no data to keep.`, false);
+      skip(
+        'not-a-file',
+        `${relChild} is not a regular file (a pipe, device or socket): it holds no data to keep.`,
+        false,
+      );
       continue;
     }
     if (!st) {

@@ -92,11 +92,13 @@ function fileOf(row: QueueRow, targetKey: string): ManifestFile {
       ? {
           targetId: targetKey,
           at: iso(v.at),
+          by: v.by,
           found: v.found,
           sizeMatches: v.size === row.size,
           checksum: v.checksum,
         }
       : null,
+    serverKey: done?.serverKey ?? null,
   };
 }
 
@@ -112,36 +114,40 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
     if (list) list.push(r);
     else byFolder.set(folder, [r]);
   }
-  return [...byFolder.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([folder, files]) => {
-      const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
-      const match = flightPath ? queue.history.waylineOf(flightPath) : null;
-      const input: FlightInput = {
-        folder,
-        media: files
-          .filter((f) => f.kind === 'media')
-          .map((f) => {
-            const meta = 'info' in f ? f.info?.metadata : undefined;
-            const p = meta?.shoot_position;
-            return {
-              relPath: f.relPath,
-              capturedAt: meta?.created_time ?? null,
-              position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
-              gimbalYaw: meta?.gimbal_yaw_degree ?? null,
-            };
+  return (
+    [...byFolder.entries()]
+      // Folders of other files alone (MISC/, a folder of previews) are no flight.
+      .filter(([, files]) => files.some((f) => f.kind !== 'other'))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([folder, files]) => {
+        const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
+        const match = flightPath ? queue.history.waylineOf(flightPath) : null;
+        const input: FlightInput = {
+          folder,
+          media: files
+            .filter((f) => f.kind === 'media')
+            .map((f) => {
+              const meta = 'info' in f ? f.info?.metadata : undefined;
+              const p = meta?.shoot_position;
+              return {
+                relPath: f.relPath,
+                capturedAt: meta?.created_time ?? null,
+                position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
+                gimbalYaw: meta?.gimbal_yaw_degree ?? null,
+              };
+            }),
+          rtkFiles: files.flatMap((f) => {
+            const kind = f.kind === 'rtk' ? rtkKindOf(f.relPath) : undefined;
+            return kind ? [{ relPath: f.relPath, kind }] : [];
           }),
-        rtkFiles: files.flatMap((f) => {
-          const kind = f.kind === 'rtk' ? rtkKindOf(f.relPath) : undefined;
-          return kind ? [{ relPath: f.relPath, kind }] : [];
-        }),
-        mrk: mrk
-          .filter((m) => folderOf(m.relPath) === folder)
-          .map((m) => ({ relPath: m.relPath, ...m.parsed })),
-        wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
-      };
-      return analyseFlight(input);
-    });
+          mrk: mrk
+            .filter((m) => folderOf(m.relPath) === folder)
+            .map((m) => ({ relPath: m.relPath, ...m.parsed })),
+          wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
+        };
+        return analyseFlight(input);
+      })
+  );
 }
 
 /**
@@ -163,6 +169,7 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
     error: f.error ?? null,
     acknowledged: f.acknowledged,
     verified: f.verified,
+    serverKey: f.serverKey ?? null,
   }));
   const verdict = safeToFormat({
     card: { id: card.sourceId, label: card.label },
@@ -171,6 +178,7 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
     files: facts,
     flights,
     acceptedFlights: queue.flights.accepted(card.sourceId),
+    skipped: queue.sources.skipped(card.sourceId),
   });
   return {
     card,

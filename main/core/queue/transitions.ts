@@ -59,8 +59,12 @@ export type Change =
   | { type: 'uploaded'; objectKey: string; bytesSent: number; verified: Verification | null }
   /** Written just before a callback goes out: lost answer or crash, the next try asks first. */
   | { type: 'callback-sent' }
-  /** The callback was acknowledged (or, asked after a lost answer, the server holds the file). */
-  | { type: 'recorded' }
+  /**
+   * The callback was acknowledged (or, asked after a lost answer, the server
+   * holds the file); `serverKey` when the server says it recorded another
+   * object key than the one uploaded.
+   */
+  | { type: 'recorded'; serverKey?: string }
   /** RTK/PPK files (no callback): the object was checked in the bucket. */
   | { type: 'stored'; verified: Verification }
   /** A done file looked at again in the bucket. */
@@ -238,7 +242,8 @@ export function transition(row: QueueRow, change: Change, now: number): QueueRow
     }
     case 'recorded': {
       const r = row as UploadedRow;
-      return done(r, 'uploaded', now, { objectKey: r.objectKey, verified: r.verified });
+      const next = done(r, 'uploaded', now, { objectKey: r.objectKey, verified: r.verified });
+      return change.serverKey !== undefined ? { ...next, serverKey: change.serverKey } : next;
     }
     case 'stored': {
       const r = row as UploadedRow;
@@ -319,6 +324,7 @@ function done(
     outcome,
     doneAt: now,
     objectKey: o.objectKey,
+    serverKey: null,
     verified: o.verified,
     resumeState: null,
     errorKind: null,

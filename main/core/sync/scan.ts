@@ -1,6 +1,11 @@
 import path from 'node:path';
 import type { Config } from '../config.js';
-import { discoverFiles, VIDEO_EXTENSIONS, normaliseExtension, type DiscoverWarning } from '../media/discover.js';
+import {
+  discoverFiles,
+  VIDEO_EXTENSIONS,
+  normaliseExtension,
+  type DiscoverWarning,
+} from '../media/discover.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
 import type { Source } from '../sources/source.js';
@@ -69,7 +74,12 @@ export async function scanSource(
   queue.sources.recordScan(source.sourceId, total.deferred === 0);
   queue.sources.recordSkips(
     source.sourceId,
-    total.skipped.map((w) => ({ relPath: w.relPath, kind: w.kind, message: w.message, blocking: w.blocking })),
+    total.skipped.map((w) => ({
+      relPath: w.relPath,
+      kind: w.kind,
+      message: w.message,
+      blocking: w.blocking,
+    })),
   );
   return total;
 }

@@ -82,9 +82,16 @@ export interface PartLog {
 /** Files below this are read whole into memory, hashed here, and kept for their upload. */
 export const READ_WHOLE_BELOW = 1024 * 1024;
 
-/** The file cannot be opened or stat'ed: gone (card pulled) or unreadable for now. */
+/**
+ * The file cannot be opened or stat'ed: gone (card pulled, or a moment's
+ * hiccup: the disk is looked at again), or there and refused to us.
+ */
 function missing(row: QueueRow, err: unknown): DmsError {
   const code = (err as { code?: string }).code;
+  if (code === 'EACCES' || code === 'EPERM') {
+    const text = `${row.relPath} cannot be read: permission denied. It is on the card, but Drone Media Sync may not open it; copy it off by hand, or fix its permissions on a computer, then choose Retry.`;
+    return new DmsError('invalid-input', text, { cause: err, retryable: false, plain: text });
+  }
   return new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
     cause: err,
     retryable: code !== 'ENOENT',
@@ -372,8 +379,10 @@ export async function checkBeforeRepost(ctx: StepContext, row: UploadedRow): Pro
  */
 export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<Change> {
   const sn = aircraftSerial(row, ctx.queue, ctx.config);
+  let recorded: string;
   try {
-    await ctx.api.uploadCallback(callbackBody(row, sn, row.objectKey), { signal: ctx.signal });
+    recorded = (await ctx.api.uploadCallback(callbackBody(row, sn, row.objectKey), { signal: ctx.signal }))
+      .object_key;
   } catch (err) {
     const e = toDmsError(err);
     // A refusal, or a request that never reached the server, is a definite
@@ -383,7 +392,8 @@ export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<
     // its way: the server may have it.
     throw new CallbackOutcomeUnknown(e);
   }
-  return { type: 'recorded' };
+  // Another key than ours: the record points at an object we did not upload or check; kept, and said.
+  return recorded === row.objectKey ? { type: 'recorded' } : { type: 'recorded', serverKey: recorded };
 }
 
 /** The object as the bucket has it now (see checkedObject). */
@@ -396,9 +406,12 @@ export async function checkObject(
   return checkedObject(await ctx.bucket.stat(key, ctx.signal), size, md5, Date.now());
 }
 
-/** The server said it holds this content (fast-upload "known"): no key of ours to look at, its word. */
+/**
+ * The server said it holds this content (fast-upload "known"): no key of ours
+ * to look at, its word only. Never a checksum: nothing was compared.
+ */
 export function vouched(size: number): Verification {
-  return { at: Date.now(), by: 'server', found: true, size, checksum: 'match' };
+  return { at: Date.now(), by: 'server', found: true, size, checksum: 'not-given' };
 }
 
 /**
