@@ -13,6 +13,7 @@ import {
 import { openSession, type Session } from '../core/session/open.js';
 import { TokenFile } from '../core/session/token-file.js';
 import type { RunningService } from '../service/index.js';
+import { requireWritable } from './state-access.js';
 
 /** Options every command that talks to a server accepts. */
 export interface ServerFlags {
@@ -122,11 +123,8 @@ function usable(c: Connection): Exclude<Connection, { kind: 'none' }> {
     );
   }
   if (c.kind === 'server' && !c.signedIn) {
-    throw new DmsError(
-      'auth',
-      `No sign-in for ${c.serverUrl}. Run: drone-media-sync login --server ${c.serverUrl} --username <name> (or set DMS_TOKEN).`,
-      { retryable: false },
-    );
+    const says = `Not signed in to ${c.serverUrl}. Run: drone-media-sync login --server ${c.serverUrl} --username <name> (or set DMS_TOKEN).`;
+    throw new DmsError('auth', says, { retryable: false, plain: says });
   }
   return c;
 }
@@ -149,6 +147,8 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
 
 /** For the commands that drain the queue (sync, watch): the lock, the queue, the server; one way, in core. */
 export async function openAgentContext(flags: ServerFlags, env = process.env): Promise<AgentContext> {
+  const root = statePaths(resolveStateDir(flags, env)).root;
+  requireWritable(root, 'the upload queue');
   const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
   let session: Session | null = null;
   try {

@@ -127,11 +127,10 @@ export function readEnvelope(res: RawResponse, ctx: RequestContext): Envelope {
 
   if (status === 401 || status === 403) {
     // The sample server answers 401 with an empty body: the status alone decides.
-    throw new DmsError(
-      'auth',
-      `The server refused the sign-in token (HTTP ${status}) for ${where(ctx)}.`,
-      base,
-    );
+    // 401: the token is not (or no longer) valid; 403: valid, but not for this workspace.
+    const what = status === 401 ? 'the sign-in token' : 'access';
+    const why = env?.message ? `: ${redact(env.message, ctx.secrets).replace(/[.\s]+$/, '')}` : '';
+    throw new DmsError('auth', `The server refused ${what} (HTTP ${status}) for ${where(ctx)}${why}.`, base);
   }
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
   if (status === 429 || (status === 503 && retryAfterMs !== undefined)) {
