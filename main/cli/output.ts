@@ -59,7 +59,7 @@ export class ProgressBar {
 /**
  * One JSON line. File names and server messages inside stay the same values,
  * but what a terminal would act on (C1 controls, bidi overrides...) is written
- * as \\u escapes: JSON.stringify leaves those raw.
+ * as \u escapes: JSON.stringify leaves those raw.
  */
 export function printJson(value: unknown): void {
   process.stdout.write(safeJsonText(JSON.stringify(value)) + '\n');

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { safeJsonText } from '../shared/visible.js';
 import { TOKEN_TTL_SECONDS, TokenStore } from './auth.js';
 import { createUser, createWorkspace, ensureDefaultWorkspace, ensureDefaults } from './bootstrap.js';
 import type { ExternalBucketConfig } from './bucket/external-config.js';
@@ -72,7 +73,10 @@ function checkSeconds(n: number): number {
 }
 
 function defaultLogger(): Logger {
-  return pino({ name: 'dms-service', level: 'info' }, pino.destination(2));
+  return pino(
+    { name: 'dms-service', level: 'info', hooks: { streamWrite: safeJsonText } },
+    pino.destination(2),
+  );
 }
 
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
