@@ -154,7 +154,7 @@ export function buildProgram(): Command {
     .command('serve')
     .description('run the reference service (prints one JSON line when ready)')
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
-    .addOption(new Option('--port <port>', 'port (0 = any free port)').default('0'))
+    .option('--port <port>', 'port (default: the one used last time, else a free one; 0 = any free port)')
     .option('--data <dir>', 'data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')

@@ -1,3 +1,4 @@
+import { visible } from '../../shared/visible.js';
 import { DmsError } from '../errors.js';
 
 /**
@@ -53,15 +54,20 @@ export function bodyExcerpt(text: string, ctx: Pick<RequestContext, 'secrets' | 
   let t = trimmed;
   // Redact before cutting, so a secret split by the cut cannot leak its first half.
   for (const s of ctx.secrets) if (s !== '') t = t.split(s).join('<redacted>');
-  t = t.replace(/\s+/g, ' ');
+  t = visible(t.replace(/\s+/g, ' '));
   return `"${t.length > EXCERPT_MAX ? `${t.slice(0, EXCERPT_MAX)}...` : t}"`;
 }
 
-/** Removes secrets from text that came from the server (its message). */
+/**
+ * Text that came from the server (its message) as errors carry it: secrets
+ * removed, and control and bidi characters shown as escapes, so that wherever
+ * the message is shown later (a terminal, the queue, the window) it cannot
+ * clear a screen, colour a verdict or forge a line.
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let t = text;
   for (const s of secrets) if (s !== '') t = t.split(s).join('<redacted>');
-  return t;
+  return visible(t);
 }
 
 /** `0` and `"0"` are both success (service-facts.md). */
