@@ -183,7 +183,7 @@ function ProgressPanel(props: {
         <h2 id="progress-h">
           {source ? (
             <>
-              <span class="muted-label">Card / folder:</span> {source}
+              <span class="muted-label">Card / folder:</span> {visible(source)}
             </>
           ) : (
             'No card inserted'
