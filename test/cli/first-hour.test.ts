@@ -337,12 +337,17 @@ describe('serve across restarts', () => {
       },
     );
     expect(login.code, said(login)).toBe(0);
+    const portsFile = path.join(stateUnder(h), 'local-service', 'ports.json');
+    const ports = JSON.parse(fs.readFileSync(portsFile, 'utf8')) as { api: number; bucket: number };
+    expect(ports.api).toBe(Number(new URL(url).port));
     await first.stop();
 
     const second = serve([], h);
     const two = await second.ready;
     try {
       expect(two.ready?.base_url, two.err).toBe(url);
+      // The bucket too: upload credentials issued before the restart name its address.
+      expect(JSON.parse(fs.readFileSync(portsFile, 'utf8'))).toEqual(ports);
       expect(second.errText()).toContain(line);
       // The sign-in saved before the restart works as it is.
       const w = await runCli(['waylines', '--state', path.join(h, 'agent')], { home: h });
