@@ -98,6 +98,7 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
     localService: async (): Promise<LocalServiceHandle> => {
       // Loaded only here: with a server configured, `sync` need not load
       // fastify, the bucket and the service's SQLite code at all.
+      requireWritable(paths.service, "the built-in local service's data");
       const { startService } = await import('../service/index.js');
       local = await startService({ dataDir: paths.service, port: 0, logger: false });
       return {

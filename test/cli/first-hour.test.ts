@@ -238,10 +238,13 @@ describe('every message true where it is shown', () => {
         ['retry', '--all'],
         ['login', '--server', svc.baseUrl, '--username', 'pilot'],
         ['report', card, '--accept-flight', 'DJI_202209021517_001_Waypoint1'],
+        ['waylines'], // no server set: the built-in local service keeps its data in the state folder
       ]) {
         const r = await runCli(args, { home: h, wrap: ro.wrap, input: `${password}\n` });
         expect(r.code, `${args[0]}: ${said(r)}`).toBe(2);
-        expect(r.err, args[0]).toMatch(new RegExp(`^drone-media-sync: No permission to write ${state}: `));
+        expect(r.err, args[0]).toMatch(
+          new RegExp(`^drone-media-sync: No permission to write ${state}(/local-service)?: `),
+        );
         expect(said(r), args[0]).not.toMatch(/SQLITE|readonly database|unable to open/i);
       }
     } finally {
