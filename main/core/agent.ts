@@ -1,19 +1,18 @@
 import { EventEmitter } from 'node:events';
 import type { ApiClient } from './api/client.js';
 import type { Config } from './config.js';
-import { toDmsError, type DmsError } from './errors.js';
+import { toDmsError } from './errors.js';
 import { silentLogger, type Logger } from './log.js';
-import { History } from './history.js';
-import { flightFolderOf } from './media/flight.js';
+import type { History } from './queue/history.js';
+import { flightFolderOf } from './media/flight-folder.js';
 import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import type { Card, CardMonitor } from './sources/cards.js';
 import { completeSource, type Completed } from './offload/complete.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
-import { SyncEngine, type EngineState, type FileEvent } from './sync/engine.js';
+import { SyncEngine, type FileEvent, type RunState, type RunStateChange } from './sync/engine.js';
 import type { ProgressSnapshot } from './sync/progress.js';
-import { scanSource } from './sync/scan.js';
 import type { DiscoverWarning } from './media/discover.js';
 import { cardSource, folderSource, type Source } from './sources/source.js';
 
@@ -28,7 +27,7 @@ export interface AgentEvents {
   source: [SourceEvent];
   file: [FileEvent];
   progress: [ProgressSnapshot];
-  state: [EngineState, DmsError | null];
+  state: [RunStateChange];
   idle: [];
   warning: [string];
   /** A flight folder was matched to a wayline (shown in notifications and `watch`). */
@@ -48,18 +47,25 @@ export interface AgentOptions {
   backoff?: BackoffPolicy;
   /** Where cards' manifests go (`<state>/manifests`); without it no verdict is made. */
   manifestsDir?: string;
+  /** The run state to start in (a connection without a sign-in: 'auth-required'; a pause carried over). */
+  initialState?: RunState;
+}
+
+/** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
+export interface OnceResult {
+  completed: Array<{ source: Source } & Completed>;
 }
 
 /**
- * The long-running agent behind `watch` and the tray app: sources (watched
- * folders, later cards) feed the queue, the engine drains it. A source that
- * goes away parks its files; when it comes back it is rescanned and resumes.
+ * The one agent behind `sync` (run once), `watch` and the tray app (run
+ * until stopped): sources (cards, watched folders, the folders given) feed
+ * the queue through one scan path, the engine drains it, and each source at
+ * rest gets its verdict and manifest. A source that goes away parks its
+ * files; when it comes back it is rescanned and resumes.
  */
 export class Agent extends EventEmitter<AgentEvents> {
   readonly engine: SyncEngine;
-  readonly history: History;
   readonly waylines: WaylineCatalog;
-  private readonly labels = new Map<string, string>();
   private readonly queue: Queue;
   private readonly log: Logger;
   private readonly watchers = new Map<string, FolderWatcher>();
@@ -72,6 +78,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   private readonly unsettled = new Set<string>();
   private settling: Promise<void> = Promise.resolve();
   private readonly ejected = new Set<string>();
+  /** Run once (`sync`): no card settling in the background. */
+  private runOnce = false;
 
   constructor(private readonly opts: AgentOptions) {
     super();
@@ -86,10 +94,9 @@ export class Agent extends EventEmitter<AgentEvents> {
         config: opts.config,
         logger: this.log,
         ...(opts.backoff ? { backoff: opts.backoff } : {}),
+        ...(opts.initialState ? { initialState: opts.initialState } : {}),
       });
-    const target = opts.queue.target;
-    if (!target) throw new Error('The agent needs a queue bound to a target.');
-    this.history = new History(opts.queue.db, target.id);
+    if (!opts.queue.target) throw new Error('The agent needs a queue bound to a target.');
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
       if (
@@ -100,7 +107,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       ) {
         this.history.record({
           sourceId: e.sourceId,
-          label: this.labels.get(e.sourceId) ?? e.sourceId,
+          label: this.queue.sources.labelOf(e.sourceId),
           folder: flightFolderOf(e.relPath).path,
           size: e.size,
           outcome: e.outcome,
@@ -110,14 +117,46 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.emit('file', e);
     });
     this.engine.on('progress', (p) => this.emit('progress', p));
-    this.engine.on('state', (s, e) => {
-      this.emit('state', s, e);
-      if (s === 'idle') {
+    this.engine.on('state', (change) => {
+      this.emit('state', change);
+      // `sync` settles its folders itself, after its one run.
+      if (change.to.name === 'idle' && !this.runOnce) {
         this.emit('idle');
         void this.settleCards();
         void this.ejectFinishedCards();
       }
     });
+  }
+
+  /** Per card and flight folder: what came, when, and the wayline of each flight (the store's). */
+  get history(): History {
+    return this.queue.history;
+  }
+
+  /**
+   * `sync`: the folders once. Each is scanned (links out of it named, never
+   * read), everything is synced until nothing is left to do now, and each
+   * folder at rest gets its verdict and manifest, unless the run stopped
+   * short (a sign-in to renew, a halt, Ctrl+C).
+   */
+  async syncOnce(roots: readonly string[], signal?: AbortSignal): Promise<OnceResult> {
+    this.runOnce = true;
+    const sources = roots.map((root) => folderSource(root));
+    for (const source of sources) {
+      this.history.begin(source.sourceId);
+      await this.rescan(source, signal);
+    }
+    await this.engine.run({ mode: 'until-idle', ...(signal ? { signal } : {}) });
+    const completed: OnceResult['completed'] = [];
+    const manifestsDir = this.opts.manifestsDir;
+    const stopped = this.engine.state === 'auth-required' || this.engine.state === 'halted';
+    if (!manifestsDir || stopped || signal?.aborted) return { completed };
+    for (const source of sources) {
+      const done = await this.complete(source, manifestsDir, signal);
+      this.emit('offload', { source, ...done });
+      completed.push({ source, ...done });
+    }
+    return { completed };
   }
 
   start(): void {
@@ -193,7 +232,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.settling = this.settling.then(async () => {
       for (const [sourceId, card] of this.cards) {
         // Files still being written when last scanned are looked at again first: no verdict meanwhile.
-        const scanned = this.queue.lastScan(sourceId)?.complete === true;
+        const scanned = this.queue.sources.lastScan(sourceId)?.complete === true;
         if (
           !this.unsettled.has(sourceId) ||
           !scanned ||
@@ -203,15 +242,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           continue;
         this.unsettled.delete(sourceId);
         try {
-          const done = await completeSource({
-            engine: this.engine,
-            queue: this.queue,
-            card: { sourceId, label: card.label },
-            manifestsDir,
-            recheckAfterMs: this.config.recheckAfterMinutes * 60_000,
-            log: this.log,
-            signal: this.controller.signal,
-          });
+          const done = await this.complete(cardSource(card), manifestsDir, this.controller.signal);
           this.emit('offload', { source: cardSource(card), ...done });
         } catch (err) {
           const e = toDmsError(err);
@@ -221,6 +252,19 @@ export class Agent extends EventEmitter<AgentEvents> {
       }
     });
     return this.settling;
+  }
+
+  /** A source at rest: its objects checked in the bucket, its verdict, its manifest written and uploaded. */
+  private complete(source: Source, manifestsDir: string, signal?: AbortSignal): Promise<Completed> {
+    return completeSource({
+      queue: this.queue,
+      bucket: this.engine.bucket,
+      card: { sourceId: source.sourceId, label: source.label },
+      manifestsDir,
+      recheckAfterMs: this.config.recheckAfterMinutes * 60_000,
+      log: this.log,
+      ...(signal ? { signal } : {}),
+    });
   }
 
   /** A card's verdict is due again (the crew accepted one of its flights): made now if it is at rest. */
@@ -338,13 +382,10 @@ export class Agent extends EventEmitter<AgentEvents> {
     }
   }
 
-  private async rescan(source: Source): Promise<void> {
+  /** The one scan path (`sync`, `watch`, the app): recorded by the engine, which halts on a full disk. */
+  private async rescan(source: Source, signal: AbortSignal = this.controller.signal): Promise<void> {
     try {
-      this.labels.set(source.sourceId, source.label);
-      const r = await scanSource(this.queue, source, this.config, this.controller.signal, {
-        quietMs: this.quietMs,
-      });
-      this.engine.track(r.pending, source.label);
+      const r = await this.engine.scan(source, signal, { quietMs: this.runOnce ? 0 : this.quietMs });
       // Files too fresh to read (still being written when we looked) get
       // another look once the quiet period is over: the watcher only reports
       // files that change after it started.
@@ -353,7 +394,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       }
       if (r.pending.length) await this.matchFolders(source, r.pending);
       // Nothing new on a card seen before: the engine stays idle, so say its verdict now.
-      else void this.settleCards();
+      else if (!this.runOnce) void this.settleCards();
       for (const w of r.skipped) this.log.warn({ source: source.sourceId, file: w.relPath }, w.message);
       this.emit('source', {
         type: 'scanned',

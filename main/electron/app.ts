@@ -16,7 +16,7 @@ import { createHandlers, electronShellActions, registerIpc } from './ipc.js';
 import { applyStartAtLogin, startedAtLogin } from './login-item.js';
 import { NotificationPolicy, type Notice } from './notifications.js';
 import { SafeTokenStore } from './secrets.js';
-import { throttle } from './throttle.js';
+import { atMostEvery } from '../shared/at-most-every.js';
 import { AppTray } from './tray.js';
 import { createMainWindow, hardenSession, windowPaths } from './window.js';
 
@@ -112,7 +112,7 @@ export async function runApp(): Promise<void> {
     openLogs: () => attempt(log, 'open log folder', () => shell.openPath(logDir)),
     quit: () => app.quit(),
   });
-  const updateTray = throttle(() => tray.update(controller.state()), 1000);
+  const updateTray = atMostEvery(() => tray.update(controller.state()), 1000);
   controller.on('push', (m) => {
     if (win && !win.isDestroyed()) win.webContents.send(m.channel, m.payload);
     if (m.channel !== 'push:queue-changed') updateTray();

@@ -7,7 +7,7 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import { labelOf, type CardRef } from '../core/offload/card.js';
+import type { CardRef } from '../core/offload/card.js';
 import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
 import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
@@ -44,7 +44,6 @@ import { applySettings, needsRestart, toSettingsView } from './settings.js';
 import { Pushes, type PushMessage } from './pushes.js';
 import {
   appStateView,
-  fallbackSourceLabel,
   historyView,
   progressView,
   queueItemView,
@@ -81,7 +80,6 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private readonly log: Logger;
   private readonly env: NodeJS.ProcessEnv;
   private readonly local: LocalService;
-  private readonly labels = new Map<string, string>();
   private readonly push: Pushes;
   private config: Config = defaultConfig();
   private session: Session | null = null;
@@ -93,8 +91,6 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private readonly verdicts = new Map<string, { safe: boolean; message: string; reasons: string[] }>();
   private stopped = false;
   private startError: string | null = null;
-  /** The user's pause outlives agent rebuilds (a settings change must not resume); an app restart resumes. */
-  private userPaused = false;
   private chain: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly opts: ControllerOptions) {
@@ -198,7 +194,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
 
   queueList(filter: QueueFilter, limit: number): QueueItemView[] {
     return listQueue(this.requireQueue(), filter, limit).map((r) =>
-      queueItemView(r, this.labels.get(r.sourceId) ?? fallbackSourceLabel(r.sourceId)),
+      queueItemView(r, this.requireQueue().sources.labelOf(r.sourceId)),
     );
   }
 
@@ -211,21 +207,20 @@ export class AppController extends EventEmitter<ControllerEvents> {
 
   pause(): AppStateView {
     this.requireRuntime().agent.engine.pause();
-    this.userPaused = true;
     return this.stateNow();
   }
 
   resume(): AppStateView {
     this.requireRuntime().agent.engine.resume();
-    this.userPaused = false;
     return this.stateNow();
   }
 
   /** Rescans every card and folder now; also the user's "go on" after a pause or a sign-in problem. */
   async syncNow(): Promise<AppStateView> {
-    const { agent } = this.requireRuntime();
-    if (agent.engine.paused || agent.engine.state === 'auth-required') agent.engine.resume();
-    this.userPaused = false;
+    const { agent, conn } = this.requireRuntime();
+    // A sign-in the server refused is tried again; none at all is waited for.
+    if (agent.engine.paused || (agent.engine.state === 'auth-required' && canUpload(conn)))
+      agent.engine.resume();
     await agent.syncNow();
     return this.stateNow();
   }
@@ -246,7 +241,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
   /** The flights of a card (source id), or of the recent ones. */
   flights(cardId?: string): FlightSummaryView[] {
     const queue = this.requireQueue();
-    const ids = cardId ? [cardId] : queue.sources().slice(0, 20);
+    const ids = cardId ? [cardId] : queue.recentSources().slice(0, 20);
     return flightSummaries(
       queue,
       ids.map((id) => this.cardRef(id)),
@@ -262,7 +257,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
     const queue = this.requireQueue();
     const found = flightSummaries(queue, [this.cardRef(cardId)]).find((f) => f.folder === folder);
     if (!found) throw new UserError('invalid-input', `There is no flight ${folder} on this card.`);
-    queue.acceptFlight(cardId, folder);
+    queue.flights.accept(cardId, folder);
     void this.rt?.agent.reconsider(cardId);
     this.changed();
     return { ...found, accepted: true };
@@ -273,7 +268,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   private cardRef(sourceId: string): CardRef {
-    return { sourceId, label: this.labels.get(sourceId) ?? labelOf(this.requireQueue(), sourceId) };
+    return { sourceId, label: this.requireQueue().sources.labelOf(sourceId) };
   }
 
   settings(): SettingsView & { signedIn: boolean } {
@@ -397,9 +392,11 @@ export class AppController extends EventEmitter<ControllerEvents> {
     this.push.state();
   }
 
+  /** A new agent for new settings or a new sign-in; the user's pause carries over (an app restart resumes). */
   private async rebuild(): Promise<void> {
+    const paused = this.rt?.agent.engine.paused ?? false;
     await this.teardown();
-    await this.build();
+    await this.build(paused);
   }
 
   private async teardown(): Promise<void> {
@@ -411,7 +408,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
     if (rt) await rt.agent.stop();
   }
 
-  private async build(): Promise<void> {
+  private async build(paused = false): Promise<void> {
     // Not open yet when the app started on a broken config.json.
     if (!this.session && !(await this.openSession())) return;
     const session = this.session;
@@ -425,7 +422,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
         const monitor = this.config.autoSyncCards ? cardMonitor(this.config, this.opts.cardPollMs) : null;
         this.waiting = new WaitingForSignIn(conn.reason, monitor, this.config, {
           activity: (a) => this.emit('activity', a),
-          label: (id, label) => this.labels.set(id, label),
+          label: (id, label) => this.session?.queue.sources.seen(id, label),
           changed: () => this.changed(),
         });
         this.startError = null;
@@ -443,14 +440,14 @@ export class AppController extends EventEmitter<ControllerEvents> {
           adopt: (rt) => (this.rt = rt),
           live: (agent) => this.rt?.agent === agent,
           activity: (a) => this.emit('activity', a),
-          label: (id, label) => this.labels.set(id, label),
+          label: (id, label) => this.session?.queue.sources.seen(id, label),
           progress: (p) => (this.push.progress = progressView(p)),
           verdict: (id, v) => this.verdicts.set(id, v),
           changed: () => this.changed(),
         },
         manifestsDir: this.paths.manifests,
+        paused,
       });
-      if (this.userPaused) this.rt?.agent.engine.pause();
       this.startError = null;
       const { watchedFolders, autoSyncCards } = this.config;
       this.log.info(

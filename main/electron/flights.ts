@@ -38,7 +38,7 @@ function summary(card: CardRef, f: FlightCompleteness, accepted: readonly string
 export function flightSummaries(queue: Queue, cards: readonly CardRef[]): FlightSummaryView[] {
   return cards.flatMap((card) => {
     const o = cardOffload(queue, card);
-    const accepted = queue.acceptedFlights(card.sourceId);
+    const accepted = queue.flights.accepted(card.sourceId);
     return o.flights
       .filter((f) => f.photos > 0 || f.exposuresInMrk !== null)
       .map((f) => summary(card, f, accepted));
@@ -59,7 +59,7 @@ export function flightView(
     o.files.map((x) => [x.relPath, { state: x.state, error: x.error ?? null }]),
   );
   return {
-    ...summary(card, f, queue.acceptedFlights(card.sourceId)),
+    ...summary(card, f, queue.flights.accepted(card.sourceId)),
     points: flightPoints(f, states),
     tiles: tiles ? { attribution: tiles.attribution, maxZoom: tiles.maxZoom } : null,
   };

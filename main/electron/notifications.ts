@@ -4,7 +4,7 @@
  * scan (and wayline matching) is done, a sync is summed up when the engine
  * goes idle, and problems that need the user are said once until resolved.
  */
-import type { EngineStateName } from '../shared/ipc.js';
+import type { HaltReason, RunStateName } from '../shared/ipc.js';
 
 /** What the controller reports (plain data, no secrets). */
 export type Activity =
@@ -17,7 +17,7 @@ export type Activity =
       outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
       size: number;
     }
-  | { type: 'state'; state: EngineStateName; message: string | null; halt?: 'disk-full' | 'database' }
+  | { type: 'state'; state: RunStateName; message: string | null; halt?: HaltReason }
   /** A card came to rest: its verdict. */
   | { type: 'offload'; sourceId: string; label: string; safe: boolean; message: string; reasons: string[] };
 
@@ -163,11 +163,7 @@ export class NotificationPolicy {
     return [{ kind: 'card', title: `Card ${scan.label} detected`, body: lines.join(' ') }];
   }
 
-  private stateChanged(
-    state: EngineStateName,
-    message: string | null,
-    halt?: 'disk-full' | 'database',
-  ): Notice[] {
+  private stateChanged(state: RunStateName, message: string | null, halt?: HaltReason): Notice[] {
     if (state === 'auth-required') {
       if (this.signInSaid) return [];
       this.signInSaid = true;

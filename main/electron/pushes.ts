@@ -4,7 +4,7 @@
  * however fast the engine goes. The last update always arrives.
  */
 import type { AppStateView, ProgressView, PushChannel, PushEvents } from '../shared/ipc.js';
-import { throttle } from './throttle.js';
+import { atMostEvery } from '../shared/at-most-every.js';
 import { NO_PROGRESS } from './views.js';
 
 export type PushMessage = { [P in PushChannel]: { channel: P; payload: PushEvents[P] } }[PushChannel];
@@ -16,12 +16,12 @@ export class Pushes {
   readonly queue;
 
   constructor(send: (m: PushMessage) => void, currentState: () => AppStateView, intervalMs = 250) {
-    this.state = throttle(() => send({ channel: 'push:state', payload: currentState() }), intervalMs);
-    this.sendProgress = throttle(
+    this.state = atMostEvery(() => send({ channel: 'push:state', payload: currentState() }), intervalMs);
+    this.sendProgress = atMostEvery(
       () => send({ channel: 'push:progress', payload: this.last ?? NO_PROGRESS }),
       intervalMs,
     );
-    this.queue = throttle(() => send({ channel: 'push:queue-changed', payload: null }), intervalMs * 2);
+    this.queue = atMostEvery(() => send({ channel: 'push:queue-changed', payload: null }), intervalMs * 2);
   }
 
   /** The latest counts (null after the agent was replaced). */

@@ -4,7 +4,7 @@
  * use the oldest uploads are the least interesting).
  */
 import type { Queue, QueueRow } from '../core/queue/queue.js';
-import { isWorking, UNFINISHED_STATES } from '../core/queue/states.js';
+import { UNFINISHED_STATES } from '../core/queue/states.js';
 import type { QueueFilter } from '../shared/domain.js';
 
 export type { QueueFilter };
@@ -30,11 +30,6 @@ export function retryFailed(
   queue: Queue,
   selector: { id: number } | { all: true },
 ): { count: number; rows: QueueRow[] } {
-  const ids =
-    'id' in selector ? [selector.id] : queue.list({ states: ['failed'], limit: 100_000 }).map((r) => r.id);
-  const count = queue.retry('all' in selector ? { all: true } : { ids });
-  const rows = ids
-    .map((id) => queue.get(id))
-    .filter((r): r is QueueRow => r !== undefined && isWorking(r.state));
-  return { count, rows };
+  const rows = queue.retry('all' in selector ? { all: true } : { ids: [selector.id] });
+  return { count: rows.length, rows };
 }

@@ -6,10 +6,11 @@
  */
 import { Agent } from '../core/agent.js';
 import type { Config } from '../core/config.js';
-import { plainMessage, QueueWriteError, toDmsError } from '../core/errors.js';
+import { DmsError, plainMessage, toDmsError } from '../core/errors.js';
 import type { Logger } from '../core/log.js';
 import type { Queue } from '../core/queue/queue.js';
-import type { Connection } from '../core/session/connection.js';
+import { canUpload, type Connection } from '../core/session/connection.js';
+import type { RunState } from '../core/sync/engine.js';
 import { CardMonitor, type Card } from '../core/sources/cards.js';
 import { cardSource } from '../core/sources/source.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
@@ -48,6 +49,19 @@ export interface RuntimeOptions {
   manifestsDir: string;
   quietMs?: number;
   cardPollMs?: number;
+  /** The user's pause outlives a rebuild of the agent (a settings change must not resume). */
+  paused?: boolean;
+}
+
+/**
+ * Where the engine starts: paused when the user had paused; waiting for a
+ * sign-in when the server has none yet (cards are recorded, nothing is sent).
+ */
+function initialState(o: RuntimeOptions): RunState | undefined {
+  if (o.paused) return { name: 'paused' };
+  if (canUpload(o.conn)) return undefined;
+  const text = `Sign in to ${o.conn.label} to start uploading. Cards are queued meanwhile.`;
+  return { name: 'auth-required', error: new DmsError('auth', text, { plain: text, retryable: false }) };
 }
 
 export function startRuntime(o: RuntimeOptions): Runtime {
@@ -58,6 +72,7 @@ export function startRuntime(o: RuntimeOptions): Runtime {
     logger: o.logger,
     manifestsDir: o.manifestsDir,
     ...(o.quietMs === undefined ? {} : { quietMs: o.quietMs }),
+    ...(initialState(o) ? { initialState: initialState(o) } : {}),
   });
   const rt: Runtime = { agent, conn: o.conn, monitor: null };
   o.sink.adopt(rt);
@@ -107,12 +122,12 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
   agent.on('progress', (p) => {
     if (live()) sink.progress(p);
   });
-  agent.on('state', (state, err) => {
+  agent.on('state', ({ to }) => {
     activity({
       type: 'state',
-      state,
-      message: err ? plainMessage(err) : null,
-      ...(err instanceof QueueWriteError ? { halt: err.reason } : {}),
+      state: to.name,
+      message: 'error' in to ? plainMessage(to.error) : null,
+      ...(to.name === 'halted' ? { halt: to.reason } : {}),
     });
     if (!live()) return;
     refresh();

@@ -21,7 +21,6 @@ const progress = (p: Partial<ProgressView> = {}): ProgressView => ({
 });
 const state = (s: Partial<AppStateView> = {}): AppStateView => ({
   engine: 'idle',
-  paused: false,
   attention: null,
   halt: null,
   failedCount: 0,
@@ -68,9 +67,7 @@ describe('trayView', () => {
   });
 
   it('paused: grey, with what is waiting', () => {
-    const v = trayView(
-      state({ engine: 'paused', paused: true, progress: progress({ filesTotal: 212, filesDone: 37 }) }),
-    );
+    const v = trayView(state({ engine: 'paused', progress: progress({ filesTotal: 212, filesDone: 37 }) }));
     expect(v).toEqual({
       icon: 'paused',
       tooltip: 'Drone Media Sync: Paused: 175 files waiting',
@@ -193,7 +190,7 @@ describe('tray menu', () => {
 
   it('offers Resume instead of Pause while paused', () => {
     const a = actions();
-    const paused = state({ engine: 'paused', paused: true });
+    const paused = state({ engine: 'paused' });
     const items = trayMenuTemplate(trayView(paused), paused, a);
     expect(items.some((i) => i.id === 'pause')).toBe(false);
     (items.find((i) => i.id === 'resume')!.click as () => void)();

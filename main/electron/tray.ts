@@ -6,6 +6,7 @@
  */
 import { Menu, nativeImage, Tray, type MenuItemConstructorOptions, type NativeImage } from 'electron';
 import type { AppStateView } from '../shared/ipc.js';
+import { resumable } from '../shared/states.js';
 import { iconPng, ICON_NAMES, type IconName } from './icon-art.js';
 import { formatBytes } from './notifications.js';
 
@@ -62,7 +63,7 @@ export function trayView(s: AppStateView): TrayView {
   if (s.engine === 'auth-required') return attention('Sign in needed');
   // Any other sentence without failed files is a problem of its own (the engine could not start).
   if (s.attention && s.failedCount === 0) return attention(s.attention);
-  if (s.paused || s.engine === 'paused') {
+  if (s.engine === 'paused') {
     const line = remaining > 0 ? `Paused: ${files(remaining)} waiting` : 'Paused';
     return { icon: 'paused', tooltip: `${APP}: ${line}`, activityLine: line };
   }
@@ -100,7 +101,7 @@ export function trayMenuTemplate(
   s: AppStateView,
   a: TrayActions,
 ): MenuItemConstructorOptions[] {
-  const paused = s.paused || s.engine === 'paused' || s.engine === 'halted';
+  const paused = resumable(s.engine);
   return [
     { id: 'activity', label: view.activityLine, enabled: false },
     { type: 'separator' },
@@ -144,7 +145,7 @@ export class AppTray {
 
   update(s: AppStateView): void {
     const view = trayView(s);
-    const menuKey = `${view.activityLine}|${s.paused || s.engine === 'paused' || s.engine === 'halted'}`;
+    const menuKey = `${view.activityLine}|${resumable(s.engine)}`;
     if (this.shown?.icon !== view.icon) this.tray.setImage(this.image(view.icon));
     if (this.shown?.tooltip !== view.tooltip) this.tray.setToolTip(view.tooltip);
     // Linux app indicators only take a new menu, not changed items; rebuilt only when its text changes.

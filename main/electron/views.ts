@@ -3,12 +3,11 @@
  * the window sees is decided here, and nothing secret is ever copied over
  * (rows carry no tokens; errors are reduced to kind + plain sentence).
  */
-import path from 'node:path';
 import type { Wayline, WaylineQuery } from '../core/api/types.js';
 import { DmsError, ERROR_KINDS, plainMessage, QueueWriteError, type ErrorKind } from '../core/errors.js';
-import type { HistoryEntry } from '../core/history.js';
+import type { HistoryEntry } from '../core/queue/history.js';
 import type { QueueRow } from '../core/queue/queue.js';
-import { cardSource, sourceOf } from '../core/sources/source.js';
+import { cardSource } from '../core/sources/source.js';
 import type { SyncEngine } from '../core/sync/engine.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
 import type {
@@ -59,12 +58,6 @@ export function errorView(kind: string | null, message: string | null): QueueIte
     ? plainMessage(new DmsError(kind, message ?? ''))
     : (message ?? 'Unknown problem.');
   return { kind, plain };
-}
-
-/** What a person calls a source when no label was seen this run: the folder name, or "card". */
-export function fallbackSourceLabel(sourceId: string): string {
-  const s = sourceOf(sourceId);
-  return s.kind === 'card' ? 'card' : path.basename(s.root) || sourceId;
 }
 
 export function queueItemView(row: QueueRow, sourceLabel: string): QueueItemView {
@@ -153,7 +146,7 @@ export function waylinePageView(
 }
 
 export interface AppStateInput {
-  engine: Pick<SyncEngine, 'state' | 'paused' | 'error' | 'progress'> | null;
+  engine: Pick<SyncEngine, 'state' | 'error' | 'progress'> | null;
   signedIn: boolean;
   serverLabel: string;
   /** Why there is no engine, when there is none (not signed in: "Sign in to upload: ..."). */
@@ -166,13 +159,14 @@ export interface AppStateInput {
 }
 
 /**
- * The one sentence that needs the user, most urgent first: no engine, no
- * sign-in, sign-in rejected, failed files. Without a sign-in the state is
- * "auth-required" even before the engine tries (it would only find out at the first file).
+ * The window's state. The engine's run state is shown as it is (a
+ * connection without a sign-in starts the engine in 'auth-required'); only
+ * without an engine at all (no sign-in yet, or it could not start) does this
+ * say why. Then the one sentence that needs the user, most urgent first.
  */
 export function appStateView(i: AppStateInput): AppStateView {
   const e = i.engine;
-  let engine = e?.state ?? (i.signedIn ? 'offline' : 'auth-required');
+  const engine = e?.state ?? (i.signedIn ? 'offline' : 'auth-required');
   let attention: string | null = null;
   const halt =
     e?.state === 'halted' && e.error instanceof QueueWriteError
@@ -180,10 +174,7 @@ export function appStateView(i: AppStateInput): AppStateView {
       : null;
   if (!e) attention = i.startError ?? 'The sync engine is not running.';
   else if (halt) attention = halt.message;
-  else if (!i.signedIn) {
-    engine = 'auth-required';
-    attention = `Sign in to ${i.serverLabel} to start uploading. Cards are queued meanwhile.`;
-  } else if (engine === 'auth-required') {
+  else if (engine === 'auth-required') {
     attention = e.error ? plainMessage(e.error) : 'Sign in again to continue uploading.';
   } else if (i.failedCount > 0) {
     const files = i.failedCount === 1 ? '1 file' : `${i.failedCount} files`;
@@ -191,7 +182,6 @@ export function appStateView(i: AppStateInput): AppStateView {
   }
   return {
     engine,
-    paused: e?.paused ?? false,
     attention,
     halt,
     failedCount: i.failedCount,

@@ -10,12 +10,13 @@
 import { z } from 'zod';
 import { QUEUE_FILTERS } from './domain.js';
 import type { FlightPointView, LatLngView } from './flight-map.js';
+import type { FileState, HaltReason, Outcome, RunStateName } from './states.js';
 
 export type { FlightPointView, LatLngView, PointState } from './flight-map.js';
 
 // ---------- values shown by the window ----------
 
-export type EngineStateName = 'idle' | 'syncing' | 'paused' | 'offline' | 'auth-required' | 'halted';
+export type { HaltReason, RunStateName } from './states.js';
 
 export interface ProgressView {
   filesTotal: number;
@@ -39,12 +40,12 @@ export interface CardView {
 }
 
 export interface AppStateView {
-  engine: EngineStateName;
-  paused: boolean;
+  /** The engine's one run state, as the engine has it (paused, halted... are its values, never kept twice). */
+  engine: RunStateName;
   /** A plain sentence when something needs the user (sign in, failed files), else null. */
   attention: string | null;
   /** Why the engine halted (engine 'halted'): the queue cannot be written. Resume once fixed. */
-  halt: { reason: 'disk-full' | 'database'; message: string } | null;
+  halt: { reason: HaltReason; message: string } | null;
   failedCount: number;
   progress: ProgressView;
   /** "the built-in local service" or the server URL. */
@@ -54,15 +55,7 @@ export interface AppStateView {
   cards: CardView[];
 }
 
-export type QueueItemState =
-  | 'discovered'
-  | 'hashed'
-  | 'fast-upload-checked'
-  | 'uploading'
-  | 'uploaded'
-  | 'done'
-  | 'failed'
-  | 'waiting-for-source';
+export type QueueItemState = FileState;
 
 export interface QueueItemView {
   id: number;
@@ -72,7 +65,7 @@ export interface QueueItemView {
   size: number;
   state: QueueItemState;
   /** stored: an RTK file in the bucket (no callback). */
-  outcome: 'uploaded' | 'fast-uploaded' | 'stored' | null;
+  outcome: Outcome | null;
   /** 0..1 for files being uploaded, else null. */
   progress: number | null;
   error: { kind: string; plain: string } | null;

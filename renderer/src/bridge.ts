@@ -60,29 +60,3 @@ export function subscribe<P extends PushChannel>(
   if (bridge === null) return () => undefined;
   return bridge.on(channel, listener);
 }
-
-/**
- * Runs `fn` at most once per `ms`, the last call winning (leading + trailing),
- * so a burst of pushes becomes one or two fetches.
- */
-export function throttle(fn: () => void, ms: number): { run: () => void; cancel: () => void } {
-  let last = 0;
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  const fire = (): void => {
-    timer = null;
-    last = Date.now();
-    fn();
-  };
-  return {
-    run() {
-      if (timer !== null) return;
-      const wait = last + ms - Date.now();
-      if (wait <= 0) fire();
-      else timer = setTimeout(fire, wait);
-    },
-    cancel() {
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
-    },
-  };
-}

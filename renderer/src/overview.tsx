@@ -1,5 +1,6 @@
 import { visible } from '../../main/shared/visible.js';
 import { QUEUE_FILTERS, type QueueFilter } from '../../main/shared/domain.js';
+import { resumable } from '../../main/shared/states.js';
 import type { AppStateView, HistoryEntryView, QueueItemView, WaylineView } from '../../main/shared/ipc.js';
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './bridge.js';
@@ -172,7 +173,7 @@ function ProgressPanel(props: {
   const { state, busy } = props;
   const p = state.progress;
   // Halted (disk full...) resumes with the same button, once the cause is fixed.
-  const paused = state.paused || state.engine === 'paused' || state.engine === 'halted';
+  const paused = resumable(state.engine);
   const source = p.currentSource ?? state.cards[0]?.label ?? null;
   const pct = p.bytesTotal > 0 ? Math.min(100, Math.floor((p.bytesDone / p.bytesTotal) * 100)) : 0;
   const eta = formatEta(p.etaSeconds);
@@ -217,7 +218,7 @@ function ProgressPanel(props: {
       {p.filesTotal > 0 ? (
         <>
           <p class="progress-sentence" data-testid="progress-sentence">
-            {progressSentence(p, state.engine, paused)}
+            {progressSentence(p, state.engine)}
           </p>
           <progress
             class="bar"
@@ -252,7 +253,7 @@ function ProgressPanel(props: {
         </>
       ) : (
         <p class="progress-sentence" data-testid="progress-sentence">
-          {progressSentence(p, state.engine, paused)}
+          {progressSentence(p, state.engine)}
         </p>
       )}
     </section>

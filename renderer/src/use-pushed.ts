@@ -1,6 +1,7 @@
 import type { PushChannel } from '../../main/shared/ipc.js';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { subscribe, throttle, type Result } from './bridge.js';
+import { atMostEvery } from '../../main/shared/at-most-every.js';
+import { subscribe, type Result } from './bridge.js';
 
 export interface Pushed<T> {
   /** The last answer, null until the first one. */
@@ -48,8 +49,8 @@ export function usePushed<T>(
   }, deps);
 
   useEffect(() => {
-    const t = throttle(() => void reload(), everyMs);
-    const off = subscribe(channel, () => t.run());
+    const t = atMostEvery(() => void reload(), everyMs);
+    const off = subscribe(channel, () => t());
     return () => {
       off();
       t.cancel();

@@ -1,5 +1,5 @@
 /** What the engine and each file are doing, in plain words. */
-import type { AppStateView, EngineStateName, ProgressView, QueueItemView } from '../../main/shared/ipc.js';
+import type { AppStateView, ProgressView, QueueItemView, RunStateName } from '../../main/shared/ipc.js';
 import { formatBytes, formatEta, plural } from './format.js';
 
 export type Tone = 'ok' | 'busy' | 'paused' | 'warn' | 'error';
@@ -16,14 +16,14 @@ export function failedTitle(count: number): string {
 }
 
 /** "Uploading 37 of 212 — 1.2 GB left, ~4 min", or what the numbers mean in the other states. */
-export function progressSentence(p: ProgressView, engine: EngineStateName, paused: boolean): string {
+export function progressSentence(p: ProgressView, engine: RunStateName): string {
   if (p.filesTotal === 0)
     return engine === 'syncing' ? 'Looking for new files…' : 'Nothing to upload right now.';
   const total = p.filesTotal.toLocaleString();
   const done = p.filesDone.toLocaleString();
   const leftText = `${formatBytes(Math.max(0, p.bytesTotal - p.bytesDone))} left`;
   if (engine === 'halted') return `Stopped at ${done} of ${total} — ${leftText}`;
-  if (paused || engine === 'paused') return `Paused at ${done} of ${total} — ${leftText}`;
+  if (engine === 'paused') return `Paused at ${done} of ${total} — ${leftText}`;
   if (engine === 'syncing') {
     if (p.filesDone + p.filesFailed >= p.filesTotal) return `Finishing ${plural(p.filesTotal, 'file')}`;
     const current = Math.min(p.filesDone + p.filesFailed + 1, p.filesTotal).toLocaleString();
@@ -58,10 +58,12 @@ export function banners(s: AppStateView): Banner[] {
       out.push({
         tone: 'error',
         // Never signed in (cards wait) vs. a sign-in the server stopped accepting.
-        title: s.attention?.startsWith('Sign in to upload') ? 'Sign in to upload' : 'Sign in again',
+        title: s.signedIn ? 'Sign in again' : 'Sign in to upload',
         detail:
           s.attention ??
-          'The server no longer accepts this computer’s sign-in. Uploads wait until you sign in; nothing is lost.',
+          (s.signedIn
+            ? 'The server no longer accepts this computer’s sign-in. Uploads wait until you sign in; nothing is lost.'
+            : 'Nothing is uploaded until you sign in; cards found meanwhile wait.'),
         action: 'settings',
       });
       break;

@@ -14,9 +14,10 @@ import { expect } from 'vitest';
 import { ApiClient, type ApiClientOptions } from '../../main/core/api/client.js';
 import { parseConfig, type ConfigInput } from '../../main/core/config.js';
 import type { BackoffPolicy, Queue } from '../../main/core/queue/queue.js';
-import { SyncEngine, type EngineState, type FileEvent } from '../../main/core/sync/engine.js';
+import { SyncEngine, type FileEvent } from '../../main/core/sync/engine.js';
+import type { RunStateName } from '../../main/shared/states.js';
 import { folderSource } from '../../main/core/sources/source.js';
-import { flightFolderOf } from '../../main/core/media/flight.js';
+import { flightFolderOf } from '../../main/core/media/flight-folder.js';
 import { startService, type MediaRecord, type RunningService } from '../../main/service/index.js';
 import { getObject, tempDir } from '../support/harness.js';
 import { startProxy, type FaultProxy, type ProxyRecord } from './proxy.js';
@@ -159,7 +160,7 @@ export const FAST_SETTLE: ConfigInput = { callbackSettleSeconds: 1 };
 export interface EngineRun {
   engine: SyncEngine;
   events: FileEvent[];
-  states: Array<{ state: EngineState; at: number; message?: string; kind?: string }>;
+  states: Array<{ state: RunStateName; at: number; message?: string; kind?: string }>;
   /** Resolves when the run loop ended. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -182,9 +183,10 @@ export async function startEngine(opts: {
   const events: FileEvent[] = [];
   const states: EngineRun['states'] = [];
   engine.on('file', (e) => events.push(e));
-  engine.on('state', (state, err) =>
-    states.push({ state, at: Date.now(), ...(err ? { message: err.message, kind: err.kind } : {}) }),
-  );
+  engine.on('state', ({ to }) => {
+    const err = 'error' in to ? to.error : null;
+    states.push({ state: to.name, at: Date.now(), ...(err ? { message: err.message, kind: err.kind } : {}) });
+  });
   const controller = new AbortController();
   for (const r of opts.roots) await engine.scan(folderSource(r));
   const done = engine.run({ mode: 'forever', signal: controller.signal });

@@ -27,7 +27,7 @@ import {
   until,
   type Rig,
 } from './rig.js';
-import { flightFolderOf } from '../../main/core/media/flight.js';
+import { flightFolderOf } from '../../main/core/media/flight-folder.js';
 import { getObject } from '../support/harness.js';
 import { faultSeed, intBetween, seededRandom, subSeed } from '../support/seeded-random.js';
 
@@ -221,7 +221,7 @@ it(
     // A person pressing Retry now and then: files the server refused (an unknown code) go back in line.
     let retried = 0;
     const retrier = setInterval(() => {
-      retried += queue.retry({ all: true });
+      retried += queue.retry({ all: true }).length;
       run.engine.wake();
     }, 3_000);
     let timedOut: Error | null = null;

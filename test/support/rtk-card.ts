@@ -24,10 +24,10 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { readMediaInfo } from '../../main/core/media/metadata.js';
-import { formatMrkLine, parseMrk } from '../../main/core/offload/mrk.js';
-import type { MrkLineInput } from '../../main/core/offload/mrk.js';
-import { classifyCardFile, rtkKindOf } from '../../main/core/offload/rtk-files.js';
-import type { RtkKind } from '../../main/core/offload/rtk-files.js';
+import { formatMrkLine, parseMrk } from '../../main/core/media/mrk.js';
+import type { MrkLineInput } from '../../main/core/media/mrk.js';
+import { classifyCardFile, rtkKindOf } from '../../main/core/media/rtk-files.js';
+import type { RtkKind } from '../../main/core/media/rtk-files.js';
 import type { FlightInput } from '../../main/core/offload/types.js';
 import { FIXTURES } from './harness.js';
 

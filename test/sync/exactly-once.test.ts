@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { Queue } from '../../main/core/queue/queue.js';
-import { UNCLEAR_ANSWER_TRIES } from '../../main/core/sync/steps.js';
+import { UNCLEAR_ANSWER_TRIES } from '../../main/core/sync/step-errors.js';
 import { startEngine } from '../faults/rig.js';
 import {
   startSampleBucket,

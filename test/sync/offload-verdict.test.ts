@@ -13,6 +13,7 @@ import { Queue } from '../../main/core/queue/queue.js';
 import { serverTarget } from '../../main/core/session/target.js';
 import { folderSource } from '../../main/core/sources/source.js';
 import { SyncEngine } from '../../main/core/sync/engine.js';
+import { verifySource } from '../../main/core/offload/verify.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
 import { FIXTURES, tempDir } from '../support/harness.js';
@@ -54,7 +55,7 @@ it('not while a file is still on its way; safe once all are done and checked', a
   expect(pending.safe).toBe(false);
   expect(pending.reasons[0]).toMatch(/^10 files still on the way .*wait until they are done/);
   await engine.run({ mode: 'until-idle' });
-  await engine.verifySource(source.sourceId, { olderThanMs: 0 });
+  await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
   expect(verdict()).toMatchObject({ safe: true, reasons: [] });
   engine.close();
   queue.close();
@@ -93,7 +94,7 @@ it('not with a failed file: the reason says which and why', async () => {
     const source = folderSource(c.root);
     await engine.scan(source);
     await engine.run({ mode: 'until-idle' });
-    await engine.verifySource(source.sourceId, { olderThanMs: 0 });
+    await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
     const v = cardOffload(queue, { sourceId: source.sourceId, label: 'failed' }).verdict;
     expect(v.safe).toBe(false);
     expect(v.reasons).toEqual([
@@ -115,7 +116,7 @@ it('not after a switch to another target until the card is there too', async () 
     const { queue, engine, source, verdict } = setup('switch');
     await engine.scan(source);
     await engine.run({ mode: 'until-idle' });
-    await engine.verifySource(source.sourceId, { olderThanMs: 0 });
+    await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
     expect(verdict().safe).toBe(true);
     engine.close();
     // The crew signs in to another server: nothing of this card is acknowledged there yet.
@@ -126,7 +127,7 @@ it('not after a switch to another target until the card is there too', async () 
     expect(v.safe).toBe(false);
     expect(v.message).toMatch(/not safe to format yet — 10 on the way/);
     await onOther.run({ mode: 'until-idle' });
-    await onOther.verifySource(source.sourceId, { olderThanMs: 0 });
+    await verifySource({ queue, bucket: onOther.bucket }, source.sourceId, { olderThanMs: 0 });
     expect(verdict().safe).toBe(true);
     expect(verdict().message).toContain(`workspace ${other.workspaceId}`);
     onOther.close();

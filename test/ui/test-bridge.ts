@@ -131,7 +131,6 @@ export function installTestBridge(options: BridgeOptions): void {
   const bytesTotal = Math.round(3.5 * GiB);
   let state: AppStateView = {
     engine: syncing ? 'syncing' : 'idle',
-    paused: false,
     attention: idle ? null : '2 files could not be uploaded. Read why in the list and choose Retry.',
     halt: null,
     failedCount: failedCount(),
@@ -484,7 +483,7 @@ export function installTestBridge(options: BridgeOptions): void {
 
   const resumeEngine = (): void => {
     const left = queue.some((q) => q.state !== 'done' && q.state !== 'failed');
-    state = { ...state, paused: false, engine: left ? 'syncing' : 'idle' };
+    state = { ...state, engine: left ? 'syncing' : 'idle' };
   };
 
   // ---------- the channels ----------
@@ -527,7 +526,7 @@ export function installTestBridge(options: BridgeOptions): void {
         ids.includes(q.id) ? { ...q, state: 'discovered', error: null, progress: null } : q,
       );
       if (ids.length > 0) {
-        if (!state.paused) state = { ...state, engine: 'syncing' };
+        if (state.engine !== 'paused') state = { ...state, engine: 'syncing' };
         state = { ...state, attention: failedCount() > 0 ? state.attention : null };
         setTimeout(() => {
           push('push:queue-changed', null);
@@ -540,7 +539,6 @@ export function installTestBridge(options: BridgeOptions): void {
       empty(req);
       state = {
         ...state,
-        paused: true,
         engine: 'paused',
         progress: { ...state.progress, rate: 0, etaSeconds: null },
       };

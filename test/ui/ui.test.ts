@@ -284,10 +284,16 @@ describe('overview', () => {
     await page.evaluate(() => (window as unknown as TestWindow).__dmsTest.setState({ engine: 'offline' }));
     await expect.poll(() => banner(page).first().textContent()).toContain('Server unreachable — retrying');
 
+    // A sign-in the server stopped accepting, then none at all: each says which, from the data.
+    await page.evaluate(() =>
+      (window as unknown as TestWindow).__dmsTest.setState({ engine: 'auth-required', signedIn: true }),
+    );
+    await expect.poll(() => banner(page).first().textContent()).toContain('Sign in again');
     await page.evaluate(() =>
       (window as unknown as TestWindow).__dmsTest.setState({ engine: 'auth-required', signedIn: false }),
     );
-    await expect.poll(() => banner(page).first().textContent()).toContain('Sign in again');
+    await expect.poll(() => banner(page).first().textContent()).toContain('Sign in to upload');
+    expect(await banner(page).first().textContent()).toContain('Nothing is uploaded until you sign in');
     expect(await text(page, '.topbar .pill')).toBe('Not signed in');
     await banner(page).getByRole('button', { name: 'Open Settings to sign in' }).click();
     await page.locator('#f-username').waitFor();
@@ -302,7 +308,6 @@ describe('overview', () => {
       (m) =>
         (window as unknown as TestWindow).__dmsTest.setState({
           engine: 'halted',
-          paused: false,
           attention: m,
           halt: { reason: 'disk-full', message: m },
         }),

@@ -1,11 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { cardOffload, fallbackLabel, labelOf, reportInput, type CardRef } from '../../core/offload/card.js';
+import { cardOffload, reportInput, type CardRef } from '../../core/offload/card.js';
 import { manifestFolder, writeManifest, type Published } from '../../core/offload/publish.js';
 import { reportJson } from '../../core/offload/report.js';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
 import type { Queue } from '../../core/queue/queue.js';
+import { fallbackLabel } from '../../core/queue/sources.js';
 import { folderSource, sourceOf } from '../../core/sources/source.js';
 import { TOOL } from '../../core/version.js';
 import { resolveStateDir } from '../context.js';
@@ -25,14 +26,14 @@ const nothingYet = () =>
 /** Where a source was synced from, for a person: its folder, or the card's label. */
 function shownAs(queue: Queue, sourceId: string): string {
   const s = sourceOf(sourceId);
-  return s.kind === 'folder' ? s.root : `card ${labelOf(queue, sourceId)}`;
+  return s.kind === 'folder' ? s.root : `card ${queue.sources.labelOf(sourceId)}`;
 }
 
 /** The cards asked for, each one the queue knows; a folder nothing was synced from is refused by name. */
 function cardsAsked(queue: Queue, dirs: string[]): CardRef[] {
-  const known = queue.sources();
+  const known = queue.recentSources();
   if (dirs.length === 0)
-    return known.slice(0, 20).map((sourceId) => ({ sourceId, label: labelOf(queue, sourceId) }));
+    return known.slice(0, 20).map((sourceId) => ({ sourceId, label: queue.sources.labelOf(sourceId) }));
   return dirs.map((d) => {
     const root = path.resolve(d);
     const { sourceId } = folderSource(root);
@@ -77,7 +78,7 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
             `No flight ${f} on ${card.label}: the flights are ${offload.flights.map((x) => x.folder).join(', ') || 'none'}.`,
             { retryable: false },
           );
-        queue.acceptFlight(card.sourceId, flight.folder);
+        queue.flights.accept(card.sourceId, flight.folder);
       }
       if (flags.acceptFlight?.length) offload = cardOffload(queue, card);
       // Written here too when the verdict changed (an accepted flight); uploaded at the next sync.

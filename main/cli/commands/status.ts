@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { cardOffload, labelOf } from '../../core/offload/card.js';
+import { cardOffload } from '../../core/offload/card.js';
 import { statePaths } from '../../core/paths.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
 import { resolveStateDir } from '../context.js';
@@ -62,10 +62,10 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
         })),
         targets: others.map((t) => ({ label: t.label, workspace: t.workspaceId, counts: t.counts })),
         cards: queue
-          .sources()
+          .recentSources()
           .slice(0, 5)
           .map((sourceId) => {
-            const o = cardOffload(queue, { sourceId, label: labelOf(queue, sourceId) });
+            const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
             return {
               source: sourceId,
               label: o.card.label,
@@ -89,8 +89,8 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     if (problems.some((r) => r.state === 'failed'))
       lines.push('Fix the cause, then run: drone-media-sync retry --all');
     // Each recent card (or folder): safe to format, or why not.
-    for (const sourceId of queue.sources().slice(0, 5)) {
-      const o = cardOffload(queue, { sourceId, label: labelOf(queue, sourceId) });
+    for (const sourceId of queue.recentSources().slice(0, 5)) {
+      const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
       lines.push(o.verdict.message);
       for (const f of o.flights.filter((x) => x.incomplete))
         lines.push(
@@ -140,7 +140,7 @@ export function retryCommand(paths: string[], flags: { state?: string; all?: boo
       return paths.length > 0 ? 1 : 0;
     }
     if (flags.all || paths.length === 0) {
-      const n = queue.retry({ all: true });
+      const n = queue.retry({ all: true }).length;
       process.stdout.write(
         n === 0
           ? 'No file has failed: there is nothing to retry.\n'
@@ -156,7 +156,7 @@ export function retryCommand(paths: string[], flags: { state?: string; all?: boo
       if (found.length === 0) unknown.push(p);
       ids.push(...found);
     }
-    const n = ids.length ? queue.retry({ ids: [...new Set(ids)] }) : 0;
+    const n = ids.length ? queue.retry({ ids: [...new Set(ids)] }).length : 0;
     const lines = n > 0 ? [`${n} file${n === 1 ? '' : 's'} will be retried at the next sync.`] : [];
     for (const p of unknown)
       lines.push(

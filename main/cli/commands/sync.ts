@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { Agent } from '../../core/agent.js';
 import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
-import { SyncEngine, type FileEvent } from '../../core/sync/engine.js';
-import { completeSource } from '../../core/offload/complete.js';
+import type { FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar } from '../output.js';
@@ -44,7 +44,14 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     },
     'options',
   );
-  const engine = new SyncEngine({ queue, api: ctx.api, config, logger: ctx.logger });
+  const agent = new Agent({
+    queue,
+    api: ctx.api,
+    config,
+    logger: ctx.logger,
+    manifestsDir: ctx.paths.manifests,
+  });
+  const engine = agent.engine;
   const bar = new ProgressBar();
   const counts = { uploaded: 0, fastUploaded: 0, skipped: 0, failed: 0, pending: 0 };
   const problems = new Map<number, FileEvent>();
@@ -53,8 +60,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 
-  engine.on('progress', (p) => bar.update(p));
-  engine.on('file', (e) => {
+  agent.on('progress', (p) => bar.update(p));
+  agent.on('file', (e) => {
     if (e.outcome === 'uploaded' || e.outcome === 'stored') counts.uploaded++;
     else if (e.outcome === 'fast-uploaded') counts.fastUploaded++;
     if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored')
@@ -69,18 +76,23 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         ...(e.error ? { error: e.error } : {}),
       });
   });
+  agent.on('source', (e) => {
+    if (e.type !== 'scanned') return;
+    counts.skipped += e.alreadyDone;
+    // Links out of the card are never read: named, so nobody wonders where a file went.
+    for (const w of e.skipped) {
+      if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
+      else process.stderr.write(`Skipped: ${w.message}\n`);
+    }
+  });
+  // Each folder at rest: checked in the bucket, its verdict and manifest.
+  agent.on('offload', (done) => {
+    if (flags.json) printJson(offloadJson(done.offload, done.manifest.dir));
+    else process.stdout.write(offloadText(done.offload, done.manifest.dir));
+  });
 
   try {
-    for (const root of roots) {
-      const r = await engine.scan(folderSource(root), controller.signal);
-      counts.skipped += r.alreadyDone;
-      // Links out of the card are never read: named, so nobody wonders where a file went.
-      for (const w of r.skipped) {
-        if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
-        else process.stderr.write(`Skipped: ${w.message}\n`);
-      }
-    }
-    await engine.run({ mode: 'until-idle', signal: controller.signal });
+    await agent.syncOnce(roots, controller.signal);
   } finally {
     bar.done();
     process.off('SIGINT', stop);
@@ -97,23 +109,6 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   counts.pending = leftovers.length - counts.failed;
   // Why the run stopped short, when it did: a sign-in to renew, or a halt (disk full...).
   const authError = engine.state === 'auth-required' || engine.state === 'halted' ? engine.error : null;
-  // Each card (folder) at rest: checked in the bucket, its verdict and manifest.
-  if (!authError && !controller.signal.aborted) {
-    for (const root of roots) {
-      const source = folderSource(root);
-      const done = await completeSource({
-        engine,
-        queue,
-        card: { sourceId: source.sourceId, label: path.basename(root) || root },
-        manifestsDir: ctx.paths.manifests,
-        recheckAfterMs: config.recheckAfterMinutes * 60_000,
-        log: ctx.logger,
-        signal: controller.signal,
-      });
-      if (flags.json) printJson(offloadJson(done.offload, done.manifest.dir));
-      else process.stdout.write(offloadText(done.offload, done.manifest.dir));
-    }
-  }
   const summary = {
     type: 'summary',
     server: ctx.serverLabel,
@@ -147,7 +142,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     if (leftovers.length > 50)
       out.write(`  ... and ${leftovers.length - 50} more (drone-media-sync status)\n`);
   }
-  engine.close();
+  await agent.stop();
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
   // Halted (disk full...): not everything may even be recorded yet.

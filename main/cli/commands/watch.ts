@@ -73,7 +73,9 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   // After "sign in again", a `login` in another terminal writes a new token:
   // pick it up and continue, without a restart.
   let tokenWatch: NodeJS.Timeout | null = null;
-  agent.on('state', (state, err) => {
+  agent.on('state', ({ to }) => {
+    const state = to.name;
+    const err = 'error' in to ? to.error : null;
     if (state === 'halted' && err) {
       // No Resume button here: look again every 30 s; it halts again if the cause is still there.
       say(

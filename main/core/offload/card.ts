@@ -8,13 +8,10 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { History } from '../history.js';
 import type { Queue } from '../queue/queue.js';
 import type { QueueRow } from '../queue/rows.js';
-import { sourceOf } from '../sources/source.js';
 import { analyseFlight } from './flight.js';
-import type { MrkParseResult } from './mrk.js';
-import { rtkKindOf } from './rtk-files.js';
+import { rtkKindOf } from '../media/rtk-files.js';
 import { safeToFormat } from './safe-to-format.js';
 import type {
   CardFileFact,
@@ -107,9 +104,7 @@ const folderOf = (relPath: string): string => path.posix.dirname(relPath.replace
 
 /** The flights of a source: one per folder holding media or RTK files. */
 export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRow[]): FlightCompleteness[] {
-  const target = queue.target;
-  const history = target ? new History(queue.db, target.id) : null;
-  const mrk = queue.mrkOf(sourceId);
+  const mrk = queue.flights.mrkOf(sourceId);
   const byFolder = new Map<string, QueueRow[]>();
   for (const r of rows) {
     const folder = folderOf(r.relPath);
@@ -121,7 +116,7 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([folder, files]) => {
       const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
-      const match = flightPath && history ? history.waylineOf(flightPath) : null;
+      const match = flightPath ? queue.history.waylineOf(flightPath) : null;
       const input: FlightInput = {
         folder,
         media: files
@@ -142,27 +137,11 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
         }),
         mrk: mrk
           .filter((m) => folderOf(m.relPath) === folder)
-          .map((m) => ({ relPath: m.relPath, ...(m.parsed as MrkParseResult) })),
+          .map((m) => ({ relPath: m.relPath, ...m.parsed })),
         wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
       };
       return analyseFlight(input);
     });
-}
-
-/** A source's label when none was seen this run: the card's id, or the folder's name. */
-export function fallbackLabel(sourceId: string): string {
-  const s = sourceOf(sourceId);
-  return s.kind === 'card' ? s.cardId : path.basename(s.root) || s.root;
-}
-
-/** What the crew called a source when it was last seen (its card's volume label), else fallbackLabel. */
-export function labelOf(queue: Queue, sourceId: string): string {
-  const seen = queue.db
-    .prepare<[string], { label: string }>(
-      'SELECT label FROM history WHERE source_id = ? ORDER BY id DESC LIMIT 1',
-    )
-    .get(sourceId)?.label;
-  return seen ?? fallbackLabel(sourceId);
 }
 
 /**
@@ -188,10 +167,10 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
   const verdict = safeToFormat({
     card: { id: card.sourceId, label: card.label },
     target: { id: target.key, workspaceLabel },
-    scanComplete: queue.lastScan(card.sourceId)?.complete ?? false,
+    scanComplete: queue.sources.lastScan(card.sourceId)?.complete ?? false,
     files: facts,
     flights,
-    acceptedFlights: queue.acceptedFlights(card.sourceId),
+    acceptedFlights: queue.flights.accepted(card.sourceId),
   });
   return {
     card,

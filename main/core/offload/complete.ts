@@ -9,9 +9,10 @@ import path from 'node:path';
 import { toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
-import type { SyncEngine } from '../sync/engine.js';
+import type { BucketPort } from '../storage/types.js';
 import { cardOffload, type CardOffload, type CardRef } from './card.js';
 import { manifestFolder, writeManifest, type Published } from './publish.js';
+import { verifySource } from './verify.js';
 
 export const TOOL = { name: 'Drone Media Sync', version: '0.2.0' } as const;
 
@@ -23,8 +24,9 @@ export interface Completed {
 }
 
 export async function completeSource(o: {
-  engine: SyncEngine;
   queue: Queue;
+  /** The current target's bucket: objects looked up, the manifest written. */
+  bucket: BucketPort;
   card: CardRef;
   manifestsDir: string;
   /** Objects last checked longer ago than this are looked at again (config.recheckAfterMinutes). */
@@ -32,7 +34,7 @@ export async function completeSource(o: {
   log: Logger;
   signal?: AbortSignal;
 }): Promise<Completed> {
-  await o.engine.verifySource(o.card.sourceId, {
+  await verifySource(o, o.card.sourceId, {
     olderThanMs: o.recheckAfterMs,
     ...(o.signal ? { signal: o.signal } : {}),
   });
@@ -41,11 +43,9 @@ export async function completeSource(o: {
   let uploadProblem: string | null = null;
   if (manifest.changed) {
     try {
-      const files = manifest.files.map((f) => ({
-        rel: f,
-        content: fs.readFileSync(path.join(manifest.dir, f)),
-      }));
-      await o.engine.publish(`manifests/${manifestFolder(offload)}`, files, o.signal);
+      const folder = `manifests/${manifestFolder(offload)}`;
+      for (const f of manifest.files)
+        await o.bucket.put(folder, f, fs.readFileSync(path.join(manifest.dir, f)), contentType(f), o.signal);
     } catch (err) {
       const e = toDmsError(err);
       uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${e.message}`;
@@ -53,4 +53,10 @@ export async function completeSource(o: {
     }
   }
   return { offload, manifest, uploadProblem };
+}
+
+function contentType(file: string): string {
+  if (file.endsWith('.html')) return 'text/html; charset=utf-8';
+  if (file.endsWith('.json')) return 'application/json';
+  return 'application/xml';
 }

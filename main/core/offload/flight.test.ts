@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/support/harness.js';
 import { buildRtkCard, readFlightFromDisk } from '../../../test/support/rtk-card.js';
 import { analyseFlight, exposureNumber } from './flight.js';
-import { parseMrk, formatMrkLine } from './mrk.js';
+import { parseMrk, formatMrkLine } from '../media/mrk.js';
 import type { FlightInput, FlightMediaInput } from './types.js';
 
 const FOLDER = 'DCIM/DJI_202405061012_003_Quarry';

@@ -27,11 +27,11 @@
  *   anyway), and the floor keeps 1 s timestamp rounding from flagging a
  *   2 s mission.
  */
-import type { RtkClass } from './mrk.js';
-import { gpsTimeSeconds, rtkClass } from './mrk.js';
+import type { RtkClass } from '../media/mrk.js';
+import { gpsTimeSeconds, rtkClass } from '../media/mrk.js';
 import { baseName, count, listOf, ranges } from './plain.js';
-import { RTK_KIND_LABELS } from './rtk-files.js';
-import type { RtkKind } from './rtk-files.js';
+import { RTK_KIND_LABELS } from '../media/rtk-files.js';
+import type { RtkKind } from '../media/rtk-files.js';
 import type {
   Exposure,
   FlightCompleteness,

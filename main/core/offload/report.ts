@@ -18,8 +18,8 @@ import { visible } from '../../shared/visible.js';
 import { baseName, count } from './plain.js';
 import { flightPoints } from './points.js';
 import type { FileStates } from './points.js';
-import { RTK_KIND_LABELS } from './rtk-files.js';
-import type { RtkKind } from './rtk-files.js';
+import { RTK_KIND_LABELS } from '../media/rtk-files.js';
+import type { RtkKind } from '../media/rtk-files.js';
 import type { FlightCompleteness, ManifestFile, OffloadReportInput, SafeToFormatVerdict } from './types.js';
 
 export const REPORT_FORMAT = 'drone-media-sync/offload-report';

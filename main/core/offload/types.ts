@@ -3,8 +3,8 @@
  * from the queue and the card scan; nothing here touches a database, a file
  * or the network.
  */
-import type { MrkEntry, MrkProblem, RtkClass } from './mrk.js';
-import type { RtkKind } from './rtk-files.js';
+import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
+import type { RtkKind } from '../media/rtk-files.js';
 
 export interface LatLng {
   lat: number;

@@ -185,6 +185,17 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (target_id, source_id, folder)
   );
   `,
+  `
+  -- One label per source: what the crew calls the card (its volume label)
+  -- or the folder, as last seen; the history's labels fill it for old cards.
+  CREATE TABLE sources (
+    source_id TEXT PRIMARY KEY,
+    label TEXT NOT NULL,
+    seen_at INTEGER NOT NULL
+  );
+  INSERT INTO sources (source_id, label, seen_at)
+    SELECT source_id, label, MAX(started_at) FROM history GROUP BY source_id;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DmsError, QueueDamagedError } from '../errors.js';
 import { SCHEMA_VERSION } from './db.js';
 import type { FileInfo } from './file-info.js';
-import { backoffDelay, Queue, type TargetRef } from './queue.js';
+import { backoffDelay, Queue, type QueueRow, type TargetRef } from './queue.js';
+import { IllegalTransition } from './transitions.js';
 
 let dir: string;
 let file: string;
@@ -51,6 +52,27 @@ const info = (name: string, extra: Partial<FileInfo> = {}): FileInfo => ({
   ...extra,
 });
 
+/** The engine's changes, through the store's one door. */
+const hashed = (q: Queue, row: QueueRow, fp: string, i: FileInfo): QueueRow =>
+  q.apply(row, { type: 'hashed', fingerprint: fp, tinyFingerprint: 'tiny', info: i });
+const get = (q: Queue, id: number): QueueRow => q.get(id) as QueueRow;
+const multipart = (q: Queue, id: number, key: string, uploadId: string): QueueRow =>
+  q.apply(get(q, id), { type: 'multipart-started', objectKey: key, uploadId, partSize: 8 });
+const uploaded = (q: Queue, id: number, key: string): QueueRow =>
+  q.apply(get(q, id), { type: 'uploaded', objectKey: key, bytesSent: 0, verified: null });
+const recorded = (q: Queue, id: number): QueueRow => {
+  let row = get(q, id);
+  if (row.state === 'hashed') row = q.apply(row, { type: 'not-known' });
+  if (row.state !== 'uploaded') row = uploaded(q, id, `k/${id}`);
+  return q.apply(row, { type: 'recorded' });
+};
+const retryLater = (q: Queue, id: number, error: DmsError, now: number): number => {
+  const row = get(q, id);
+  const at = now + Math.max(1000, backoffDelay(row.attempts + 1));
+  q.apply(row, { type: 'retry', error, at, callbackSettled: false });
+  return at - now;
+};
+
 const f = (rel: string, size = 10, mtimeMs = 1000) => ({
   sourceId: 'card-1',
   relPath: rel,
@@ -88,8 +110,8 @@ describe('Queue', () => {
     let q = open();
     const first = q.observe([f('a.jpg'), f('b.jpg')]);
     expect(first.pending).toHaveLength(2);
-    q.setHashed(first.pending[0]!.id, 'a'.repeat(32), 'tiny', info('a.jpg'));
-    q.setDone(first.pending[0]!.id, 'uploaded');
+    hashed(q, first.pending[0]!, 'a'.repeat(32), info('a.jpg'));
+    recorded(q, first.pending[0]!.id);
     q.close();
 
     q = open();
@@ -109,7 +131,7 @@ describe('Queue', () => {
   it('drops the unfinished row of a file that changed (never uploads a stale fingerprint)', () => {
     const q = open();
     const [row] = q.observe([f('c.jpg')]).pending;
-    q.setHashed(row!.id, 'c'.repeat(32), 'tiny', info('c.jpg'));
+    hashed(q, row!, 'c'.repeat(32), info('c.jpg'));
     q.observe([f('c.jpg', 99, 5000)]);
     const rows = q.list().filter((r) => r.relPath === 'c.jpg');
     expect(rows).toHaveLength(1);
@@ -121,8 +143,8 @@ describe('Queue', () => {
   it('keeps multipart parts across a restart and clears them once uploaded', () => {
     let q = open();
     const [row] = q.observe([f('big.mp4', 100)]).pending;
-    q.setHashed(row!.id, 'b'.repeat(32), 'tiny', info('big.mp4'));
-    q.setMultipartStarted(row!.id, 'prefix/big.mp4', 'upload-1', 8);
+    q.apply(hashed(q, row!, 'b'.repeat(32), info('big.mp4')), { type: 'not-known' });
+    multipart(q, row!.id, 'prefix/big.mp4', 'upload-1');
     q.addPart(row!.id, { partNumber: 1, etag: '"e1"', size: 8 });
     q.addPart(row!.id, { partNumber: 2, etag: '"e2"', size: 8 });
     q.close();
@@ -131,7 +153,7 @@ describe('Queue', () => {
     expect(again.state).toBe('uploading');
     expect(again.state === 'uploading' && again.multipart?.uploadId).toBe('upload-1');
     expect(q.parts(row!.id).map((p) => p.partNumber)).toEqual([1, 2]);
-    q.setUploaded(row!.id, 'prefix/big.mp4');
+    uploaded(q, row!.id, 'prefix/big.mp4');
     expect(q.parts(row!.id)).toEqual([]);
     expect(q.get(row!.id)!.state).toBe('uploaded');
     q.close();
@@ -140,8 +162,8 @@ describe('Queue', () => {
   it('parks a removed source and resumes where it stopped when it comes back', () => {
     const q = open();
     const { pending } = q.observe([f('1.jpg'), f('2.jpg')]);
-    q.setHashed(pending[0]!.id, '1'.repeat(32), 'tiny', info('1.jpg'));
-    q.setMultipartStarted(pending[0]!.id, 'k', 'u', 8);
+    q.apply(hashed(q, pending[0]!, '1'.repeat(32), info('1.jpg')), { type: 'not-known' });
+    multipart(q, pending[0]!.id, 'k', 'u');
     q.addPart(pending[0]!.id, { partNumber: 1, etag: 'e', size: 8 });
     expect(q.parkSource('card-1', 'Card removed')).toBe(2);
     expect(due(q, 10)).toEqual([]);
@@ -156,15 +178,19 @@ describe('Queue', () => {
     let t = 1_000_000;
     const q = open(() => t);
     const [row] = q.observe([f('x.jpg')]).pending;
-    const delay = q.scheduleRetry(row!.id, new DmsError('network', 'down'));
+    const delay = retryLater(q, row!.id, new DmsError('network', 'down'), t);
     expect(delay).toBeGreaterThanOrEqual(1000);
     expect(due(q, 10)).toEqual([]);
     t += delay;
     expect(due(q, 10)).toHaveLength(1);
-    q.setFailed(row!.id, new DmsError('rejected', 'bad model', { serverCode: -1 }));
+    q.apply(get(q, row!.id), {
+      type: 'failed',
+      error: new DmsError('rejected', 'bad model', { serverCode: -1 }),
+      callbackSettled: false,
+    });
     expect(q.get(row!.id)!.errorMessage).toBe('bad model');
     expect(due(q, 10)).toEqual([]);
-    expect(q.retry({ absPaths: ['/media/card/x.jpg'] })).toBe(1);
+    expect(q.retry({ absPaths: ['/media/card/x.jpg'] })).toHaveLength(1);
     expect(due(q, 10)[0]!.state).toBe('discovered');
     q.close();
   });
@@ -190,12 +216,12 @@ describe('Queue', () => {
   it('keeps work per target: done for one server is still to do for another, and the old rows stay', () => {
     let q = open();
     const [row] = q.observe([f('a.jpg')]).pending;
-    q.setHashed(row!.id, 'a'.repeat(32), 'tiny', info('a.jpg'));
-    q.setUploaded(row!.id, 'ws-1/a.jpg');
-    q.setDone(row!.id, 'uploaded');
+    q.apply(hashed(q, row!, 'a'.repeat(32), info('a.jpg')), { type: 'not-known' });
+    uploaded(q, row!.id, 'ws-1/a.jpg');
+    recorded(q, row!.id);
     const [mid] = q.observe([f('b.jpg', 100)]).pending;
-    q.setHashed(mid!.id, 'b'.repeat(32), 'tiny', info('b.jpg'));
-    q.setMultipartStarted(mid!.id, 'ws-1/b.mp4', 'upload-of-a', 8);
+    q.apply(hashed(q, mid!, 'b'.repeat(32), info('b.jpg')), { type: 'not-known' });
+    multipart(q, mid!.id, 'ws-1/b.mp4', 'upload-of-a');
     q.close();
 
     q = open(undefined, SERVER_B);
@@ -266,7 +292,7 @@ describe('Queue', () => {
     const q = open();
     expect(q.parts(7).map((p) => p.partNumber)).toEqual([1, 2]); // the table rebuild kept them
     expect(q.targets().find((t) => t.key === 'legacy:')!.counts.uploading.files).toBe(1);
-    expect(q.flightSerial('card-1', 'group-1')).toBe('SN123');
+    expect(q.flights.serial('card-1', 'group-1')).toBe('SN123');
     // The current target sees the card afresh: never the old key or upload id.
     const pending = q.observe([
       { sourceId: 'card-1', relPath: 'v.mp4', absPath: '/media/card/v.mp4', size: 100, mtimeMs: 1000 },
@@ -285,25 +311,26 @@ describe('Queue', () => {
   it('reads a row that contradicts its state as damage, not as a half-row', () => {
     const q = open();
     const [row] = q.observe([f('x.jpg')]).pending;
-    q.db.prepare("UPDATE files SET state = 'uploaded' WHERE id = ?").run(row!.id);
+    // Damage done to the file behind the store's back.
+    const db = new Database(file);
+    db.prepare("UPDATE files SET state = 'uploaded' WHERE id = ?").run(row!.id);
     expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
-    q.db
-      .prepare(
-        "UPDATE files SET state = 'hashed', fingerprint = 'f', tiny_fingerprint = 't', info_json = '{\"name\":1}' WHERE id = ?",
-      )
-      .run(row!.id);
+    db.prepare(
+      "UPDATE files SET state = 'hashed', fingerprint = 'f', tiny_fingerprint = 't', info_json = '{\"name\":1}' WHERE id = ?",
+    ).run(row!.id);
     expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
+    db.close();
     q.close();
   });
 
   it('knows the aircraft serial of a flight from any of its files', () => {
     const q = open();
     const [a, b] = q.observe([f('DJI_0001_W.JPG'), f('DJI_0002_W.MP4')]).pending;
-    q.setHashed(b!.id, 'b'.repeat(32), 't', info('DJI_0002_W.MP4'));
-    expect(q.flightSerial('card-1', 'group-1')).toBeUndefined();
-    q.setHashed(a!.id, 'a'.repeat(32), 't', info('DJI_0001_W.JPG', { sn: '1581F5FJD22BR00C8V55' }));
-    expect(q.flightSerial('card-1', 'group-1')).toBe('1581F5FJD22BR00C8V55');
-    expect(q.flightSerial('card-2', 'group-1')).toBeUndefined();
+    hashed(q, b!, 'b'.repeat(32), info('DJI_0002_W.MP4'));
+    expect(q.flights.serial('card-1', 'group-1')).toBeUndefined();
+    hashed(q, a!, 'a'.repeat(32), info('DJI_0001_W.JPG', { sn: '1581F5FJD22BR00C8V55' }));
+    expect(q.flights.serial('card-1', 'group-1')).toBe('1581F5FJD22BR00C8V55');
+    expect(q.flights.serial('card-2', 'group-1')).toBeUndefined();
     q.close();
   });
 
@@ -311,12 +338,16 @@ describe('Queue', () => {
     let t = 5_000;
     const q = open(() => t);
     const [a, b] = q.observe([f('card/a.jpg'), f('copy/a.jpg')]).pending;
-    for (const r of [a!, b!]) q.setHashed(r.id, 'E'.repeat(32), 't', info('a.jpg'));
-    q.defer(b!.id, 600_000, 'Waiting for card/a.jpg (the same content) to reach the server first.');
+    for (const r of [a!, b!]) hashed(q, r, 'E'.repeat(32), info('a.jpg'));
+    q.apply(get(q, b!.id), {
+      type: 'defer',
+      at: t + 600_000,
+      message: 'Waiting for card/a.jpg (the same content) to reach the server first.',
+    });
     expect(due(q, 10).map((r) => r.id)).toEqual([a!.id]);
     expect(q.get(b!.id)!.attempts).toBe(0);
     expect(q.nextWakeAt()).toBe(0);
-    q.setDone(a!.id, 'uploaded');
+    recorded(q, a!.id);
     expect(q.hasDoneTwin('E'.repeat(32), b!.id)).toBe(true);
     expect(q.nextWakeAt()).toBe(605_000);
     expect(q.wakeTwins('E'.repeat(32))).toBe(1);
@@ -329,9 +360,21 @@ describe('Queue', () => {
   it('leaves rows tried too often out of the next wake of a one-shot run', () => {
     const q = open(() => 0);
     const [row] = q.observe([f('x.jpg')]).pending;
-    for (let i = 0; i < 3; i++) q.scheduleRetry(row!.id, new DmsError('network', 'down'));
+    for (let i = 0; i < 3; i++) retryLater(q, row!.id, new DmsError('network', 'down'), 0);
     expect(q.nextWakeAt()).toBeGreaterThan(0);
     expect(q.nextWakeAt(3)).toBeNull();
+    q.close();
+  });
+
+  it('refuses a change its table does not allow, and one for a row that moved on meanwhile', () => {
+    const q = open();
+    const [row] = q.observe([f('x.jpg')]).pending;
+    // A discovered file cannot be called uploaded: the pure table refuses it.
+    expect(() => q.apply(row!, { type: 'recorded' })).toThrow(IllegalTransition);
+    // The card was pulled after the row was read: the stale row is not written over.
+    expect(q.parkSource('card-1', 'Card removed')).toBe(1);
+    expect(() => hashed(q, row!, 'x'.repeat(32), info('x.jpg'))).toThrow(/moved on to waiting-for-source/);
+    expect(q.get(row!.id)!.state).toBe('waiting-for-source');
     q.close();
   });
 });

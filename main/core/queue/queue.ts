@@ -1,23 +1,26 @@
 import type Database from 'better-sqlite3';
-import type { DmsError } from '../errors.js';
+import { DmsError } from '../errors.js';
 import type { FinishedPart } from '../storage/types.js';
+import { changedColumns } from './columns.js';
 import type { Db } from './db.js';
 import { openDatabase } from './db.js';
-import type { FileInfo } from './file-info.js';
+import { FlightFacts } from './flights.js';
+import { History } from './history.js';
 import {
   parseRow,
   type FileKind,
-  type Outcome,
   type QueueRow,
   type RawRow,
   type RowPatch,
-  type Verification,
   type WorkingRow,
 } from './rows.js';
+import { SourceFacts } from './sources.js';
 import { FILE_STATES, isWorking, sqlStates, WORKING_STATES, type FileState } from './states.js';
+import { CLEARS_PARTS, transition, type Change } from './transitions.js';
 
 export { FILE_STATES, type FileState } from './states.js';
 export type { QueueRow, WorkingRow } from './rows.js';
+export type { Change } from './transitions.js';
 
 export interface ObservedFile {
   sourceId: string;
@@ -82,16 +85,26 @@ function emptyCounts(): StateCounts {
 }
 
 /**
- * The persistent work queue. Every transition is one small synchronous
- * statement (better-sqlite3), committed before the engine takes the next step,
- * so a crash at any point leaves a state the next run can continue from.
+ * The persistent work queue: the store, the one writer of a file's state.
+ * A file moves only through `apply` (the transition table of
+ * transitions.ts), one small synchronous statement (better-sqlite3) that
+ * checks the from-state, committed before the engine takes the next step, so
+ * a crash at any point leaves a state the next run can continue from.
  *
  * Rows belong to a target (bindTarget): a file done for one server is not
  * done for another. Everything that reads or writes work is scoped to the
- * bound target; other targets' rows stay as history.
+ * bound target; other targets' rows stay as history. The store owns every
+ * table of the queue database (files, targets, sources, flights, history):
+ * nothing else opens it.
  */
 export class Queue {
-  readonly db: Db;
+  /** Per card and flight folder: what came, when, and the wayline of each flight. */
+  readonly history: History;
+  /** Exposure logs, aircraft serials and accepted flights. */
+  readonly flights: FlightFacts;
+  /** Each source's label and last scan. */
+  readonly sources: SourceFacts;
+  private readonly db: Db;
   private readonly file: string;
   private readonly stmts;
   private bound: (TargetRef & { id: number }) | null = null;
@@ -103,6 +116,9 @@ export class Queue {
     this.file = file;
     this.db = openDatabase(file);
     const db = this.db;
+    this.history = new History(db, () => this.targetId, now);
+    this.flights = new FlightFacts(db, () => this.targetId, now);
+    this.sources = new SourceFacts(db, now);
     this.stmts = {
       target: db.prepare<[string], { id: number }>('SELECT id FROM targets WHERE key = ?'),
       addTarget: db.prepare(
@@ -151,26 +167,18 @@ export class Queue {
         'INSERT OR REPLACE INTO parts (file_id, part_number, etag, size) VALUES (?, ?, ?, ?)',
       ),
       clearParts: db.prepare('DELETE FROM parts WHERE file_id = ?'),
-      addBytes: db.prepare('UPDATE files SET bytes_sent = bytes_sent + ? WHERE id = ?'),
       counts: db.prepare<[number], { state: FileState; files: number; bytes: number }>(
         'SELECT state, COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files WHERE target_id = ? GROUP BY state',
       ),
       doneTwin: db.prepare<[number, string, number], { id: number }>(
         `SELECT id FROM files WHERE target_id = ? AND fingerprint = ? AND state = 'done' AND id != ? LIMIT 1`,
       ),
-      wakeTwins: db.prepare<[number, number, string]>(
-        `UPDATE files SET next_attempt_at = 0, error_message = NULL, updated_at = ?
-         WHERE target_id = ? AND fingerprint = ? AND state IN (${WORKING}) AND error_kind IS NULL AND next_attempt_at > 0`,
+      deferredTwins: db.prepare<[number, string], RawRow>(
+        `SELECT * FROM files WHERE target_id = ? AND fingerprint = ? AND state IN (${WORKING})
+         AND error_kind IS NULL AND next_attempt_at > 0`,
       ),
-      addSerial: db.prepare(
-        'INSERT OR IGNORE INTO flight_serials (source_id, file_group_id, sn) VALUES (?, ?, ?)',
-      ),
-      serial: db.prepare<[string, string], { sn: string }>(
-        'SELECT sn FROM flight_serials WHERE source_id = ? AND file_group_id = ?',
-      ),
-      parkSource: db.prepare<[string, number, number, string]>(
-        `UPDATE files SET resume_state = state, state = 'waiting-for-source', error_kind = 'source-missing',
-         error_message = ?, updated_at = ? WHERE target_id = ? AND source_id = ? AND state IN (${WORKING})`,
+      workingOfSource: db.prepare<[number, string], RawRow>(
+        `SELECT * FROM files WHERE target_id = ? AND source_id = ? AND state IN (${WORKING})`,
       ),
     };
     // Read as the last agent left it until a session binds another target.
@@ -270,17 +278,9 @@ export class Queue {
         if (raw.state === 'done') alreadyDone++;
         else if (raw.state === 'failed') failed++;
         else {
-          if (raw.state === 'waiting-for-source') {
-            this.patch(raw.id, {
-              state: raw.resume_state ?? 'discovered',
-              resume_state: null,
-              next_attempt_at: 0,
-              error_kind: null,
-              error_message: null,
-            });
-            raw = this.mustGet(raw.id);
-          }
-          pending.push(this.parse(raw));
+          const row = this.parse(raw);
+          // The card is back: the file continues where it was.
+          pending.push(row.state === 'waiting-for-source' ? this.apply(row, { type: 'resumed' }) : row);
         }
       }
     })();
@@ -338,136 +338,62 @@ export class Queue {
     return this.stmts.parts.all(id).map((p) => ({ partNumber: p.part_number, etag: p.etag, size: p.size }));
   }
 
-  setHashed(id: number, fingerprint: string, tinyFingerprint: string, info: FileInfo): void {
-    this.db.transaction(() => {
-      this.patch(id, {
-        state: 'hashed',
-        fingerprint,
-        tiny_fingerprint: tinyFingerprint,
-        info_json: JSON.stringify(info),
-      });
-      if (info.sn) {
-        const row = this.stmts.get.get(id);
-        if (row) this.stmts.addSerial.run(row.source_id, info.fileGroupId, info.sn);
-      }
-    })();
+  /**
+   * Moves a file: the next row by the transition table, written in one
+   * statement that checks the row is still in the state it was read in, with
+   * what the change brings besides (the part log cleared, the flight's serial
+   * and exposure log kept) in the same transaction. Returns the new row: no
+   * caller reads it back to learn what happened.
+   */
+  apply(row: QueueRow, change: Change): QueueRow {
+    const now = this.now();
+    const next = { ...transition(row, change, now), updatedAt: now };
+    const patch = changedColumns(row, next);
+    const clears = CLEARS_PARTS.has(change.type);
+    const hashed = change.type === 'hashed' ? change : null;
+    const write = () => {
+      if (this.update(row.id, row.state, patch, now) === 0) throw this.movedOn(row);
+      if (clears) this.stmts.clearParts.run(row.id);
+      if (hashed?.info.sn) this.flights.noteSerial(row.sourceId, hashed.info.fileGroupId, hashed.info.sn);
+      if (hashed?.mrk) this.flights.noteMrk(row.sourceId, row.relPath, hashed.mrk);
+    };
+    if (clears || hashed?.info.sn || hashed?.mrk) this.db.transaction(write)();
+    else write();
+    return next;
   }
 
-  /** The aircraft serial another file of the same flight (file group) on this source carries. */
-  flightSerial(sourceId: string, fileGroupId: string): string | undefined {
-    return this.stmts.serial.get(sourceId, fileGroupId)?.sn;
-  }
-
-  setFastUploadChecked(id: number): void {
-    this.patch(id, { state: 'fast-upload-checked' });
-  }
-
-  setMultipartStarted(id: number, objectKey: string, uploadId: string, partSize: number): void {
-    this.db.transaction(() => {
-      this.stmts.clearParts.run(id);
-      this.patch(id, { state: 'uploading', object_key: objectKey, upload_id: uploadId, part_size: partSize });
-    })();
-  }
-
-  setUploading(id: number, objectKey: string): void {
-    this.patch(id, { state: 'uploading', object_key: objectKey });
-  }
-
+  /** The part log: a part the bucket acknowledged, for the upload in progress. */
   addPart(id: number, part: FinishedPart): void {
     this.stmts.addPart.run(id, part.partNumber, part.etag, part.size);
   }
 
-  resetMultipart(id: number): void {
-    this.db.transaction(() => {
-      this.stmts.clearParts.run(id);
-      this.patch(id, { upload_id: null, part_size: null });
-    })();
+  /** Why a row could not be moved: replaced by a newer version of the file, or moved on meanwhile. */
+  private movedOn(row: QueueRow): DmsError {
+    const now = this.stmts.get.get(row.id);
+    if (!now) return new DmsError('source-missing', `${row.relPath} was replaced by a newer version.`);
+    return new DmsError('cancelled', `${row.relPath} moved on to ${now.state} meanwhile.`);
   }
 
-  /** Forgets where the object was going (a key under another prefix): the upload starts afresh. */
-  resetUpload(id: number): void {
-    this.db.transaction(() => {
-      this.stmts.clearParts.run(id);
-      this.patch(id, { state: 'fast-upload-checked', object_key: null, upload_id: null, part_size: null });
-    })();
-  }
-
-  addBytesSent(id: number, bytes: number): void {
-    this.stmts.addBytes.run(bytes, id);
-  }
-
-  /**
-   * The object is complete in the bucket (`bytesSent` of it sent by this run)
-   * and, as the store accepted it, checked; parts are no longer needed.
-   */
-  setUploaded(id: number, objectKey: string, bytesSent = 0, verified?: Verification): void {
-    this.db.transaction(() => {
-      this.stmts.clearParts.run(id);
-      if (bytesSent > 0) this.stmts.addBytes.run(bytesSent, id);
-      this.patch(id, {
-        state: 'uploaded',
-        object_key: objectKey,
-        upload_id: null,
-        outcome: 'uploaded',
-        verified_json: verified ? JSON.stringify(verified) : null,
-      });
-    })();
-  }
-
-  /** Written just before a callback goes out: if we crash or lose the answer, we know to check first. */
-  setCallbackUnknown(id: number): void {
-    this.patch(id, { callback_unknown: 1 });
-  }
-
-  clearCallbackUnknown(id: number): void {
-    this.patch(id, { callback_unknown: 0 });
-  }
-
-  /** Done; `verified` when the acknowledgement itself vouches for the object (fast-upload "known"). */
-  setDone(id: number, outcome: Outcome, verified?: Verification): void {
-    this.db.transaction(() => {
-      this.stmts.clearParts.run(id);
-      this.patch(id, {
-        ...(verified ? { verified_json: JSON.stringify(verified) } : {}),
-        state: 'done',
-        outcome,
-        callback_unknown: 0,
-        done_at: this.now(),
-        error_kind: null,
-        error_message: null,
-        resume_state: null,
-        upload_id: null,
-      });
-    })();
-  }
-
-  /** A transient failure: try again later, with backoff (never sooner than `minDelayMs`). */
-  scheduleRetry(id: number, err: DmsError, policy: BackoffPolicy = DEFAULT_BACKOFF, minDelayMs = 0): number {
-    const row = this.stmts.get.get(id);
-    const attempts = (row?.attempts ?? 0) + 1;
-    const delay = Math.max(backoffDelay(attempts, policy), err.retryAfterMs ?? 0, minDelayMs);
-    this.patch(id, {
-      attempts,
-      next_attempt_at: this.now() + delay,
-      error_kind: err.kind,
-      error_message: err.message,
+  /** Parks every unfinished file of a source (its card was pulled); returns how many. */
+  parkSource(sourceId: string, message: string): number {
+    return this.applyAll(this.stmts.workingOfSource.all(this.targetId, sourceId), {
+      type: 'parked',
+      message,
     });
-    return delay;
-  }
-
-  /**
-   * Puts a row aside for `ms` without counting a failure: another row with
-   * the same content is on its way to the server (it then asks fast-upload;
-   * `wakeTwins` ends the wait early), or a callback that was cut may still be
-   * committing. `message` says why, for the lists.
-   */
-  defer(id: number, ms: number, message: string | null): void {
-    this.patch(id, { next_attempt_at: this.now() + ms, error_kind: null, error_message: message });
   }
 
   /** The row carrying `fingerprint` finished (or stopped): the rows waiting for it are due now. */
   wakeTwins(fingerprint: string): number {
-    return this.stmts.wakeTwins.run(this.now(), this.targetId, fingerprint).changes;
+    return this.applyAll(this.stmts.deferredTwins.all(this.targetId, fingerprint), { type: 'woken' });
+  }
+
+  /** One change to many rows, in one transaction. */
+  private applyAll(raws: readonly RawRow[], change: Change): number {
+    if (raws.length === 0) return 0;
+    this.db.transaction(() => {
+      for (const raw of raws) this.apply(this.parse(raw), change);
+    })();
+    return raws.length;
   }
 
   /** Another row of this target with the same content is done: the server holds it. */
@@ -475,38 +401,8 @@ export class Queue {
     return this.stmts.doneTwin.get(this.targetId, fingerprint, exceptId) !== undefined;
   }
 
-  /** A failure that needs the user: kept with its reason until `retry`. */
-  setFailed(id: number, err: DmsError): void {
-    const row = this.stmts.get.get(id);
-    if (!row || row.state === 'done') return;
-    this.patch(id, {
-      state: 'failed',
-      resume_state: row.state === 'failed' ? row.resume_state : row.state,
-      attempts: row.attempts + 1,
-      error_kind: err.kind,
-      error_message: err.message,
-    });
-  }
-
-  /** The file (or card) went away: park it, keeping parts, until the source is back. */
-  setWaitingForSource(id: number, message: string): void {
-    const row = this.stmts.get.get(id);
-    if (!row || row.state === 'done' || row.state === 'waiting-for-source') return;
-    this.patch(id, {
-      state: 'waiting-for-source',
-      resume_state: row.state,
-      error_kind: 'source-missing',
-      error_message: message,
-    });
-  }
-
-  /** Parks every unfinished file of a source; returns how many. */
-  parkSource(sourceId: string, message: string): number {
-    return this.stmts.parkSource.run(message, this.now(), this.targetId, sourceId).changes;
-  }
-
-  /** Puts failed files (all, or the given ids / absolute paths) of the bound target back in line. */
-  retry(selector: { all: true } | { ids: number[] } | { absPaths: string[] }): number {
+  /** Puts failed files (all, or the given ids / absolute paths) of the bound target back in line; returns them. */
+  retry(selector: { all: true } | { ids: number[] } | { absPaths: string[] }): QueueRow[] {
     let where = `target_id = ? AND state = 'failed'`;
     const params: unknown[] = [this.targetId];
     if ('ids' in selector) {
@@ -516,12 +412,8 @@ export class Queue {
       where += ` AND abs_path IN (${selector.absPaths.map(() => '?').join(',') || 'NULL'})`;
       params.push(...selector.absPaths);
     }
-    return this.db
-      .prepare(
-        `UPDATE files SET state = COALESCE(resume_state, 'discovered'), resume_state = NULL, attempts = 0,
-         next_attempt_at = 0, error_kind = NULL, error_message = NULL, updated_at = ? WHERE ${where}`,
-      )
-      .run(this.now(), ...params).changes;
+    const raws = this.db.prepare<unknown[], RawRow>(`SELECT * FROM files WHERE ${where}`).all(...params);
+    return this.db.transaction(() => raws.map((raw) => this.apply(this.parse(raw), { type: 'retried' })))();
   }
 
   /** Files and bytes per state, for the bound target. */
@@ -557,11 +449,6 @@ export class Queue {
       .map((r) => this.parse(r));
   }
 
-  /** The object as checked in the bucket (or vouched for by the server). */
-  setVerified(id: number, v: Verification): void {
-    this.patch(id, { verified_json: JSON.stringify(v) });
-  }
-
   /** The key of an object of this target holding the same content (our own upload of a twin), if any. */
   objectKeyOfContent(fingerprint: string): string | undefined {
     return this.db
@@ -571,62 +458,8 @@ export class Queue {
       .get(this.targetId, fingerprint)?.object_key;
   }
 
-  /** A scan of the source ended: read to the end (complete) or cut short (a pulled card). */
-  recordScan(sourceId: string, complete: boolean): void {
-    this.db
-      .prepare(
-        'INSERT INTO source_scans (source_id, complete, at) VALUES (?, ?, ?) ON CONFLICT (source_id) DO UPDATE SET complete = excluded.complete, at = excluded.at',
-      )
-      .run(sourceId, complete ? 1 : 0, this.now());
-  }
-
-  lastScan(sourceId: string): { complete: boolean; at: number } | undefined {
-    const r = this.db
-      .prepare<[string], { complete: number; at: number }>(
-        'SELECT complete, at FROM source_scans WHERE source_id = ?',
-      )
-      .get(sourceId);
-    return r ? { complete: r.complete === 1, at: r.at } : undefined;
-  }
-
-  /** Keeps what an exposure log (MRK) said, for reports made after the card is gone. */
-  putMrk(sourceId: string, relPath: string, parsed: unknown): void {
-    this.db
-      .prepare(
-        'INSERT INTO flight_mrk (source_id, rel_path, parsed_json) VALUES (?, ?, ?) ON CONFLICT DO UPDATE SET parsed_json = excluded.parsed_json',
-      )
-      .run(sourceId, relPath, JSON.stringify(parsed));
-  }
-
-  mrkOf(sourceId: string): Array<{ relPath: string; parsed: unknown }> {
-    return this.db
-      .prepare<[string], { rel_path: string; parsed_json: string }>(
-        'SELECT rel_path, parsed_json FROM flight_mrk WHERE source_id = ? ORDER BY rel_path',
-      )
-      .all(sourceId)
-      .map((r) => ({ relPath: r.rel_path, parsed: JSON.parse(r.parsed_json) as unknown }));
-  }
-
-  /** The crew accepts a flagged flight as it is (for this target). */
-  acceptFlight(sourceId: string, folder: string): void {
-    this.db
-      .prepare(
-        'INSERT OR REPLACE INTO accepted_flights (target_id, source_id, folder, at) VALUES (?, ?, ?, ?)',
-      )
-      .run(this.targetId, sourceId, folder, this.now());
-  }
-
-  acceptedFlights(sourceId: string): string[] {
-    return this.db
-      .prepare<[number, string], { folder: string }>(
-        'SELECT folder FROM accepted_flights WHERE target_id = ? AND source_id = ? ORDER BY folder',
-      )
-      .all(this.targetId, sourceId)
-      .map((r) => r.folder);
-  }
-
   /** The sources this target has rows of, most recent first. */
-  sources(): string[] {
+  recentSources(): string[] {
     return this.db
       .prepare<[number], { source_id: string }>(
         'SELECT source_id FROM files WHERE target_id = ? GROUP BY source_id ORDER BY MAX(updated_at) DESC',
@@ -648,19 +481,19 @@ export class Queue {
       .run(key, value);
   }
 
-  private readonly patchCache = new Map<string, Database.Statement>();
+  private readonly updateCache = new Map<string, Database.Statement>();
 
-  /** Updates some columns of a row; statements are prepared once per column set. */
-  private patch(id: number, fields: RowPatch): void {
+  /** Writes some columns of a row still in state `from`; statements are prepared once per column set. */
+  private update(id: number, from: FileState, fields: RowPatch, now: number): number {
     const keys = Object.keys(fields);
     const sig = keys.join(',');
-    let stmt = this.patchCache.get(sig);
+    let stmt = this.updateCache.get(sig);
     if (!stmt) {
       stmt = this.db.prepare(
-        `UPDATE files SET ${keys.map((k) => `${k} = @${k}`).join(', ')}, updated_at = @updated_at WHERE id = @id`,
+        `UPDATE files SET ${keys.map((k) => `${k} = @${k}`).join(', ')}${keys.length ? ', ' : ''}updated_at = @updated_at WHERE id = @id AND state = @from`,
       );
-      this.patchCache.set(sig, stmt);
+      this.updateCache.set(sig, stmt);
     }
-    stmt.run({ ...fields, updated_at: this.now(), id });
+    return stmt.run({ ...fields, updated_at: now, id, from }).changes;
   }
 }

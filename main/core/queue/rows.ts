@@ -6,10 +6,9 @@
  */
 import { QueueDamagedError } from '../errors.js';
 import { FileInfoSchema, type FileInfo } from './file-info.js';
-import type { FileState } from './states.js';
+import type { FileState, Outcome } from '../../shared/states.js';
 
-/** How a file was acknowledged: a callback after our upload, the server already had it, or (RTK files, no callback) stored and checked. */
-export type Outcome = 'uploaded' | 'fast-uploaded' | 'stored';
+export type { Outcome } from '../../shared/states.js';
 
 /** Media (photos, videos: a callback each) or RTK/PPK files (no callback: they carry no media metadata). */
 export type FileKind = 'media' | 'rtk';
@@ -84,6 +83,8 @@ interface RowBase {
   errorMessage: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The object as last checked in the bucket (at upload, or later), or vouched for by the server. */
+  verified: Verification | null;
 }
 
 /** Known once the file was read: its content fingerprint and what the requests say about it. */
@@ -112,7 +113,6 @@ export type DoneRow = RowBase &
     outcome: Outcome;
     doneAt: number;
     objectKey: string | null;
-    verified: Verification | null;
   };
 /** Failed or parked: whatever it had reached is kept for when it resumes. */
 export type ParkedRow = RowBase & Partial<Identity> & Upload & { state: 'failed' | 'waiting-for-source' };
@@ -121,7 +121,7 @@ export type QueueRow = DiscoveredRow | HashedRow | CheckedRow | UploadedRow | Do
 /** A row the engine can move on. */
 export type WorkingRow = DiscoveredRow | HashedRow | CheckedRow | UploadedRow;
 
-function base(r: RawRow): RowBase {
+function base(r: RawRow, file: string): RowBase {
   return {
     id: r.id,
     targetId: r.target_id,
@@ -139,6 +139,7 @@ function base(r: RawRow): RowBase {
     errorMessage: r.error_message,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    verified: verification(r, file),
   };
 }
 
@@ -175,7 +176,7 @@ function verification(r: RawRow, file: string): Verification | null {
 
 /** Parses one row; `file` names the database in a damage report. */
 export function parseRow(r: RawRow, file: string): QueueRow {
-  const b = base(r);
+  const b = base(r, file);
   const id = identity(r, file);
   const needId = (): Identity => {
     if (!id) throw new QueueDamagedError(file, new Error(`row ${r.id} is ${r.state} without a fingerprint`));
@@ -202,7 +203,6 @@ export function parseRow(r: RawRow, file: string): QueueRow {
         outcome: r.outcome ?? 'uploaded',
         doneAt: r.done_at ?? r.updated_at,
         objectKey: r.object_key,
-        verified: verification(r, file),
       };
     case 'failed':
     case 'waiting-for-source':
@@ -210,4 +210,31 @@ export function parseRow(r: RawRow, file: string): QueueRow {
     default:
       throw new QueueDamagedError(file, new Error(`row ${r.id} has an unknown state`));
   }
+}
+
+/**
+ * What a look at an object in the bucket says of it: found, its size, and
+ * its MD5 where the ETag is one (a single PUT; a multipart ETag
+ * `<md5 of md5s>-N` says nothing of the content, so the size alone counts then).
+ */
+export function checkedObject(
+  stat: { size: number; etag: string | null } | null,
+  size: number,
+  md5: string,
+  at: number,
+): Verification {
+  if (!stat) return { at, by: 'bucket', found: false, size: null, checksum: 'not-given' };
+  const etag = stat.etag?.toLowerCase() ?? '';
+  const checksum = /^[0-9a-f]{32}$/.test(etag)
+    ? etag === md5.toLowerCase()
+      ? 'match'
+      : 'mismatch'
+    : 'not-given';
+  return {
+    at,
+    by: 'bucket',
+    found: true,
+    size: stat.size,
+    checksum: stat.size === size ? checksum : 'mismatch',
+  };
 }

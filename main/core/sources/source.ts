@@ -1,3 +1,5 @@
+import path from 'node:path';
+
 /**
  * A place media comes from: a card, known by its identity wherever it is
  * mounted, or a watched folder, known by its path. The queue stores the
@@ -14,8 +16,9 @@ export function cardSource(card: { id: string; root: string; label: string }): S
   return { kind: 'card', sourceId: `${CARD}${card.id}`, cardId: card.id, root: card.root, label: card.label };
 }
 
+/** A folder is called by its name (a card copied to disk keeps the card's name), its id is its path. */
 export function folderSource(root: string): Source {
-  return { kind: 'folder', sourceId: `${FOLDER}${root}`, root, label: root };
+  return { kind: 'folder', sourceId: `${FOLDER}${root}`, root, label: path.basename(root) || root };
 }
 
 /** What a stored source id names: a card by its id, or a folder by its path. */

@@ -107,3 +107,24 @@ export interface Uploader {
   stat(key: string, signal?: AbortSignal): Promise<{ size: number; etag: string | null } | null>;
   close(): void;
 }
+
+/** An object as the bucket has it: its size and ETag (quotes removed), or null when there is none. */
+export type ObjectStat = { size: number; etag: string | null } | null;
+
+/**
+ * The narrow port to the current target's bucket for what is not a card
+ * file's upload: looking an object up, and writing a small object (a card's
+ * manifest) under `<prefix>/<folder>/`. What offload needs of the bucket,
+ * nothing more (it never sees the engine).
+ */
+export interface BucketPort {
+  stat(key: string, signal?: AbortSignal): Promise<ObjectStat>;
+  /** Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`; returns the key. */
+  put(
+    folder: string,
+    rel: string,
+    content: Buffer,
+    contentType: string,
+    signal?: AbortSignal,
+  ): Promise<string>;
+}

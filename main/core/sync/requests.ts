@@ -29,9 +29,9 @@ export interface FileRef extends Identity {
  * the settings; else "" (an empty string passes the sample server's
  * `@NotNull`, a missing key does not).
  */
-export function aircraftSerial(file: FileRef, queue: Queue, config: Config): string {
+export function aircraftSerial(file: FileRef, queue: Pick<Queue, 'flights'>, config: Config): string {
   if (file.info.sn) return file.info.sn;
-  const flight = queue.flightSerial(file.sourceId, file.info.fileGroupId);
+  const flight = queue.flights.serial(file.sourceId, file.info.fileGroupId);
   if (flight) return flight;
   const source = sourceOf(file.sourceId);
   const card = source.kind === 'card' ? config.cards[source.cardId]?.aircraftSerial : undefined;

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { discoverMedia, type DiscoverWarning } from '../media/discover.js';
-import { rtkKindOf } from '../offload/rtk-files.js';
+import { rtkKindOf } from '../media/rtk-files.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
 import type { Source } from '../sources/source.js';
 
@@ -63,10 +63,10 @@ export async function scanSource(
     flush();
   } catch (err) {
     // A card pulled mid-scan cannot vouch for the files it did not show ("safe to format").
-    queue.recordScan(source.sourceId, false);
+    queue.sources.recordScan(source.sourceId, false);
     throw err;
   }
-  queue.recordScan(source.sourceId, total.deferred === 0);
+  queue.sources.recordScan(source.sourceId, total.deferred === 0);
   return total;
 }
 

@@ -1,3 +1,11 @@
+/**
+ * The steps of a file's way to the server. Each does its I/O (the disk, the
+ * server, the bucket) and returns what happened, as a change of the
+ * transition table (queue/transitions.ts); the engine applies it through the
+ * store. No step writes a file's state: they read the store (a flight's
+ * serial, the parts of an upload), and the upload step writes only its part
+ * log, through the PartLog the engine hands it.
+ */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -6,36 +14,45 @@ import type { Config } from '../config.js';
 import { DmsError, notActedOn, toDmsError } from '../errors.js';
 import { isInside } from '../media/discover.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
-import { flightFolderOf } from '../media/flight.js';
+import { flightFolderOf } from '../media/flight-folder.js';
 import { readMediaInfo, type MediaInfo } from '../media/metadata.js';
-import { parseMrk } from '../offload/mrk.js';
-import { rtkKindOf } from '../offload/rtk-files.js';
+import { parseMrk } from '../media/mrk.js';
+import { rtkKindOf } from '../media/rtk-files.js';
 import type { FileInfo } from '../queue/file-info.js';
 import type { Queue } from '../queue/queue.js';
-import type {
-  CheckedRow,
-  DiscoveredRow,
-  DoneRow,
-  HashedRow,
-  QueueRow,
-  UploadedRow,
-  Verification,
+import {
+  checkedObject,
+  type CheckedRow,
+  type DiscoveredRow,
+  type HashedRow,
+  type QueueRow,
+  type UploadedRow,
+  type Verification,
 } from '../queue/rows.js';
+import type { Change } from '../queue/transitions.js';
 import { buildObjectKey } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
-import type { Uploader } from '../storage/types.js';
+import type { FinishedPart } from '../storage/types.js';
 import { fastUploadVerdict } from './answers.js';
-import { aircraftSerial, callbackBody, fastUploadBody, type FileRef } from './requests.js';
+import type { BucketAccess } from './bucket.js';
 import type { KeptBytes } from './kept.js';
-import type { StsCache } from './sts-cache.js';
+import { aircraftSerial, callbackBody, fastUploadBody, type FileRef } from './requests.js';
+import {
+  CallbackNotActedOn,
+  CallbackOutcomeUnknown,
+  FileChangedError,
+  UnclearAnswerError,
+} from './step-errors.js';
+
+/** What steps may read of the store: never write. */
+export type StoreReader = Pick<Queue, 'flights' | 'parts'>;
 
 /** Everything a step needs; owned by the engine. */
 export interface StepContext {
-  queue: Queue;
+  queue: StoreReader;
   api: ApiClient;
-  sts: StsCache;
+  bucket: BucketAccess;
   config: Config;
-  uploaderFor: (provider: string) => Uploader;
   signal: AbortSignal;
   onBytes: (bytes: number, sent: boolean) => void;
   /**
@@ -45,44 +62,25 @@ export interface StepContext {
   kept: KeptBytes;
 }
 
+/**
+ * The part log of one upload in progress: where the object is being written
+ * and which parts the bucket acknowledged, recorded as they happen so a
+ * restart sends only what is missing. Each call is a change of the row
+ * through the store; `row` is the row as it now stands.
+ */
+export interface PartLog {
+  readonly row: CheckedRow;
+  record(
+    change: Extract<
+      Change,
+      { type: 'upload-begun' | 'multipart-started' | 'multipart-reset' | 'upload-reset' }
+    >,
+  ): void;
+  partDone(part: FinishedPart): void;
+}
+
 /** Files below this are read whole into memory, hashed here, and kept for their upload. */
 export const READ_WHOLE_BELOW = 1024 * 1024;
-
-/**
- * Tries of a file whose pre-callback check keeps getting an unclear answer
- * before it is failed: the lost callback and the checks after it, in all.
- */
-export const UNCLEAR_ANSWER_TRIES = 5;
-
-/** Thrown when the file on disk is no longer the version this row describes. */
-export class FileChangedError extends DmsError {
-  constructor(rel: string) {
-    super('source-missing', `${rel} changed on disk; it will be read again.`);
-  }
-}
-
-/** The callback's outcome is unknown: check (and maybe re-post) only after config.callbackSettleSeconds. */
-export class CallbackOutcomeUnknown extends DmsError {
-  constructor(err: DmsError) {
-    super(err.kind, err.message, {
-      cause: err,
-      ...(err.status === undefined ? {} : { status: err.status }),
-      ...(err.retryAfterMs === undefined ? {} : { retryAfterMs: err.retryAfterMs }),
-    });
-  }
-}
-
-/**
- * The server gave an answer that is neither "known" nor "not known" where the
- * engine must know (before re-posting a callback). Retried for this file only,
- * UNCLEAR_ANSWER_TRIES times, then the file is failed with the server's words.
- */
-export class UnclearAnswerError extends DmsError {
-  constructor(name: string, code: number | string, message: string) {
-    const text = `The server could not say whether it already has ${name} (its answer: "${message}", code ${code}). It was not posted again, so that the server holds one record of it. Check the workspace; if the file is missing there, choose Retry.`;
-    super('rejected', text, { serverCode: code, serverMessage: message, retryable: true, plain: text });
-  }
-}
 
 /** The file cannot be opened or stat'ed: gone (card pulled) or unreadable for now. */
 function missing(row: QueueRow, err: unknown): DmsError {
@@ -133,7 +131,10 @@ async function assertUnchanged(row: QueueRow): Promise<void> {
 }
 
 /** discovered -> hashed: content MD5 (one streamed read) and metadata (media) or the exposure log (an MRK). */
-export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<void> {
+export async function hashStep(
+  ctx: StepContext,
+  row: DiscoveredRow,
+): Promise<Extract<Change, { type: 'hashed' }>> {
   const mediaOpts = {
     relPath: row.relPath,
     root: rootOf(row),
@@ -175,11 +176,11 @@ export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<vo
   }
   if (kept) ctx.kept.set(row.id, kept);
   const name = path.posix.basename(row.relPath);
-  if (rtkKindOf(name) === 'mrk') {
-    // The exposure log, kept for the flight's report (also once the card is gone).
-    const text = (kept ?? (await fs.readFile(row.absPath))).toString('latin1');
-    ctx.queue.putMrk(row.sourceId, row.relPath, parseMrk(text));
-  }
+  // The exposure log, kept for the flight's report (also once the card is gone).
+  const mrk =
+    rtkKindOf(name) === 'mrk'
+      ? parseMrk((kept ?? (await fs.readFile(row.absPath))).toString('latin1'))
+      : undefined;
   const flight = flightFolderOf(row.relPath);
   const metadata = { ...media?.metadata };
   if (!metadata.created_time) metadata.created_time = isoWithOffset(new Date(row.mtimeMs));
@@ -200,7 +201,7 @@ export async function hashStep(ctx: StepContext, row: DiscoveredRow): Promise<vo
     ...(media?.warnings.length ? { warnings: media.warnings } : {}),
   };
   const tiny = tinyFingerprint(md5, media?.captureTime ?? new Date(row.mtimeMs));
-  ctx.queue.setHashed(row.id, md5, tiny, info);
+  return { type: 'hashed', fingerprint: md5, tinyFingerprint: tiny, info, ...(mrk ? { mrk } : {}) };
 }
 
 /**
@@ -254,17 +255,15 @@ async function askServer(ctx: StepContext, row: FileRef & { id: number }) {
  * here, before any byte is sent. An unclear answer means upload: no callback
  * was posted for this file yet, so nothing can be recorded twice.
  */
-export async function fastUploadStep(ctx: StepContext, row: HashedRow): Promise<'known' | 'unknown'> {
+export async function fastUploadStep(ctx: StepContext, row: HashedRow): Promise<Change> {
   const { verdict, code, message } = await askServer(ctx, row);
   if (verdict === 'known') {
     ctx.kept.answered('known');
-    ctx.queue.setDone(row.id, 'fast-uploaded', vouched(row.size));
-    return 'known';
+    return { type: 'known', verified: vouched(row.size) };
   }
   if (verdict === 'refused') throw refusedBeforeUpload(row.info, code, message);
   ctx.kept.answered('unknown');
-  ctx.queue.setFastUploadChecked(row.id);
-  return 'unknown';
+  return { type: 'not-known' };
 }
 
 function refusedBeforeUpload(info: FileInfo, code: number | string, message: string): DmsError {
@@ -284,23 +283,22 @@ function refusedBeforeUpload(info: FileInfo, code: number | string, message: str
 /**
  * A row that waited for another row with the same content, which is now
  * done: ask the server before uploading or posting anything of our own.
- * Returns true when the server holds it (the row is then done).
+ * 'known' when the server holds it, else null (go on as usual).
  */
-export async function doneByTwin(ctx: StepContext, row: CheckedRow | UploadedRow): Promise<boolean> {
+export async function twinStep(ctx: StepContext, row: CheckedRow | UploadedRow): Promise<Change | null> {
   const { verdict } = await askServer(ctx, row);
-  if (verdict !== 'known') return false;
-  ctx.queue.setDone(row.id, row.callbackUnknown ? 'uploaded' : 'fast-uploaded', vouched(row.size));
-  return true;
+  return verdict === 'known' ? { type: 'known', verified: vouched(row.size) } : null;
 }
 
 /** fast-upload-checked / uploading -> uploaded, resuming stored parts. */
-export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<void> {
+export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change> {
+  const row = log.row;
   const content = ctx.kept.get(row.id);
   // Bytes kept from the hash step are the fingerprinted version whatever the
   // disk holds now: the check after the upload is the one that matters.
   if (!content) await assertUnchanged(row);
-  const target = await ctx.sts.get({ signal: ctx.signal });
-  const uploader = ctx.uploaderFor(target.provider);
+  const target = await ctx.bucket.sts.get({ signal: ctx.signal });
+  const uploader = ctx.bucket.uploaderFor(target.provider);
   const fresh = buildObjectKey({
     prefix: target.objectKeyPrefix,
     fingerprint: row.fingerprint,
@@ -309,26 +307,21 @@ export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<voi
   });
   // A key under another prefix (the server's storage was reconfigured) is
   // never reused, nor its upload id: start afresh under the current one.
-  let objectKey = row.objectKey;
-  let multipart = row.multipart;
-  if (objectKey !== null && !objectKey.startsWith(`${target.objectKeyPrefix}/`)) {
-    ctx.queue.resetUpload(row.id);
-    objectKey = null;
-    multipart = null;
-  }
-  const key = objectKey ?? fresh;
+  if (row.objectKey !== null && !row.objectKey.startsWith(`${target.objectKeyPrefix}/`))
+    log.record({ type: 'upload-reset' });
+  const key = log.row.objectKey ?? fresh;
+  const multipart = log.row.multipart;
   // After a crash between "multipart complete" and our record of it, the
   // object is already there under its content-addressed key: nothing to send
   // again. Only for multipart: such an object exists only once Complete
   // succeeded, whereas a cut single PUT can leave a truncated object behind
   // on some stores (s3rver), which must never be taken for the file.
-  if (row.state === 'uploading' && multipart && (await uploader.exists(key, ctx.signal))) {
-    ctx.queue.setUploaded(row.id, key);
-    return;
+  if (log.row.state === 'uploading' && multipart && (await uploader.exists(key, ctx.signal))) {
+    return { type: 'uploaded', objectKey: key, bytesSent: 0, verified: null };
   }
   // (A small file's single PUT takes milliseconds and is simply sent again
   // after a crash: recording "uploading" first would cost a commit per file.)
-  if (!content && objectKey !== key) ctx.queue.setUploading(row.id, key);
+  if (!content && log.row.objectKey !== key) log.record({ type: 'upload-begun', objectKey: key });
   const resume = multipart ? { ...multipart, parts: ctx.queue.parts(row.id) } : null;
   const result = await uploader.upload({
     filePath: row.absPath,
@@ -337,9 +330,10 @@ export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<voi
     md5Hex: row.fingerprint,
     ...(content ? { content } : {}),
     resume,
-    onMultipartStarted: (s) => ctx.queue.setMultipartStarted(row.id, key, s.uploadId, s.partSize),
-    onPartDone: (p) => ctx.queue.addPart(row.id, p),
-    onMultipartReset: () => ctx.queue.resetMultipart(row.id),
+    onMultipartStarted: (s) =>
+      log.record({ type: 'multipart-started', objectKey: key, uploadId: s.uploadId, partSize: s.partSize }),
+    onPartDone: (p) => log.partDone(p),
+    onMultipartReset: () => log.record({ type: 'multipart-reset' }),
     onProgress: (n) => ctx.onBytes(n, true),
     signal: ctx.signal,
   });
@@ -350,77 +344,60 @@ export async function uploadStep(ctx: StepContext, row: CheckedRow): Promise<voi
   // a completed multipart holds the parts it acknowledged: the size.
   const etag = result.etag?.replace(/"/g, '').toLowerCase();
   const checksum = !result.multipart && etag === row.fingerprint.toLowerCase() ? 'match' : 'not-given';
-  ctx.queue.setUploaded(row.id, key, result.bytesSent, {
-    at: Date.now(),
-    by: 'bucket',
-    found: true,
-    size: row.size,
-    checksum,
-  });
+  return {
+    type: 'uploaded',
+    objectKey: key,
+    bytesSent: result.bytesSent,
+    verified: { at: Date.now(), by: 'bucket', found: true, size: row.size, checksum },
+  };
 }
 
-/** uploaded -> done: the callback, exactly once even when an answer is lost. */
-export async function callbackStep(
-  ctx: StepContext,
-  row: UploadedRow,
-): Promise<'posted' | 'already-recorded'> {
-  if (row.callbackUnknown) {
-    // An earlier callback may have been stored with its answer lost. Servers
-    // in the wild record every callback and break on duplicates: ask first,
-    // and re-post only on a definite "this fingerprint is not known".
-    const { verdict, code, message } = await askServer(ctx, row);
-    if (verdict === 'known') {
-      ctx.queue.setDone(row.id, 'uploaded');
-      return 'already-recorded';
-    }
-    if (verdict !== 'unknown') throw new UnclearAnswerError(row.info.name, code, message);
-  }
+/**
+ * Before re-posting a callback whose answer was lost: an earlier one may
+ * have been stored. Servers in the wild record every callback and break on
+ * duplicates: ask first. 'recorded' when the server holds the file, null on a
+ * definite "this fingerprint is not known" (post again); anything else is an
+ * UnclearAnswerError (never post on it).
+ */
+export async function checkBeforeRepost(ctx: StepContext, row: UploadedRow): Promise<Change | null> {
+  const { verdict, code, message } = await askServer(ctx, row);
+  if (verdict === 'known') return { type: 'recorded' };
+  if (verdict !== 'unknown') throw new UnclearAnswerError(row.info.name, code, message);
+  return null;
+}
+
+/**
+ * uploaded -> done: the callback. The engine recorded 'callback-sent' just
+ * before: if the answer is lost, the next try asks first (checkBeforeRepost).
+ */
+export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<Change> {
   const sn = aircraftSerial(row, ctx.queue, ctx.config);
-  ctx.queue.setCallbackUnknown(row.id);
   try {
     await ctx.api.uploadCallback(callbackBody(row, sn, row.objectKey), { signal: ctx.signal });
   } catch (err) {
     const e = toDmsError(err);
     // A refusal, or a request that never reached the server, is a definite
     // answer: nothing was stored, no check needed next time.
-    if (notActedOn(e)) {
-      ctx.queue.clearCallbackUnknown(row.id);
-      throw e;
-    }
+    if (notActedOn(e)) throw new CallbackNotActedOn(e);
     // Cut, timed out, a 5xx, an unreadable answer, or stopped by us while on
     // its way: the server may have it.
     throw new CallbackOutcomeUnknown(e);
   }
-  ctx.queue.setDone(row.id, 'uploaded');
-  return 'posted';
+  return { type: 'recorded' };
 }
 
-/**
- * An object as the bucket has it: found, its size, and its MD5 where the
- * ETag is one (a single PUT; a multipart ETag `<md5 of md5s>-N` says nothing
- * of the content, so the size alone is checked then).
- */
+/** The object as the bucket has it now (see checkedObject). */
 export async function checkObject(
   ctx: StepContext,
   key: string,
   size: number,
   md5: string,
 ): Promise<Verification> {
-  const target = await ctx.sts.get({ signal: ctx.signal });
-  const st = await ctx.uploaderFor(target.provider).stat(key, ctx.signal);
-  const at = Date.now();
-  if (!st) return { at, by: 'bucket', found: false, size: null, checksum: 'not-given' };
-  const etag = st.etag?.toLowerCase() ?? '';
-  const checksum = /^[0-9a-f]{32}$/.test(etag)
-    ? etag === md5.toLowerCase()
-      ? 'match'
-      : 'mismatch'
-    : 'not-given';
-  return { at, by: 'bucket', found: true, size: st.size, checksum: st.size === size ? checksum : 'mismatch' };
+  return checkedObject(await ctx.bucket.stat(key, ctx.signal), size, md5, Date.now());
 }
 
 /** The server said it holds this content (fast-upload "known"): no key of ours to look at, its word. */
-function vouched(size: number): Verification {
+export function vouched(size: number): Verification {
   return { at: Date.now(), by: 'server', found: true, size, checksum: 'match' };
 }
 
@@ -429,7 +406,7 @@ function vouched(size: number): Verification {
  * is for media, and the sample server requires media metadata these files do
  * not have: it is never faked); the object is checked in the bucket instead.
  */
-export async function storeStep(ctx: StepContext, row: UploadedRow): Promise<void> {
+export async function storeStep(ctx: StepContext, row: UploadedRow): Promise<Change> {
   const v = await checkObject(ctx, row.objectKey, row.size, row.fingerprint);
   if (!v.found || v.size !== row.size || v.checksum === 'mismatch') {
     throw new DmsError(
@@ -437,23 +414,7 @@ export async function storeStep(ctx: StepContext, row: UploadedRow): Promise<voi
       `${row.info.name} is not in the bucket as it was sent (${v.found ? `size ${v.size}, checksum ${v.checksum}` : 'not found'}); it will be sent again.`,
     );
   }
-  ctx.queue.setVerified(row.id, v);
-  ctx.queue.setDone(row.id, 'stored');
-}
-
-/**
- * A done file checked again in the bucket, for "safe to format": our own
- * object (or a twin's with the same content); for content the server already
- * had from elsewhere (fast-upload "known", no key of ours), the server's word.
- */
-export async function verifyDone(
-  ctx: StepContext,
-  row: DoneRow & { fingerprint: string },
-): Promise<Verification> {
-  const key = row.objectKey ?? ctx.queue.objectKeyOfContent(row.fingerprint);
-  const v = key ? await checkObject(ctx, key, row.size, row.fingerprint) : vouched(row.size);
-  ctx.queue.setVerified(row.id, v);
-  return v;
+  return { type: 'stored', verified: v };
 }
 
 /** `YYYY-MM-DDTHH:mm:ss±hh:mm` in the machine's zone (fallback capture time). */

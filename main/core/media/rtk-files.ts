@@ -25,7 +25,7 @@
  * answer repeats discovery's rules (main/core/media/discover.ts) for a single
  * name, using its exported lists, so both always agree.
  */
-import { DEFAULT_MEDIA_EXTENSIONS, NEVER_MEDIA_EXTENSIONS, normaliseExtension } from '../media/discover.js';
+import { DEFAULT_MEDIA_EXTENSIONS, NEVER_MEDIA_EXTENSIONS, normaliseExtension } from './discover.js';
 
 export type RtkKind = 'mrk' | 'obs' | 'nav' | 'ppkraw' | 'rtcm';
 

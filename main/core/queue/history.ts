@@ -1,5 +1,5 @@
-import type { Db } from './queue/db.js';
-import type { WaylineMatch } from './waylines/match.js';
+import type { WaylineMatch } from '../waylines/match.js';
+import type { Db } from './db.js';
 
 export interface HistoryEntry {
   id: number;
@@ -34,17 +34,21 @@ interface Row {
 /**
  * Per card (or folder) and flight folder: when, how many files, how long,
  * and which wayline the flight was. Lives in the queue database so it
- * survives restarts and travels with the queue.
+ * survives restarts and travels with the queue; part of the store
+ * (`queue.history`), scoped to its bound target (waylines are per workspace).
  */
 export class History {
   private readonly sessions = new Map<string, number>();
 
-  /** `targetId`: the queue target whose workspace the wayline matches belong to (waylines are per workspace). */
   constructor(
     private readonly db: Db,
-    private readonly targetId: number,
+    private readonly target: () => number,
     private readonly now: () => number = Date.now,
   ) {}
+
+  private get targetId(): number {
+    return this.target();
+  }
 
   /** Starts a new session for a source (a card insertion); later files count into it. */
   begin(sourceId: string): number {

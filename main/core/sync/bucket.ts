@@ -1,0 +1,89 @@
+/**
+ * The current target's bucket, as the engine and offload reach it: the STS
+ * credentials (cached, refreshed ahead of expiry) and one uploader per
+ * provider, built from the settings. Offload gets only its narrow port
+ * (BucketPort: stat and put).
+ */
+import { createHash } from 'node:crypto';
+import type { ApiClient } from '../api/client.js';
+import type { StorageProvider } from '../api/types.js';
+import type { Config } from '../config.js';
+import { createUploader } from '../storage/create.js';
+import type { BucketPort, ObjectStat, Uploader, UploaderOptions } from '../storage/types.js';
+import { loadCaFile, trustedCas } from '../tls.js';
+import { StsCache } from './sts-cache.js';
+import { BandwidthLimiter } from './bandwidth.js';
+
+export type UploaderFactory = (provider: StorageProvider, opts: UploaderOptions) => Uploader;
+
+export class BucketAccess implements BucketPort {
+  readonly sts: StsCache;
+  private readonly uploaders = new Map<string, Uploader>();
+  private readonly bandwidth: BandwidthLimiter;
+
+  constructor(
+    api: ApiClient,
+    private config: Config,
+    private readonly makeUploader: UploaderFactory = createUploader,
+  ) {
+    this.sts = new StsCache((signal) => api.getSts(signal ? { signal } : {}));
+    this.bandwidth = new BandwidthLimiter(config.bandwidthLimitKiBps * 1024);
+  }
+
+  /** New settings: uploaders are rebuilt on next use with the new part size, concurrency and limit. */
+  updateConfig(config: Config): void {
+    this.config = config;
+    this.bandwidth.setLimit(config.bandwidthLimitKiBps * 1024);
+    this.close();
+  }
+
+  close(): void {
+    for (const u of this.uploaders.values()) u.close();
+    this.uploaders.clear();
+  }
+
+  /** The uploader for a provider, made once per set of settings. */
+  uploaderFor(provider: StorageProvider): Uploader {
+    let u = this.uploaders.get(provider);
+    if (!u) {
+      const c = this.config;
+      u = this.makeUploader(provider, {
+        target: this.sts.get,
+        partSize: c.partSizeMiB * 1024 * 1024,
+        partConcurrency: c.concurrency.parts,
+        maxSockets: c.concurrency.files * c.concurrency.parts + 2,
+        ...(c.bandwidthLimitKiBps > 0 ? { throttle: this.bandwidth.take } : {}),
+        // A self-hosted bucket often shares the server's private CA.
+        ...(c.caFile ? { ca: trustedCas(loadCaFile(c.caFile)) } : {}),
+      });
+      this.uploaders.set(provider, u);
+    }
+    return u;
+  }
+
+  async stat(key: string, signal?: AbortSignal): Promise<ObjectStat> {
+    const target = await this.sts.get(signal ? { signal } : {});
+    return this.uploaderFor(target.provider).stat(key, signal);
+  }
+
+  async put(
+    folder: string,
+    rel: string,
+    content: Buffer,
+    contentType: string,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const target = await this.sts.get(signal ? { signal } : {});
+    const key = `${target.objectKeyPrefix.replace(/\/+$/, '')}/${folder}/${rel}`;
+    await this.uploaderFor(target.provider).upload({
+      filePath: '',
+      size: content.length,
+      key,
+      md5Hex: createHash('md5').update(content).digest('hex'),
+      content,
+      contentType,
+      ...(signal ? { signal } : {}),
+    });
+    return key;
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Which due rows go next, and the rows in flight: each row is handed to
+ * exactly one worker at a time, and a source that goes away stops its rows
+ * at once.
+ */
+import type { Queue } from '../queue/queue.js';
+import type { WorkingRow } from '../queue/rows.js';
+
+interface InFlight {
+  promise: Promise<void>;
+  controller: AbortController;
+  sourceId: string;
+}
+
+export class Dispatcher {
+  private readonly flying = new Map<number, InFlight>();
+  /** Due row ids listed by the last take and not handed out yet, oldest first. */
+  private candidates: number[] = [];
+
+  constructor(private readonly queue: Queue) {}
+
+  get inFlight(): number {
+    return this.flying.size;
+  }
+
+  /** New work was recorded: list the due rows afresh next time. */
+  forget(): void {
+    this.candidates = [];
+  }
+
+  /**
+   * Up to `width` rows in flight in all: the due rows not already flying,
+   * oldest first. `maxAttempts`: rows tried that often are left for the next run.
+   */
+  take(width: number, maxAttempts?: number): WorkingRow[] {
+    const room = width - this.flying.size;
+    if (room <= 0) return [];
+    const rows: WorkingRow[] = [];
+    // Ids taken in this call are not flying yet: a second listing below
+    // must not hand the same row out twice (two uploads of one file at once).
+    const taken = new Set<number>();
+    const busy = (id: number): boolean => this.flying.has(id) || taken.has(id);
+    // Due ids are listed 64 at a time and each row is re-read when taken:
+    // listing them on every file finished showed in profiles of small files.
+    let listed = false;
+    while (rows.length < room) {
+      if (this.candidates.length === 0) {
+        if (listed) break;
+        listed = true;
+        this.candidates = this.queue.readyIds(64 + this.flying.size + taken.size).filter((id) => !busy(id));
+        continue;
+      }
+      const id = this.candidates.shift() as number;
+      if (busy(id)) continue;
+      const row = this.queue.dueRow(id);
+      if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
+      taken.add(id);
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  /** Runs `work` for a row with its own abort signal; `done` runs when it has left. */
+  start(row: WorkingRow, work: (signal: AbortSignal) => Promise<void>, done: () => void): void {
+    const controller = new AbortController();
+    const promise = work(controller.signal).finally(() => {
+      this.flying.delete(row.id);
+      done();
+    });
+    this.flying.set(row.id, { promise, controller, sourceId: row.sourceId });
+  }
+
+  /** Stops reading from a source that went away. */
+  abortSource(sourceId: string, reason: unknown): void {
+    for (const f of this.flying.values()) if (f.sourceId === sourceId) f.controller.abort(reason);
+  }
+
+  /** Resolves once every row in flight has left. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.flying.values()].map((f) => f.promise));
+  }
+}
