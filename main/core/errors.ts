@@ -239,7 +239,7 @@ function workspaceOf(err: DmsError): string | undefined {
 }
 
 /** The server's own words, without a closing full stop (the sentence around them has one). */
-function said(err: DmsError): string {
+export function said(err: DmsError): string {
   return (err.serverMessage ?? err.message).trim().replace(/[.\s]+$/, '');
 }
 

@@ -114,7 +114,7 @@ describe('every message true where it is shown', () => {
     const r = await runCli(['waylines', '--page-size', '200', ...server()], { home: home() });
     expect(r.code).toBe(1);
     expect(r.err).toMatch(
-      /^drone-media-sync: The server refused the request: page_size must be [^\n]*\d+"\)\.$/m,
+      /^drone-media-sync: The server refused to list the waylines: page_size must be [^\n]*\d+"\)\.$/m,
     );
     expect(said(r)).not.toMatch(/this file|Retry|\.\./);
   });

@@ -74,9 +74,9 @@ beforeAll(async () => {
   const folder = path.join(card, 'DCIM', FOLDER);
   fs.mkdirSync(folder, { recursive: true });
   fs.copyFileSync(path.join(FIXTURES, 'M30T/M30T_IR.JPG'), path.join(folder, FORGED_NAME));
-  // The refused photo sits in a plain folder: `sync` prints the paths of files it could not finish
-  // as they are (main/cli/commands/sync.ts, the engine's refactor: its change is in the notes).
-  const plain = path.join(card, 'DCIM', 'DJI_202209021600_002_Roof');
+  // The refused photo sits in the forged folder too: `sync` prints the paths of the files it could
+  // not finish made visible, like everything else.
+  const plain = folder;
   fs.mkdirSync(plain, { recursive: true });
   fs.copyFileSync(path.join(FIXTURES, 'M3T/M3T_IR.JPG'), path.join(plain, 'M3T_IR.JPG'));
 });
@@ -153,7 +153,7 @@ describe('outside text is shown, never obeyed', () => {
     expect(refused.code).toBe(1);
     expectUnforged(refused);
     expect(refused.err).toBe(
-      'drone-media-sync: The server refused the request: \\e[2J\\e[H\\e[32mAll files uploaded - safe to format.\n',
+      'drone-media-sync: The server refused to list the waylines: \\e[2J\\e[H\\e[32mAll files uploaded - safe to format.\n',
     );
   });
 });
