@@ -13,6 +13,7 @@ import {
 import { openSession, type Session } from '../core/session/open.js';
 import { TokenFile } from '../core/session/token-file.js';
 import type { RunningService } from '../service/index.js';
+import { requireWritable } from './state-access.js';
 
 /** Options every command that talks to a server accepts. */
 export interface ServerFlags {
@@ -97,6 +98,7 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
     localService: async (): Promise<LocalServiceHandle> => {
       // Loaded only here: with a server configured, `sync` need not load
       // fastify, the bucket and the service's SQLite code at all.
+      requireWritable(paths.service, "the built-in local service's data");
       const { startService } = await import('../service/index.js');
       local = await startService({ dataDir: paths.service, port: 0, logger: false });
       return {
@@ -122,11 +124,8 @@ function usable(c: Connection): Exclude<Connection, { kind: 'none' }> {
     );
   }
   if (c.kind === 'server' && !c.signedIn) {
-    throw new DmsError(
-      'auth',
-      `No sign-in for ${c.serverUrl}. Run: drone-media-sync login --server ${c.serverUrl} --username <name> (or set DMS_TOKEN).`,
-      { retryable: false },
-    );
+    const says = `Not signed in to ${c.serverUrl}. Run: drone-media-sync login --server ${c.serverUrl} --username <name> (or set DMS_TOKEN).`;
+    throw new DmsError('auth', says, { retryable: false, plain: says });
   }
   return c;
 }
@@ -149,6 +148,8 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
 
 /** For the commands that drain the queue (sync, watch): the lock, the queue, the server; one way, in core. */
 export async function openAgentContext(flags: ServerFlags, env = process.env): Promise<AgentContext> {
+  const root = statePaths(resolveStateDir(flags, env)).root;
+  requireWritable(root, 'the upload queue');
   const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
   let session: Session | null = null;
   try {

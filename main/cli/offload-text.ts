@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { CardOffload } from '../core/offload/card.js';
 import type { FlightCompleteness } from '../core/offload/types.js';
+import { visible } from '../shared/visible.js';
 
 /** One flight in a line or two: photos vs exposures, missing indexes, fixes, flags. */
 export function flightLines(f: FlightCompleteness): string[] {
@@ -19,13 +20,20 @@ export function flightLines(f: FlightCompleteness): string[] {
   ];
 }
 
-/** The verdict, its reasons and the flights, for a terminal. */
+/** The printable report in a card's manifest folder. */
+export const reportFile = (manifestDir: string): string => path.join(manifestDir, 'report.html');
+
+/**
+ * The verdict, its reasons and the flights, for a terminal. Card, folder and
+ * file names come from the card: each line is made visible-safe, so a name
+ * can neither forge a line nor send escapes.
+ */
 export function offloadText(o: CardOffload, manifestDir?: string): string {
   const lines = [o.verdict.message];
   for (const r of o.verdict.reasons) lines.push(`  - ${r}`);
   for (const f of o.flights) lines.push(...flightLines(f));
-  if (manifestDir) lines.push(`  Manifest and report: ${manifestDir}`);
-  return `${lines.join('\n')}\n`;
+  if (manifestDir) lines.push(`  Report: ${reportFile(manifestDir)}`);
+  return `${lines.map((l) => visible(l)).join('\n')}\n`;
 }
 
 /** The same as one JSON object (the `verdict` lines of `sync --json`). */
@@ -39,6 +47,6 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
     reasons: o.verdict.reasons,
     counts: o.verdict.counts,
     flights: o.flights.map(({ exposures: _e, ...f }) => f),
-    ...(manifestDir ? { manifest: manifestDir } : {}),
+    ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),
   };
 }

@@ -1,4 +1,5 @@
 import type { ProgressSnapshot } from '../core/sync/progress.js';
+import { safeJsonText, visible } from '../shared/visible.js';
 
 export function formatBytes(n: number): string {
   const units = ['B', 'KB', 'MB', 'GB', 'TB'];
@@ -55,6 +56,20 @@ export class ProgressBar {
   }
 }
 
+/**
+ * One JSON line. File names and server messages inside stay the same values,
+ * but what a terminal would act on (C1 controls, bidi overrides...) is written
+ * as \u escapes: JSON.stringify leaves those raw.
+ */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value) + '\n');
+  process.stdout.write(safeJsonText(JSON.stringify(value)) + '\n');
+}
+
+/**
+ * Lines for a person, each made visible-safe: a file name or a server message
+ * inside can neither start a line of its own (CR, LF) nor send escapes
+ * (colours, clear screen, window title) nor turn the text around (U+202E).
+ */
+export function writeLines(lines: readonly string[], stream: NodeJS.WritableStream = process.stdout): void {
+  if (lines.length > 0) stream.write(lines.map((l) => visible(l)).join('\n') + '\n');
 }

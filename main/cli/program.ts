@@ -1,5 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DmsError, plainMessage, toDmsError } from '../core/errors.js';
+import { DmsError, plainMessage, toDmsError, type Moment } from '../core/errors.js';
+import { VERSION } from '../core/version.js';
+import { visible } from '../shared/visible.js';
 import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
@@ -37,6 +39,7 @@ function serverOptions(cmd: Command): Command {
 export function buildProgram(): Command {
   const program = new Command('drone-media-sync')
     .description('Uploads DJI drone media to your workspace: once, with the right positions.')
+    .version(VERSION, '-V, --version', 'the version of Drone Media Sync')
     .showHelpAfterError()
     .exitOverride();
 
@@ -108,8 +111,16 @@ export function buildProgram(): Command {
       collect(int('template type')),
     )
     .option('--action-type <n>', '1 = AI spot-check waylines', int('action type'))
-    .option('--drone-model <key>', 'aircraft key, e.g. 0-67-0 (repeatable)', collect(String))
-    .option('--payload-model <key>', 'payload key, e.g. 1-53-0 (repeatable)', collect(String))
+    .option(
+      '--drone-model <model>',
+      'aircraft: a model such as M30 or "Matrice 350 RTK", or its key 0-67-0 (repeatable)',
+      collect(String),
+    )
+    .option(
+      '--payload-model <model>',
+      'payload: a model such as H20T or "Zenmuse P1", or its key 1-43-0 (repeatable)',
+      collect(String),
+    )
     .option('--order-by <order>', '"<column> asc|desc"', 'update_time desc')
     .option('--page <n>', 'page number', int('page'), 1)
     .option('--page-size <n>', 'items per page', int('page size'), 10)
@@ -132,10 +143,18 @@ export function buildProgram(): Command {
     });
 
   program
+    .command('logout')
+    .description('sign out: delete the sign-in stored by login')
+    .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
+    .action(async (opts: { state?: string }) => {
+      process.exitCode = (await import('./commands/login.js')).logoutCommand(opts);
+    });
+
+  program
     .command('serve')
     .description('run the reference service (prints one JSON line when ready)')
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
-    .addOption(new Option('--port <port>', 'port (0 = any free port)').default('0'))
+    .option('--port <port>', 'port (default: the one used last time, else a free one; 0 = any free port)')
     .option('--data <dir>', 'data folder (default: <state>/local-service)')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')
@@ -155,6 +174,30 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** The moment each command's failures are told in (errors.ts): the rest are one request a person waits on. */
+const MOMENTS: Readonly<Record<string, Moment>> = { sync: 'upload', watch: 'upload', login: 'sign-in' };
+
+/** The command named on the command line (the first word that is not an option). */
+function commandOf(argv: string[]): string {
+  return argv.slice(2).find((a) => !a.startsWith('-')) ?? '';
+}
+
+/**
+ * The error as a person reads it: one plain sentence for the moment it
+ * happened in; the technical message too when it is all there is to say (a
+ * bug), or when asked for (-v/--verbose, DMS_LOG_LEVEL=debug). Server and
+ * file text inside is made visible-safe.
+ */
+export function errorLines(err: unknown, argv: string[], env = process.env): string[] {
+  const e = err instanceof DmsError ? err : toDmsError(err);
+  if (e.kind === 'invalid-input' || e.kind === 'source-missing') return [`drone-media-sync: ${e.message}`];
+  const plain = plainMessage(e, MOMENTS[commandOf(argv)] ?? 'request');
+  const verbose = argv.includes('-v') || argv.includes('--verbose') || env.DMS_LOG_LEVEL === 'debug';
+  const lines = [`drone-media-sync: ${plain}`];
+  if (verbose || (e.kind === 'server' && e.status === undefined)) lines.push(`  Details: ${e.message}`);
+  return lines.map((l) => visible(l));
+}
+
 /** Runs the CLI; returns the exit code. Errors become one plain sentence. */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
@@ -169,9 +212,7 @@ export async function main(argv: string[]): Promise<number> {
         : EXIT.usage;
     }
     const e = err instanceof DmsError ? err : toDmsError(err);
-    process.stderr.write(
-      `drone-media-sync: ${e.kind === 'invalid-input' || e.kind === 'source-missing' ? e.message : `${plainMessage(e)} (${e.message})`}\n`,
-    );
+    process.stderr.write(errorLines(e, argv).join('\n') + '\n');
     return e.kind === 'auth' ? EXIT.auth : e.kind === 'invalid-input' ? EXIT.usage : EXIT.notAllDone;
   }
 }

@@ -226,32 +226,83 @@ export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsErr
 }
 
 /**
- * One sentence for a person in the field: what happened and what to do.
- * The technical message follows for the log and for support.
+ * Where a message is shown: the same failure needs other words while files
+ * upload by themselves ('upload': the engine, the app's list, `sync`), while a
+ * person signs in ('sign-in') and for one request a person asked for and waits
+ * on ('request': a listing such as `waylines`, a local command).
  */
-export function plainMessage(err: DmsError): string {
+export type Moment = 'upload' | 'sign-in' | 'request';
+
+/** The workspace a request was for, from its path (`/workspaces/<id>/...`). */
+function workspaceOf(err: DmsError): string | undefined {
+  return /\/workspaces\/([^/]+)/.exec(err.path ?? '')?.[1];
+}
+
+/** The server's own words, without a closing full stop (the sentence around them has one). */
+export function said(err: DmsError): string {
+  return (err.serverMessage ?? err.message).trim().replace(/[.\s]+$/, '');
+}
+
+function authMessage(err: DmsError, during: Moment): string {
+  if (err.status === 403 || err.serverCode === 403001) {
+    const ws = workspaceOf(err);
+    return (
+      `The server does not let this sign-in into ${ws ? `workspace ${ws}` : 'this workspace'} (HTTP 403 Forbidden). ` +
+      'Check the workspace id (--workspace, DMS_WORKSPACE or the settings), or sign in with an account of that workspace.'
+    );
+  }
+  if (during === 'sign-in')
+    return 'The server did not accept this user name and password. Check them and try again.';
+  if (during === 'request')
+    return 'The server does not accept the sign-in (expired or signed out). Sign in again: drone-media-sync login.';
+  return 'The server no longer accepts your sign-in. Sign in again; nothing is lost.';
+}
+
+/**
+ * One sentence for a person in the field: what happened and what to do,
+ * in the words of the moment it is shown in (see Moment). The technical
+ * message follows for the log and for support.
+ */
+export function plainMessage(err: DmsError, during: Moment = 'upload'): string {
   if (err.plain !== undefined) return err.plain;
+  const later = during === 'upload';
   switch (err.kind) {
     case 'auth':
-      return 'The server no longer accepts your sign-in. Sign in again; nothing is lost.';
+      return authMessage(err, during);
     case 'network':
+      if (during === 'sign-in' || during === 'request')
+        return neverReachedServer(err)
+          ? 'Nothing answers at this address. Check the server address and port, and that the server is running.'
+          : 'The server cannot be reached. Check the address and the network connection, then try again.';
       return 'The server cannot be reached. Check the connection; uploads continue by themselves when it is back.';
     case 'timeout':
-      return 'The server is taking too long to answer. Uploads will be retried by themselves.';
+      return later
+        ? 'The server is taking too long to answer. Uploads will be retried by themselves.'
+        : 'The server did not answer in time. Try again in a while.';
     case 'throttled':
-      return 'The server asked us to slow down. Uploads continue by themselves in a moment.';
+      return later
+        ? 'The server asked us to slow down. Uploads continue by themselves in a moment.'
+        : 'The server is busy. Try again in a moment.';
     case 'server':
-      return 'The server had a problem. Uploads will be retried by themselves.';
+      return later
+        ? 'The server had a problem. Uploads will be retried by themselves.'
+        : 'The server had a problem. Try again in a while.';
     case 'rejected':
-      return `The server refused this file: ${err.serverMessage ?? err.message}. Fix the cause, then choose Retry.`;
+      return later
+        ? `The server refused this file: ${said(err)}. Fix the cause, then choose Retry.`
+        : `The server refused the request: ${said(err)}.`;
     case 'malformed-response':
-      return 'The server answered with something that is not a valid answer (a proxy page?). Uploads will be retried by themselves.';
+      return later
+        ? 'The server answered with something that is not a valid answer (a proxy page?). Uploads will be retried by themselves.'
+        : 'Something answered at this address, but not like a Drone Media Sync server (wrong address or port, or a proxy page?). Check the server address.';
     case 'storage':
       if (err.serverCode === 'RequestTimeTooSkewed')
         return "The storage bucket refused the upload because this computer's clock is wrong. Set the right date, time and time zone, then choose Retry.";
       return 'The storage bucket refused the upload. It will be retried; if it keeps failing, ask your administrator to check the bucket settings.';
     case 'source-missing':
-      return 'The file is not there any more (card removed?). Insert the card again and it will continue.';
+      return later
+        ? 'The file is not there any more (card removed?). Insert the card again and it will continue.'
+        : err.message;
     case 'invalid-input':
       return `${err.message}`;
     case 'cancelled':

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import pino from 'pino';
 import pinoRoll from 'pino-roll';
-import { createLogger, REDACT_PATHS, type Logger } from '../core/log.js';
+import { createLogger, LOG_HOOKS, REDACT_PATHS, type Logger } from '../core/log.js';
 
 export interface AppLog {
   logger: Logger;
@@ -43,6 +43,7 @@ export async function createAppLogger(dir: string, opts: { level?: string } = {}
       redact: { paths: REDACT_PATHS, censor: '[secret]' },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
+      hooks: LOG_HOOKS,
     },
     stream,
   );

@@ -30,14 +30,17 @@ export function toFailure(err: unknown): Failure {
       error: { kind: err.kind, message: err.message, ...(err.fields ? { fields: err.fields } : {}) },
     };
   }
-  if (err instanceof DmsError) return { ok: false, error: { kind: err.kind, message: plainMessage(err) } };
+  // What the window asked for (a list, a save, Sync now) and waits on: its words, not the engine's
+  // ("uploads continue by themselves", "choose Retry" belong to the file list, which views.ts words).
+  if (err instanceof DmsError)
+    return { ok: false, error: { kind: err.kind, message: plainMessage(err, 'request') } };
   // A bug, not a user problem: the details go to the log, the window gets a sentence.
   const e = toDmsError(err, 'server');
   return {
     ok: false,
     error: {
       kind: e.kind === 'server' ? 'internal' : e.kind,
-      message: e.kind === 'server' ? INTERNAL_MESSAGE : plainMessage(e),
+      message: e.kind === 'server' ? INTERNAL_MESSAGE : plainMessage(e, 'request'),
     },
   };
 }

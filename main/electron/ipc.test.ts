@@ -2,7 +2,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { DmsError, plainMessage } from '../core/errors.js';
+import { DmsError } from '../core/errors.js';
 import { UserError } from './failures.js';
 import { CHANNEL_NAMES, type Result } from '../shared/ipc.js';
 
@@ -187,7 +187,24 @@ describe('IPC handlers', () => {
     c.syncNow.mockRejectedValueOnce(new DmsError('network', 'connect ECONNREFUSED 10.0.0.1:443'));
     expect(await invoke('sync:now', undefined)).toEqual({
       ok: false,
-      error: { kind: 'network', message: plainMessage(new DmsError('network', '')) },
+      error: {
+        kind: 'network',
+        message:
+          'The server cannot be reached. Check the address and the network connection, then try again.',
+      },
+    });
+    // A listing the server refuses is a refused request, not "this file" with a Retry button.
+    c.waylines.mockRejectedValueOnce(
+      new DmsError('rejected', 'The server refused GET /waylines', {
+        serverMessage: 'page_size must be an integer from 1 to 100 (got "200").',
+      }),
+    );
+    expect(await invoke('waylines:list', { orderBy: 'update_time desc', page: 1, pageSize: 10 })).toEqual({
+      ok: false,
+      error: {
+        kind: 'rejected',
+        message: 'The server refused the request: page_size must be an integer from 1 to 100 (got "200").',
+      },
     });
     c.history.mockImplementationOnce(() => {
       throw new TypeError("Cannot read properties of undefined (reading 'db')");

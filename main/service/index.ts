@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { safeJsonText } from '../shared/visible.js';
 import { TOKEN_TTL_SECONDS, TokenStore } from './auth.js';
 import { createUser, createWorkspace, ensureDefaultWorkspace, ensureDefaults } from './bootstrap.js';
 import type { ExternalBucketConfig } from './bucket/external-config.js';
@@ -28,6 +29,8 @@ export interface ServiceOptions {
   host?: string;
   /** Default 0: a free port, read it from baseUrl. */
   port?: number;
+  /** The embedded bucket's port; default 0: a free port (bucket.endpoint tells which). */
+  bucketPort?: number;
   dataDir: string;
   /** Default: pino at info level on stderr. false: silent. */
   logger?: Logger | false;
@@ -72,7 +75,10 @@ function checkSeconds(n: number): number {
 }
 
 function defaultLogger(): Logger {
-  return pino({ name: 'dms-service', level: 'info' }, pino.destination(2));
+  return pino(
+    { name: 'dms-service', level: 'info', hooks: { streamWrite: safeJsonText } },
+    pino.destination(2),
+  );
 }
 
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
@@ -95,7 +101,14 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
     bucket = opts.externalBucket
       ? (await import('./bucket/external.js')).createExternalBucket(opts.externalBucket)
-      : await startEmbeddedBucket({ dataDir: opts.dataDir, host, db, limits, log });
+      : await startEmbeddedBucket({
+          dataDir: opts.dataDir,
+          host,
+          port: opts.bucketPort ?? 0,
+          db,
+          limits,
+          log,
+        });
     const ctx: ServiceContext = { db, tokens, bucket, settings, log, limits };
     const app = buildServer(ctx, { logger: log, bodyLimit });
     await app.listen({ host, port: opts.port ?? 0 });

@@ -96,6 +96,35 @@ export const CAMERAS = {
 
 export type CameraCode = keyof typeof CAMERAS;
 
+const byKey = new Map<string, DeviceInfo>(
+  [...Object.values(AIRCRAFT), ...Object.values(CAMERAS)].map((d) => [d.key, d]),
+);
+
+/** The device a key names (aircraft or payload), or undefined for a key this table does not know. */
+export function deviceOf(key: string | null | undefined): DeviceInfo | undefined {
+  return key ? byKey.get(key) : undefined;
+}
+
+/** DJI's name for a device key, or the key itself when the table does not know it. */
+export function deviceName(key: string): string {
+  return deviceOf(key)?.name ?? key;
+}
+
+const squeeze = (t: string): string => t.toLowerCase().replace(/[\s_-]+/g, '');
+
+/**
+ * The key a person means in one of the tables: a key as it is (`0-67-0`), or
+ * a code, label or name in any case and spacing (`M30`, `Mavic 3T`,
+ * `matrice 350 rtk`). Undefined when nothing matches.
+ */
+export function deviceKeyOf(text: string, table: Readonly<Record<string, DeviceInfo>>): string | undefined {
+  const devices = Object.entries(table);
+  const exact = devices.find(([, d]) => d.key === text.trim());
+  if (exact) return exact[1].key;
+  const want = squeeze(text);
+  return devices.find(([code, d]) => [code, d.label, d.name].some((n) => squeeze(n) === want))?.[1].key;
+}
+
 // ---------- files ----------
 
 /** Camera originals uploaded by default, as Settings offers them (extensions, upper case, no dot). */

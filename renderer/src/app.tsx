@@ -1,3 +1,4 @@
+import { visible } from '../../main/shared/visible.js';
 import type { AppStateView } from '../../main/shared/ipc.js';
 import { useEffect, useState } from 'preact/hooks';
 import { bridgeAvailable, call, subscribe } from './bridge.js';
@@ -71,7 +72,7 @@ export function App() {
         </nav>
         {state ? (
           <p class="connection">
-            <span class="connection-server">{state.serverLabel}</span>
+            <span class="connection-server">{visible(state.serverLabel)}</span>
             <span class={state.signedIn ? 'pill pill-ok' : 'pill pill-warn'}>
               {state.signedIn ? 'Signed in' : 'Not signed in'}
             </span>

@@ -16,6 +16,7 @@
  * in markup and <style> elements are restricted). Markers are built with
  * DOM calls, never innerHTML, so card file names cannot become markup.
  */
+import { visible } from '../../main/shared/visible.js';
 import type { FlightPointView, FlightView } from '../../main/shared/ipc.js';
 import { pointStyle } from '../../main/shared/flight-map.js';
 import L from 'leaflet';
@@ -167,7 +168,7 @@ export function FlightMap(props: {
     if (start) {
       const html = document.createElement('div');
       html.className = 'wayline-start';
-      html.title = `Wayline start: ${flight.wayline?.name ?? ''}`;
+      html.title = `Wayline start: ${visible(flight.wayline?.name ?? '')}`;
       L.marker([start.lat, start.lng], {
         icon: L.divIcon({ html, className: 'wayline-start-icon', iconSize: [16, 16], iconAnchor: [8, 8] }),
         keyboard: false,
@@ -196,5 +197,7 @@ export function FlightMap(props: {
     else m.setView([0, 0], 2);
   }, [flight.folder, flight.cardId]);
 
-  return <div class="flight-map" ref={box} role="region" aria-label={`Map of flight ${flight.folder}`} />;
+  return (
+    <div class="flight-map" ref={box} role="region" aria-label={`Map of flight ${visible(flight.folder)}`} />
+  );
 }

@@ -2,6 +2,7 @@
  * Flights: each flight folder of the cards, with its completeness (from the
  * exposure log), and its map. Click a point for its file and its problem.
  */
+import { visible } from '../../main/shared/visible.js';
 import type { FlightPointView, FlightSummaryView, FlightView } from '../../main/shared/ipc.js';
 import { POINT_STYLES, pointStyle } from '../../main/shared/flight-map.js';
 import { useEffect, useState } from 'preact/hooks';
@@ -25,8 +26,8 @@ function PointDetails(props: { point: FlightPointView | null }) {
       <h3>
         Exposure {p.index ?? '?'} <span class={`state-chip state-${p.state}`}>{style.label}</span>
       </h3>
-      <p class="point-files">{p.files.length > 0 ? p.files.join(', ') : 'No photo on the card'}</p>
-      {p.problem ? <p class="point-problem">{p.problem}</p> : <p class="muted">No problem.</p>}
+      <p class="point-files">{p.files.length > 0 ? visible(p.files.join(', ')) : 'No photo on the card'}</p>
+      {p.problem ? <p class="point-problem">{visible(p.problem)}</p> : <p class="muted">No problem.</p>}
       <p class="muted">
         {p.lat.toFixed(6)}, {p.lng.toFixed(6)}
         {p.gimbalYaw !== null ? ` · gimbal ${Math.round(p.gimbalYaw)}°` : ''}
@@ -71,7 +72,7 @@ export function Flights() {
     <section class="screen flights" aria-label="Flights">
       {error ? (
         <p class="banner tone-error" role="alert">
-          {error}
+          {visible(error)}
         </p>
       ) : null}
       <div class="flights-layout">
@@ -90,9 +91,9 @@ export function Flights() {
                   }
                   onClick={() => open(f)}
                 >
-                  <span class="flight-name">{f.missionName ?? lastSegment(f.folder)}</span>
+                  <span class="flight-name">{visible(f.missionName ?? lastSegment(f.folder))}</span>
                   <span class="muted">
-                    {f.cardLabel} · {f.photos} photos
+                    {visible(f.cardLabel)} · {f.photos} photos
                   </span>
                   <span class={f.incomplete && !f.accepted ? 'pill pill-warn' : 'pill pill-ok'}>
                     {f.incomplete ? (f.accepted ? 'Accepted' : 'Incomplete') : 'Complete'}
@@ -105,11 +106,11 @@ export function Flights() {
         {current ? (
           <div class="panel flight-detail">
             <div class="panel-head">
-              <h2 class="flight-title">{lastSegment(current.folder)}</h2>
+              <h2 class="flight-title">{visible(lastSegment(current.folder))}</h2>
               <p class="muted flight-facts">
                 {current.photos} photos · {current.exposuresInMrk ?? '–'} exposures in the MRK ·{' '}
                 {rtkLine(current)}
-                {current.wayline ? ` · wayline ${current.wayline.name}` : ''}
+                {current.wayline ? ` · wayline ${visible(current.wayline.name)}` : ''}
               </p>
             </div>
             {current.incomplete && !current.accepted ? (
@@ -128,7 +129,7 @@ export function Flights() {
               <ul class="flight-flags">
                 {current.flags.map((f, i) => (
                   <li key={i} class={f.severity === 'incomplete' ? 'flag-incomplete' : 'flag-warning'}>
-                    {f.message}
+                    {visible(f.message)}
                   </li>
                 ))}
               </ul>

@@ -1,3 +1,4 @@
+import { visible } from '../../main/shared/visible.js';
 import { QUEUE_FILTERS, type QueueFilter } from '../../main/shared/domain.js';
 import { resumable } from '../../main/shared/states.js';
 import type { AppStateView, HistoryEntryView, QueueItemView, WaylineView } from '../../main/shared/ipc.js';
@@ -70,8 +71,8 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
           {banners(state).map((b) => (
             <div key={b.title} class={`banner tone-${b.tone}`} role="status" data-testid="banner">
               <div class="banner-text">
-                <p class="banner-title">{b.title}</p>
-                {b.detail ? <p class="banner-detail">{b.detail}</p> : null}
+                <p class="banner-title">{visible(b.title)}</p>
+                {b.detail ? <p class="banner-detail">{visible(b.detail)}</p> : null}
               </div>
               {b.action === 'settings' ? (
                 <button type="button" class="btn btn-primary" onClick={onGoToSettings}>
@@ -183,7 +184,7 @@ function ProgressPanel(props: {
         <h2 id="progress-h">
           {source ? (
             <>
-              <span class="muted-label">Card / folder:</span> {source}
+              <span class="muted-label">Card / folder:</span> {visible(source)}
             </>
           ) : (
             'No card inserted'
@@ -290,9 +291,9 @@ function QueueTable(props: {
           {props.items.map((item) => (
             <tr key={item.id} data-file={item.name}>
               <td class="file-cell">
-                <span class="file-name">{item.name}</span>
+                <span class="file-name">{visible(item.name)}</span>
                 <span class="file-path">
-                  {item.source} · {folderOf(item.relPath)}
+                  {visible(item.source)} · {visible(folderOf(item.relPath))}
                 </span>
               </td>
               <td class="num nowrap">{formatBytes(item.size)}</td>
@@ -305,17 +306,17 @@ function QueueTable(props: {
                     class="bar bar-small"
                     max={100}
                     value={Math.floor(item.progress * 100)}
-                    aria-label={`${item.name} progress`}
+                    aria-label={`${visible(item.name)} progress`}
                   />
                 ) : null}
               </td>
-              <td class="problem">{item.error ? item.error.plain : ''}</td>
+              <td class="problem">{item.error ? visible(item.error.plain) : ''}</td>
               <td class="action">
                 {item.state === 'failed' ? (
                   <button
                     type="button"
                     class="btn btn-small"
-                    aria-label={`Retry ${item.name}`}
+                    aria-label={`Retry ${visible(item.name)}`}
                     disabled={props.busy !== null}
                     onClick={() => props.onRetry(item)}
                   >
@@ -374,7 +375,7 @@ function History() {
       </div>
       {error ? (
         <div class="note tone-error" role="alert">
-          <span>Could not load the history: {error}</span>
+          <span>Could not load the history: {visible(error)}</span>
           <button type="button" class="btn" onClick={() => void load()}>
             Try again
           </button>
@@ -389,7 +390,7 @@ function History() {
       ) : (
         [...groups.entries()].map(([sourceId, g]) => (
           <div key={sourceId} class="history-group">
-            <h3>{g.label}</h3>
+            <h3>{visible(g.label)}</h3>
             <table class="table history">
               <thead>
                 <tr>
@@ -417,7 +418,7 @@ function History() {
                 {g.entries.map((e) => (
                   <tr key={e.id} data-folder={e.folder}>
                     <td class="nowrap">{formatWhen(e.startedAt)}</td>
-                    <td class="folder-cell">{e.folder || 'Whole card'}</td>
+                    <td class="folder-cell">{e.folder ? visible(e.folder) : 'Whole card'}</td>
                     <td class="num">{e.files.toLocaleString()}</td>
                     <td class="num nowrap">{formatBytes(e.bytes)}</td>
                     <td class="num nowrap">
@@ -427,7 +428,7 @@ function History() {
                     <td class={e.failed > 0 ? 'num failed-count' : 'num'}>{e.failed.toLocaleString()}</td>
                     <td class="wayline-cell">
                       {e.folder === '' ? (
-                        <span class="muted">{e.wayline?.waylineName ?? '–'}</span>
+                        <span class="muted">{e.wayline ? visible(e.wayline.waylineName) : '–'}</span>
                       ) : (
                         <WaylineSelect
                           entry={e}
@@ -438,7 +439,7 @@ function History() {
                       )}
                       {notes[e.folder] ? (
                         <span class={`inline-note tone-${notes[e.folder]?.tone ?? 'ok'}`} role="status">
-                          {notes[e.folder]?.text}
+                          {visible(notes[e.folder]?.text ?? '')}
                         </span>
                       ) : null}
                     </td>
@@ -481,7 +482,7 @@ function WaylineSelect(props: {
   return (
     <span class="wayline-select">
       <label class="visually-hidden" for={id}>
-        Wayline for {entry.folder}
+        Wayline for {visible(entry.folder)}
       </label>
       <select
         id={id}
@@ -492,7 +493,7 @@ function WaylineSelect(props: {
         <option value="">None</option>
         {options.map((o) => (
           <option key={o.id} value={o.id}>
-            {o.name}
+            {visible(o.name)}
           </option>
         ))}
       </select>

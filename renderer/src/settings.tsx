@@ -2,6 +2,7 @@
  * Settings: the form (server, cards and folders, speed, aircraft) and, below
  * it, the sign-in panel (sign-in.tsx), which fills in the workspace.
  */
+import { visible } from '../../main/shared/visible.js';
 import type { FieldErrors, SettingsView } from '../../main/shared/ipc.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from './bridge.js';
@@ -227,7 +228,7 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
               <ul class="folder-list" aria-labelledby="l-watchedFolders">
                 {form.watchedFolders.map((folder) => (
                   <li key={folder}>
-                    <span class="folder-path">{folder}</span>
+                    <span class="folder-path">{visible(folder)}</span>
                     <button
                       type="button"
                       class="btn btn-small"

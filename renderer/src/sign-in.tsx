@@ -2,6 +2,7 @@
  * The second panel of Settings: signing in to the server (user name and
  * password, or a pasted token), signing out, testing the connection.
  */
+import { visible } from '../../main/shared/visible.js';
 import type { FieldErrors } from '../../main/shared/ipc.js';
 import { useState } from 'preact/hooks';
 import { call } from './bridge.js';
@@ -210,7 +211,7 @@ export function SignIn(props: {
           role={note.tone === 'error' ? 'alert' : 'status'}
           data-testid="signin-note"
         >
-          {note.text}
+          {visible(note.text)}
         </p>
       ) : null}
 

@@ -1,3 +1,4 @@
+import { visible } from '../../main/shared/visible.js';
 import type { WaylinePageView, WaylineQueryView, WaylineView } from '../../main/shared/ipc.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from './bridge.js';
@@ -206,7 +207,7 @@ export function Waylines() {
 
         {error ? (
           <div class="note tone-error" role="alert" data-testid="wl-error">
-            <span>Could not load the waylines: {error}</span>
+            <span>Could not load the waylines: {visible(error)}</span>
             <button type="button" class="btn" onClick={() => setAttempt((a) => a + 1)}>
               Retry
             </button>
@@ -356,7 +357,7 @@ function WaylineTable(props: {
                 <span class="visually-hidden">Not a favorite</span>
               )}
             </td>
-            <td class="wl-name">{w.name}</td>
+            <td class="wl-name">{visible(w.name)}</td>
             <td>
               {w.templateTypes.length > 0 ? w.templateTypes.map(templateName).join(', ') : '–'}
               {w.actionType === AI_SPOT_CHECK_ACTION ? <span class="tag">AI spot-check</span> : null}
@@ -373,7 +374,7 @@ function WaylineTable(props: {
               )}
             </td>
             <td class="nowrap">{formatWhen(w.updateTime)}</td>
-            <td>{w.userName ?? '–'}</td>
+            <td>{w.userName ? visible(w.userName) : '–'}</td>
           </tr>
         ))}
       </tbody>

@@ -5,6 +5,7 @@
  * recording proxies). The bucket proxy sees every request the agent makes
  * to a bucket: where the settings are wrong, it must see none.
  */
+import { visible } from '../../main/shared/visible.js';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -330,7 +331,8 @@ describe('the hostile server itself (test/support/hostile-server.ts)', () => {
     expect(await api.fastUpload({ fingerprint: fp })).toEqual({
       known: false,
       code: 123,
-      message: ESCAPE_MESSAGE,
+      // The server's words enter the agent made visible (envelope.ts): never obeyed by a terminal.
+      message: visible(ESCAPE_MESSAGE),
     });
     expect(await api.fastUpload({ fingerprint: fp })).toMatchObject({ known: false, code: 404001 });
 

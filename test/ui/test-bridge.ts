@@ -35,6 +35,8 @@ export interface BridgeOptions {
   tiles?: boolean;
   /** Milliseconds each answer takes, like a real IPC round trip. */
   delayMs?: number;
+  /** Outside text as it may come: the failed file's name and a wayline's name, the server's refusal. */
+  hostile?: { name: string; message: string };
 }
 
 export interface RecordedCall {
@@ -74,7 +76,9 @@ export function installTestBridge(options: BridgeOptions): void {
   const folder = 'DJI_202403121015_001_Bridge-North';
   const errRejected = {
     kind: 'rejected',
-    plain: 'The server refused this file: the workspace storage is full. Fix the cause, then choose Retry.',
+    plain:
+      options.hostile?.message ??
+      'The server refused this file: the workspace storage is full. Fix the cause, then choose Retry.',
   };
   const errMissing = {
     kind: 'source-missing',
@@ -114,7 +118,7 @@ export function installTestBridge(options: BridgeOptions): void {
     file(7, 'DJI_20240312101536_0004_W.JPG', 11.3 * MiB, syncing ? 'hashed' : 'done'),
     file(8, 'DJI_20240312101536_0004_T.JPG', 1.2 * MiB, syncing ? 'discovered' : 'done'),
     file(9, 'DJI_20240312101544_0005_V.MP4', 1.9 * GiB, syncing ? 'discovered' : 'done'),
-    file(10, 'DJI_20240312101552_0006_W.JPG', 11.0 * MiB, idle ? 'done' : 'failed', {
+    file(10, options.hostile?.name ?? 'DJI_20240312101552_0006_W.JPG', 11.0 * MiB, idle ? 'done' : 'failed', {
       error: idle ? null : errRejected,
     }),
     file(11, 'DJI_20240312101552_0006_T.JPG', 1.3 * MiB, idle ? 'done' : 'failed', {
@@ -182,7 +186,10 @@ export function installTestBridge(options: BridgeOptions): void {
     const [drone, payloads] = DRONES[i % DRONES.length]!;
     waylines.push({
       id: `wl-${String(i + 1).padStart(2, '0')}`,
-      name: `${SITES[i % SITES.length]} ${SHAPES[Math.floor(i / SITES.length) % SHAPES.length]}`,
+      name:
+        i === 2 && options.hostile
+          ? options.hostile.name
+          : `${SITES[i % SITES.length]} ${SHAPES[Math.floor(i / SITES.length) % SHAPES.length]}`,
       droneModelKey: i === 34 ? null : drone,
       payloadModelKeys: i === 34 ? [] : payloads,
       templateTypes: [i % 4],

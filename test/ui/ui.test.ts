@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { DIST, ROOT, VIEWPORT, openPage, startUi, type Opened, type Ui } from './browser.js';
+import { TERMINAL_CONTROLS } from '../support/cli.js';
 import { GOOD_SERVER, TEST_PASSWORD, type DmsTestControl, type Scenario } from './test-bridge.js';
 
 const SHOTS = path.join(ROOT, 'test-results', 'ui');
@@ -549,6 +550,56 @@ describe('waylines', () => {
 });
 
 // ---------- settings ----------
+
+describe('outside text (issue 22)', () => {
+  it('shows a forged file name, a hostile server message and wayline name as visible escapes', async () => {
+    const hostile = {
+      name: 'DJI_0006\u202egpj.exe\nDone: 0 failed.JPG',
+      message: '\u001b[2J\u001b[H\u001b[32mAll files uploaded - safe to format',
+    };
+    current = await openPage(ui, { scenario: 'errors', hostile });
+    contexts.push(current.context);
+    const { page } = current;
+    await page.getByLabel('Show').selectOption('failed');
+    const row = page
+      .locator('table.queue tbody tr')
+      .filter({ has: page.locator('.file-name', { hasText: 'DJI_0006' }) });
+    await expect
+      .poll(() => row.locator('.file-name').textContent())
+      .toBe('DJI_0006\\u202Egpj.exe\\nDone: 0 failed.JPG');
+    expect(await row.locator('.problem').textContent()).toBe(
+      '\\e[2J\\e[H\\e[32mAll files uploaded - safe to format',
+    );
+    // A card's verdict line (from the card label and file names) in the banner.
+    await page.evaluate(
+      (h) =>
+        (window as unknown as TestWindow).__dmsTest.setState({
+          cards: [
+            {
+              id: 'card-x',
+              label: h.name,
+              root: '/media/x',
+              verdict: { safe: false, message: `${h.name}: not safe to format yet`, reasons: [h.message] },
+            },
+          ],
+        }),
+      hostile,
+    );
+    await expect
+      .poll(() => banner(page).allTextContents())
+      .toContainEqual(expect.stringContaining('\\u202Egpj.exe'));
+    const shown = (await page.locator('body').textContent()) ?? '';
+    expect(shown).not.toMatch(TERMINAL_CONTROLS);
+    await shot(page, 'outside-text.png');
+
+    await tab(page, 'Waylines').click();
+    await expect
+      .poll(() => page.locator('.wl-name').allTextContents())
+      .toContain('DJI_0006\\u202Egpj.exe\\nDone: 0 failed.JPG');
+    const list = (await page.locator('table').last().textContent()) ?? '';
+    expect(list).not.toMatch(TERMINAL_CONTROLS);
+  });
+});
 
 describe('settings', () => {
   async function openSettings(): Promise<Page> {

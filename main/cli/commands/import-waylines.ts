@@ -4,6 +4,7 @@ import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
 import { importWaylines } from '../../service/index.js';
 import { resolveStateDir } from '../context.js';
+import { requireWritable } from '../state-access.js';
 
 export function importWaylinesCommand(file: string, flags: { data?: string; state?: string }): number {
   const dataDir = flags.data ? path.resolve(flags.data) : statePaths(resolveStateDir(flags)).service;
@@ -17,6 +18,7 @@ export function importWaylinesCommand(file: string, flags: { data?: string; stat
   }
   if (!Array.isArray(items))
     throw new DmsError('invalid-input', `${file} must hold a JSON array of waylines.`, { retryable: false });
+  requireWritable(dataDir, 'the waylines');
   const n = importWaylines(dataDir, items);
   process.stdout.write(`Imported ${n} wayline${n === 1 ? '' : 's'}.\n`);
   return 0;

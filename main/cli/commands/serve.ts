@@ -9,11 +9,15 @@ import {
   validateExternalBucketConfig,
   type ExternalBucketConfig,
 } from '../../service/index.js';
+import { PILOT_PASSWORD_FILE } from '../../service/bootstrap.js';
 import { resolveStateDir } from '../context.js';
+import { portsToUse, portTakenError, savedPorts, savePorts } from '../serve-ports.js';
+import { requireWritable } from '../state-access.js';
 
 export interface ServeFlags {
   host: string;
-  port: string;
+  /** Unset: the port used last time (serve-ports.ts). */
+  port?: string;
   data?: string;
   state?: string;
   stsExpire?: string;
@@ -26,17 +30,33 @@ export interface ServeFlags {
  */
 export async function serveCommand(flags: ServeFlags): Promise<void> {
   const dataDir = flags.data ? path.resolve(flags.data) : statePaths(resolveStateDir(flags)).service;
-  const port = Number(flags.port);
+  requireWritable(dataDir, "the service's data");
+  const ports = portsToUse(flags.port, savedPorts(dataDir));
   const logger = createLogger({ level: process.env.DMS_LOG_LEVEL ?? 'info' });
   const externalBucket = flags.bucketConfig ? readBucketConfig(flags.bucketConfig, logger) : undefined;
   const svc = await startService({
     host: flags.host,
-    port,
+    port: ports.api,
+    bucketPort: ports.bucket,
     dataDir,
     logger,
     ...(flags.stsExpire ? { stsExpireSeconds: Number(flags.stsExpire) } : {}),
     ...(externalBucket ? { externalBucket } : {}),
+  }).catch((err: unknown) => {
+    throw portTakenError(err, ports, flags.port !== undefined);
   });
+  const bucketPort = externalBucket ? undefined : Number(new URL(svc.bucket.endpoint).port);
+  savePorts(dataDir, {
+    api: Number(new URL(svc.baseUrl).port),
+    ...(bucketPort ? { bucket: bucketPort } : {}),
+  });
+  // Every start, for a person (the JSON line above is for scripts): where to sign in, and with what.
+  const passwordFile = path.join(dataDir, PILOT_PASSWORD_FILE);
+  process.stderr.write(
+    `Serving ${svc.baseUrl} (workspace ${svc.workspaceId}). Sign in with: drone-media-sync login --server ${svc.baseUrl} --username pilot` +
+      (fs.existsSync(passwordFile) ? ` (the password is in ${passwordFile})` : '') +
+      '. Stop with Ctrl+C.\n',
+  );
   process.stdout.write(
     JSON.stringify({ base_url: svc.baseUrl, workspace_id: svc.workspaceId, token: svc.token }) + '\n',
   );

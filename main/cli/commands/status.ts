@@ -1,9 +1,11 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { cardOffload } from '../../core/offload/card.js';
 import { statePaths } from '../../core/paths.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
 import { resolveStateDir } from '../context.js';
-import { formatBytes, printJson } from '../output.js';
+import { formatBytes, printJson, writeLines } from '../output.js';
+import { openQueueForReading, requireWritable } from '../state-access.js';
 
 const LABELS: Record<FileState, string> = {
   discovered: 'waiting to be read',
@@ -34,7 +36,8 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     else process.stdout.write('Nothing synced yet.\n');
     return 0;
   }
-  const queue = new Queue(paths.queue);
+  const opened = openQueueForReading(paths.root, paths.queue);
+  const { queue } = opened;
   try {
     if (!queue.bindLastTarget()) {
       if (flags.json) printJson({ counts: {}, problems: [], targets: [] });
@@ -74,52 +77,93 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
       });
       return 0;
     }
-    if (current) process.stdout.write(`For ${current.label} (workspace ${current.workspaceId}):\n`);
+    const lines: string[] = [];
+    if (current)
+      lines.push(`For ${current.label}${current.workspaceId ? ` (workspace ${current.workspaceId})` : ''}:`);
     for (const [state, c] of Object.entries(counts) as Array<[FileState, { files: number; bytes: number }]>) {
       if (c.files > 0)
-        process.stdout.write(`${String(c.files).padStart(7)}  ${LABELS[state]} (${formatBytes(c.bytes)})\n`);
+        lines.push(`${String(c.files).padStart(7)}  ${LABELS[state]} (${formatBytes(c.bytes)})`);
     }
     for (const r of problems)
-      process.stdout.write(
-        `  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}\n`,
-      );
+      lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
     if (problems.some((r) => r.state === 'failed'))
-      process.stdout.write('Fix the cause, then run: drone-media-sync retry --all\n');
+      lines.push('Fix the cause, then run: drone-media-sync retry --all');
     // Each recent card (or folder): safe to format, or why not.
     for (const sourceId of queue.recentSources().slice(0, 5)) {
       const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
-      process.stdout.write(`${o.verdict.message}\n`);
+      lines.push(o.verdict.message);
       for (const f of o.flights.filter((x) => x.incomplete))
-        process.stdout.write(
-          `  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}\n`,
+        lines.push(
+          `  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}`,
         );
     }
     for (const t of others)
-      process.stdout.write(
-        `Earlier, for ${t.label}${t.workspaceId ? ` (workspace ${t.workspaceId})` : ''}: ${summary(t.counts)}.\n`,
+      lines.push(
+        `Earlier, for ${t.label}${t.workspaceId ? ` (workspace ${t.workspaceId})` : ''}: ${summary(t.counts)}.`,
       );
+    if (opened.readOnly) lines.push(`(Read from ${paths.root}, which this user cannot write.)`);
+    writeLines(lines);
     return 0;
   } finally {
-    queue.close();
+    opened.close();
   }
 }
 
-/** `retry [--all | <path>...]`: puts failed files back in line for the next sync (of the last server used). */
+/** The failed rows a path names: the file itself, or every failed file under a folder (a card). */
+function failedUnder(failed: ReadonlyArray<{ id: number; absPath: string }>, p: string): number[] {
+  let abs = path.resolve(p);
+  try {
+    abs = fs.realpathSync.native(abs);
+  } catch {
+    // Gone (the card is out): the queue still knows the path it had.
+  }
+  const inside = abs.endsWith(path.sep) ? abs : abs + path.sep;
+  return failed.filter((r) => r.absPath === abs || r.absPath.startsWith(inside)).map((r) => r.id);
+}
+
+/**
+ * `retry [--all | <path>...]`: puts failed files back in line for the next
+ * sync (of the last server used). A path is a failed file or a folder (a card)
+ * holding some; a path that names none is said, and the exit code is 1.
+ */
 export function retryCommand(paths: string[], flags: { state?: string; all?: boolean }): number {
   const sp = statePaths(resolveStateDir(flags));
+  if (!fs.existsSync(sp.queue)) {
+    process.stdout.write('Nothing synced yet: there is nothing to retry.\n');
+    return paths.length > 0 ? 1 : 0;
+  }
+  requireWritable(sp.root, 'the files to retry');
   const queue = new Queue(sp.queue);
   try {
     if (!queue.bindLastTarget()) {
-      process.stdout.write('Nothing to retry.\n');
+      process.stdout.write('Nothing synced yet: there is nothing to retry.\n');
+      return paths.length > 0 ? 1 : 0;
+    }
+    if (flags.all || paths.length === 0) {
+      const n = queue.retry({ all: true }).length;
+      process.stdout.write(
+        n === 0
+          ? 'No file has failed: there is nothing to retry.\n'
+          : `${n} file${n === 1 ? '' : 's'} will be retried at the next sync.\n`,
+      );
       return 0;
     }
-    const n = (
-      flags.all || paths.length === 0
-        ? queue.retry({ all: true })
-        : queue.retry({ absPaths: paths.map((p) => fs.realpathSync.native(p)) })
-    ).length;
-    process.stdout.write(`${n} file${n === 1 ? '' : 's'} will be retried at the next sync.\n`);
-    return 0;
+    const failed = queue.list({ states: ['failed'], limit: 1_000_000 });
+    const ids: number[] = [];
+    const unknown: string[] = [];
+    for (const p of paths) {
+      const found = failedUnder(failed, p);
+      if (found.length === 0) unknown.push(p);
+      ids.push(...found);
+    }
+    const n = ids.length ? queue.retry({ ids: [...new Set(ids)] }).length : 0;
+    const lines = n > 0 ? [`${n} file${n === 1 ? '' : 's'} will be retried at the next sync.`] : [];
+    for (const p of unknown)
+      lines.push(
+        `${p}: no failed file there, nothing to retry (drone-media-sync status lists the failed files).`,
+      );
+    writeLines(lines);
+    return unknown.length > 0 ? 1 : 0;
   } finally {
     queue.close();
   }

@@ -8,7 +8,7 @@ import { folderSource } from '../../core/sources/source.js';
 import type { FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { offloadJson, offloadText } from '../offload-text.js';
-import { formatBytes, printJson, ProgressBar } from '../output.js';
+import { formatBytes, printJson, ProgressBar, writeLines } from '../output.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
@@ -35,7 +35,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   }
   const ctx = await openAgentContext(flags);
   const { queue, notice } = ctx.session;
-  if (notice) process.stderr.write(`${notice}\n`);
+  if (notice) writeLines([notice], process.stderr);
   const config = parseConfig(
     {
       ...ctx.config,
@@ -82,7 +82,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     // Links out of the card are never read: named, so nobody wonders where a file went.
     for (const w of e.skipped) {
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
-      else process.stderr.write(`Skipped: ${w.message}\n`);
+      else writeLines([`Skipped: ${w.message}`], process.stderr);
     }
   });
   // Each folder at rest: checked in the bucket, its verdict and manifest.
@@ -128,19 +128,19 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   };
   if (flags.json) printJson(summary);
   else {
-    const out = process.stdout;
-    out.write(
+    // Paths and the server's words are outside text: each line made visible-safe (no forged lines).
+    writeLines([
       `Done with ${roots.length === 1 ? roots[0] : `${roots.length} folders`} (${ctx.serverLabel}): ` +
         `${counts.uploaded} uploaded, ${counts.fastUploaded} already on the server, ${counts.skipped} skipped (done before), ` +
-        `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.\n`,
-    );
-    if (authError) out.write(`${plainMessage(authError)}\n`);
-    for (const r of leftovers.slice(0, 50))
-      out.write(
-        `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}\n`,
-      );
-    if (leftovers.length > 50)
-      out.write(`  ... and ${leftovers.length - 50} more (drone-media-sync status)\n`);
+        `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.`,
+      ...(authError ? [plainMessage(authError)] : []),
+      ...leftovers
+        .slice(0, 50)
+        .map(
+          (r) => `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}`,
+        ),
+      ...(leftovers.length > 50 ? [`  ... and ${leftovers.length - 50} more (drone-media-sync status)`] : []),
+    ]);
   }
   await agent.stop();
   await ctx.close();

@@ -4,7 +4,7 @@ import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { offloadJson, offloadText } from '../offload-text.js';
-import { formatBytes, printJson } from '../output.js';
+import { formatBytes, printJson, writeLines } from '../output.js';
 
 export interface WatchFlags extends ServerFlags {
   cards?: boolean;
@@ -27,7 +27,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     manifestsDir: ctx.paths.manifests,
   });
   const say = (json: Record<string, unknown>, text: string) =>
-    flags.json ? printJson(json) : process.stdout.write(text + '\n');
+    flags.json ? printJson(json) : writeLines([text]);
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
 
   agent.on('source', (e) => {

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { DmsError } from '../errors.js';
+import { DmsError, said } from '../errors.js';
 import { readEnvelope, redact, requireSuccess } from './envelope.js';
 import type { Envelope, RequestContext } from './envelope.js';
 import { buildWaylineQuery } from './query.js';
@@ -305,7 +305,7 @@ const LISTING_PLAIN: Partial<Record<DmsError['kind'], (e: DmsError) => string>> 
     "The server had a problem listing the waylines. Try again later; if it persists, tell the server's administrator.",
   'malformed-response': () =>
     "The server's list of waylines is not a valid answer, so it was not used. Tell the server's administrator.",
-  rejected: (e) => `The server refused to list the waylines: ${e.serverMessage ?? e.message}.`,
+  rejected: (e) => `The server refused to list the waylines: ${said(e)}.`,
 };
 
 function asListingError(err: unknown): unknown {

@@ -1,3 +1,4 @@
+import { visible } from '../../shared/visible.js';
 import { DmsError } from '../errors.js';
 
 /**
@@ -53,15 +54,20 @@ export function bodyExcerpt(text: string, ctx: Pick<RequestContext, 'secrets' | 
   let t = trimmed;
   // Redact before cutting, so a secret split by the cut cannot leak its first half.
   for (const s of ctx.secrets) if (s !== '') t = t.split(s).join('<redacted>');
-  t = t.replace(/\s+/g, ' ');
+  t = visible(t.replace(/\s+/g, ' '));
   return `"${t.length > EXCERPT_MAX ? `${t.slice(0, EXCERPT_MAX)}...` : t}"`;
 }
 
-/** Removes secrets from text that came from the server (its message). */
+/**
+ * Text that came from the server (its message) as errors carry it: secrets
+ * removed, and control and bidi characters shown as escapes, so that wherever
+ * the message is shown later (a terminal, the queue, the window) it cannot
+ * clear a screen, colour a verdict or forge a line.
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let t = text;
   for (const s of secrets) if (s !== '') t = t.split(s).join('<redacted>');
-  return t;
+  return visible(t);
 }
 
 /** `0` and `"0"` are both success (service-facts.md). */
@@ -159,11 +165,10 @@ export function readEnvelope(res: RawResponse, ctx: RequestContext): Envelope {
 
   if (status === 401 || status === 403) {
     // The sample server answers 401 with an empty body: the status alone decides.
-    throw new DmsError(
-      'auth',
-      `The server refused the sign-in token (HTTP ${status}) for ${where(ctx)}.`,
-      base,
-    );
+    // 401: the token is not (or no longer) valid; 403: valid, but not for this workspace.
+    const what = status === 401 ? 'the sign-in token' : 'access';
+    const why = env?.message ? `: ${redact(env.message, ctx.secrets).replace(/[.\s]+$/, '')}` : '';
+    throw new DmsError('auth', `The server refused ${what} (HTTP ${status}) for ${where(ctx)}${why}.`, base);
   }
   const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'));
   if (status === 429 || (status === 503 && retryAfterMs !== undefined)) {

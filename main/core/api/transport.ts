@@ -122,6 +122,16 @@ const NETWORK_TEXT: Record<string, string> = {
   EPIPE: 'the connection was closed while sending',
 };
 
+/** Whether an error or one of its causes is as `test` wants. */
+function inChain(err: unknown, test: (e: Error) => boolean): boolean {
+  let cur: unknown = err;
+  for (let depth = 0; depth < 8 && cur instanceof Error; depth++) {
+    if (test(cur)) return true;
+    cur = cur.cause;
+  }
+  return false;
+}
+
 interface AbortState {
   caller: AbortSignal | undefined;
   /** Whether the call's deadline fired. */
@@ -152,6 +162,14 @@ export function classifyFailure(err: unknown, ctx: RequestContext, state: AbortS
       'network',
       `The server's TLS certificate was rejected (${found.code}: ${found.message}) for ${w}. ` +
         'Fix the certificate or install its CA certificate on this computer; the connection is never made without checking it.',
+      opts,
+    );
+  }
+  if (inChain(err, (e) => e.name === 'HTTPParserError')) {
+    // Something listens there but does not speak HTTP (an SSH or database port...).
+    return new DmsError(
+      'malformed-response',
+      `The answer to ${w} is not HTTP: something else listens at this address and port.`,
       opts,
     );
   }

@@ -11,10 +11,11 @@ import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
 import type { BucketPort } from '../storage/types.js';
 import { cardOffload, type CardOffload, type CardRef } from './card.js';
+import { TOOL } from '../version.js';
 import { manifestFolder, writeManifest, type Published } from './publish.js';
 import { verifySource } from './verify.js';
 
-export const TOOL = { name: 'Drone Media Sync', version: '0.2.0' } as const;
+export { TOOL } from '../version.js';
 
 export interface Completed {
   offload: CardOffload;

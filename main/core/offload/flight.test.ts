@@ -140,6 +140,34 @@ describe('analyseFlight on plain inputs', () => {
     expect(r2.gaps).toEqual([{ afterIndex: 4, beforeIndex: 5, seconds: 61 }]);
   });
 
+  it('a folder of photos years and continents apart is not one flight: flagged, no interval, no gaps', () => {
+    const at = (i: number, capturedAt: string, lat: number, lng: number) =>
+      photo(i, 'T', { capturedAt, position: { lat, lng } });
+    const media = [
+      at(1, '2021-05-28T10:33:46Z', 40.56, -79.76), // Pennsylvania
+      at(2, '2022-09-02T15:17:42Z', -35.3, -71.53), // Chile
+      at(3, '2023-07-07T09:39:34Z', 50.69, 4.52), // Belgium
+      at(4, '2024-04-24T14:46:12Z', 50.85, 4.36),
+      at(5, '2024-04-24T14:46:20Z', 50.85, 4.36),
+    ];
+    const r = analyseFlight({ folder: FOLDER, media, rtkFiles: [], mrk: [] });
+    expect(r.usualIntervalSeconds).toBeNull();
+    expect(r.gaps).toEqual([]);
+    expect(r.flags.map((f) => [f.code, f.severity])).toEqual([['several-flights', 'warning']]);
+    expect(r.flags[0]!.message).toMatch(
+      /^These files were taken over 3 years \(2021-05-28 to 2024-04-24\) and up to 1[\d,]+ km apart: this folder holds more than one flight/,
+    );
+  });
+
+  it('photos an hour apart in one place: no "usual interval" of an hour, and no gaps', () => {
+    const media = [0, 1, 2, 3, 4].map((h) =>
+      photo(h + 1, 'V', { capturedAt: `2024-05-06T0${h + 1}:00:00Z` }),
+    );
+    const r = analyseFlight({ folder: FOLDER, media, rtkFiles: [], mrk: [] });
+    expect(r.usualIntervalSeconds).toBeNull();
+    expect(r.flags).toEqual([]);
+  });
+
   it('a plain flight without any RTK file expects none and is complete', () => {
     const r = analyseFlight({ folder: FOLDER, media: [photo(1), photo(2)], rtkFiles: [], mrk: [] });
     expect(r.rtkExpected).toBe(false);

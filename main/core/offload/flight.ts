@@ -38,6 +38,7 @@ import type {
   FlightFlag,
   FlightInput,
   FlightMediaInput,
+  LatLng,
   TimeGap,
 } from './types.js';
 
@@ -50,6 +51,11 @@ const MISSION = /^DJI_\d{12}_\d{3}_(.+)$/i;
 export const GAP_FACTOR = 2.5;
 export const GAP_FLOOR_SECONDS = 5;
 const MIN_INTERVALS = 3;
+/** A usual interval longer than this is not a shooting interval: the photos are of separate flights. */
+export const MAX_USUAL_INTERVAL_SECONDS = 600;
+/** One flight (a battery or a few) lasts hours at most and stays within tens of kilometres. */
+export const ONE_FLIGHT_MAX_HOURS = 12;
+export const ONE_FLIGHT_MAX_KM = 50;
 
 /** The exposure number in a DJI photo name, or undefined. */
 export function exposureNumber(name: string): number | undefined {
@@ -121,6 +127,7 @@ function findGaps(exposures: Exposure[]): { usual: number | null; gaps: TimeGap[
   const positive = steps.map((s) => s.seconds).filter((s) => s > 0);
   if (positive.length < MIN_INTERVALS) return { usual: null, gaps: [] };
   const usual = median(positive);
+  if (usual > MAX_USUAL_INTERVAL_SECONDS) return { usual: null, gaps: [] };
   const limit = Math.max(GAP_FACTOR * usual, GAP_FLOOR_SECONDS);
   const gaps = steps
     .filter((s) => s.seconds > limit)
@@ -138,6 +145,55 @@ function rtkFilesByKind(input: FlightInput): Record<RtkKind, string[]> {
   for (const m of input.mrk) if (!files.mrk.includes(m.relPath)) files.mrk.push(m.relPath);
   for (const list of Object.values(files)) list.sort();
   return files;
+}
+
+/** Great-circle distance in km (haversine). */
+function km(a: LatLng, b: LatLng): number {
+  const rad = Math.PI / 180;
+  const dLat = (b.lat - a.lat) * rad;
+  const dLng = (b.lng - a.lng) * rad;
+  const h = Math.sin(dLat / 2) ** 2 + Math.cos(a.lat * rad) * Math.cos(b.lat * rad) * Math.sin(dLng / 2) ** 2;
+  return 2 * 6371 * Math.asin(Math.min(1, Math.sqrt(h)));
+}
+
+/** "5 hours", "3 days", "7 months", "4 years". */
+function duration(seconds: number): string {
+  const hours = seconds / 3600;
+  if (hours < 48) return count(Math.round(hours), 'hour');
+  const days = hours / 24;
+  if (days < 60) return count(Math.round(days), 'day');
+  if (days < 730) return count(Math.round(days / 30.4), 'month');
+  return count(Math.round(days / 365.25), 'year');
+}
+
+/**
+ * Why the media of a folder cannot be one flight, in words, or null: taken
+ * further apart in time or place than one flight goes (a folder a person
+ * filled by hand, several cards copied into one).
+ */
+function severalFlights(media: FlightMediaInput[]): string | null {
+  const times = media.map((m) => epochSeconds(m.capturedAt)).filter((t): t is number => t !== null);
+  const places = media.map((m) => m.position).filter((p): p is LatLng => !!p);
+  const first = Math.min(...times);
+  const last = Math.max(...times);
+  const longTime = times.length > 1 && last - first > ONE_FLIGHT_MAX_HOURS * 3600;
+  let far = 0;
+  if (places.length > 1) {
+    const lats = places.map((p) => p.lat);
+    const lngs = places.map((p) => p.lng);
+    far = km(
+      { lat: Math.min(...lats), lng: Math.min(...lngs) },
+      { lat: Math.max(...lats), lng: Math.max(...lngs) },
+    );
+  }
+  const farApart = far > ONE_FLIGHT_MAX_KM;
+  if (!longTime && !farApart) return null;
+  const day = (t: number) => new Date(t * 1000).toISOString().slice(0, 10);
+  const parts = [
+    longTime && `over ${duration(last - first)} (${day(first)} to ${day(last)})`,
+    farApart && `up to ${Math.round(far).toLocaleString('en-US')} km apart`,
+  ].filter(Boolean);
+  return parts.join(' and ');
 }
 
 /** Completeness of one flight folder. Pure: plain data in, plain data out. */
@@ -165,7 +221,9 @@ export function analyseFlight(input: FlightInput): FlightCompleteness {
     rtkCounts = { fixed: 0, float: 0, single: 0, none: 0, other: 0 };
     for (const e of exposures) if (e.mrk) rtkCounts[e.mrk.rtk]++;
   }
-  const { usual, gaps } = findGaps(exposures);
+  const mixed = severalFlights(input.media);
+  // Intervals and gaps between separate flights say nothing about coverage.
+  const { usual, gaps } = mixed ? { usual: null, gaps: [] } : findGaps(exposures);
   const rtkExpected = input.expectRtk === true || Object.values(rtkFiles).some((list) => list.length > 0);
   const mrkProblems = input.mrk.flatMap((m) => m.problems.map((p) => ({ ...p, file: m.relPath })));
 
@@ -173,6 +231,13 @@ export function analyseFlight(input: FlightInput): FlightCompleteness {
   const flag = (code: FlightFlag['code'], severity: FlightFlag['severity'], message: string): void => {
     flags.push({ code, severity, message });
   };
+  if (mixed) {
+    flag(
+      'several-flights',
+      'warning',
+      `These files were taken ${mixed}: this folder holds more than one flight, so exposure intervals and gaps are not checked. Check that each flight's files are all here.`,
+    );
+  }
   if (missingIndexes.length > 0) {
     flag(
       'photos-missing',

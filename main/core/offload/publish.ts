@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CardOffload } from './card.js';
 import { reportInput } from './card.js';
-import { nextMhlGeneration, type MhlGeneration } from './manifest.js';
+import { MHL_FOLDER, nextMhlGeneration, type MhlGeneration } from './manifest.js';
 import { renderReportHtml, reportJson } from './report.js';
 
 export interface Published {
@@ -20,6 +20,8 @@ export interface Published {
   files: string[];
   /** Whether a new generation was written (false: nothing changed since the last one). */
   changed: boolean;
+  /** The newest ASC MHL hash list, relative to `dir` (what the report's `hashList` names), or null. */
+  hashList: string | null;
 }
 
 interface Ledger {
@@ -86,7 +88,9 @@ export function writeManifest(
   const ledgerFile = path.join(dir, 'ledger.json');
   const ledger = readLedger(ledgerFile);
   const digest = digestOf(o);
-  if (ledger && ledger.digest === digest) return { dir, files: [], changed: false };
+  const last = ledger?.generations.at(-1);
+  if (ledger && ledger.digest === digest)
+    return { dir, files: [], changed: false, hashList: last ? `${MHL_FOLDER}/${last.fileName}` : null };
   const input = reportInput(o, now, tool);
   const hashed = { ...input, files: input.files.filter((f) => /^[0-9a-f]{32}$/i.test(f.md5)) };
   const next = nextMhlGeneration(hashed, ledger?.generations ?? []);
@@ -99,5 +103,5 @@ export function writeManifest(
   ];
   for (const f of written) writeAtomic(path.join(dir, f.path), f.content);
   writeAtomic(ledgerFile, JSON.stringify({ generations: next.generations, digest } satisfies Ledger));
-  return { dir, files: written.map((f) => f.path), changed: true };
+  return { dir, files: written.map((f) => f.path), changed: true, hashList: mhl };
 }

@@ -11,8 +11,10 @@
  * the card or a server (file names, folder and mission names, errors) is
  * escaped: file names are hostile input.
  */
+import { deviceName } from '../../shared/domain.js';
 import { POINT_STYLES, fitPoints, pointStyle, scaleBar } from '../../shared/flight-map.js';
 import type { FlightPointView } from '../../shared/flight-map.js';
+import { visible } from '../../shared/visible.js';
 import { baseName, count } from './plain.js';
 import { flightPoints } from './points.js';
 import type { FileStates } from './points.js';
@@ -73,7 +75,8 @@ export function escapeHtml(value: unknown): string {
     .replace(/'/g, '&#39;');
 }
 
-const e = escapeHtml;
+/** Outside text (names, messages) shown as text: controls and bidi overrides made visible, then escaped. */
+const e = (value: unknown): string => escapeHtml(visible(value));
 const num = (n: number, digits: number): string => (Number.isFinite(n) ? n.toFixed(digits) : '');
 
 function size(bytes: number): string {
@@ -141,12 +144,30 @@ function legend(): string {
   ).join('')}<li><span class="swatch diamond"></span>Wayline start</li></ul>`;
 }
 
-function flightSection(f: FlightReport): string {
+/** "Matrice 30T", "Matrice 30T with Zenmuse H20T": the names of a file's aircraft and camera. */
+function deviceOfFile(f: ManifestFile): string {
+  const aircraft = f.aircraft?.modelKey ? deviceName(f.aircraft.modelKey) : null;
+  const camera = f.camera?.payloadKey ? deviceName(f.camera.payloadKey) : (f.camera?.model ?? null);
+  // A built-in camera is named after its aircraft: saying it twice says nothing.
+  if (aircraft && camera && !camera.startsWith(aircraft)) return `${aircraft} with ${camera}`;
+  return aircraft ?? camera ?? '';
+}
+
+const folderOf = (relPath: string): string => relPath.replace(/\\/g, '/').split('/').slice(0, -1).join('/');
+
+function flightSection(f: FlightReport, files: readonly ManifestFile[]): string {
   const rtk = f.rtkCounts;
+  const devices = [
+    ...new Set(files.filter((x) => folderOf(x.relPath) === f.folder).map(deviceOfFile)),
+  ].filter(Boolean);
   const rows: Array<[string, string]> = [
     ['Mission', f.missionName ?? 'manual flight'],
     ['Wayline', f.wayline ? f.wayline.name : 'not matched'],
-    ['Photos', `${f.photos} (${f.exposuresFound} exposures)${f.videos ? `, ${f.videos} videos` : ''}`],
+    ['Aircraft', devices.length ? devices.join('; ') : 'not known'],
+    [
+      'Photos',
+      `${f.photos} (${count(f.exposuresFound, 'exposure')})${f.videos ? `, ${count(f.videos, 'video')}` : ''}`,
+    ],
     ['Exposures in the MRK', f.exposuresInMrk === null ? 'no MRK' : String(f.exposuresInMrk)],
     ['Missing (in the MRK, no photo)', f.missingIndexes.length ? f.missingIndexes.join(', ') : 'none'],
     ['Photos not in the MRK', f.extraIndexes.length ? f.extraIndexes.join(', ') : 'none'],
@@ -170,9 +191,17 @@ function flightSection(f: FlightReport): string {
         .join('; ') || 'none',
     ],
   ];
-  const flags = f.flags.length
-    ? `<ul class="flags">${f.flags.map((x) => `<li class="${x.severity}"><strong>${x.severity === 'incomplete' ? 'Incomplete' : 'Note'}:</strong> ${e(x.message)}</li>`).join('')}</ul>`
-    : '<p class="ok">Complete: every exposure of the log has its photo, and nothing to note.</p>';
+  const notes = [...f.flags.map((x) => ({ severity: x.severity, message: x.message }))];
+  if (devices.length > 1)
+    notes.push({
+      severity: 'warning',
+      message: `Files of ${devices.length} different aircraft or cameras (${devices.join('; ')}): one flight is flown by one aircraft. Check that this folder holds what you expect.`,
+    });
+  const flags = notes.length
+    ? `<ul class="flags">${notes.map((x) => `<li class="${x.severity}"><strong>${x.severity === 'incomplete' ? 'Incomplete' : 'Note'}:</strong> ${e(x.message)}</li>`).join('')}</ul>`
+    : f.exposuresInMrk === null
+      ? '<p class="ok">Nothing to note (no exposure log to check the photos against).</p>'
+      : '<p class="ok">Complete: every exposure of the log has its photo, and nothing to note.</p>';
   return `<section class="flight"><h2>${e(baseName(f.folder))}${f.incomplete ? ' <span class="tag bad">incomplete</span>' : ' <span class="tag good">complete</span>'}</h2>
 <div class="flight-body"><table class="summary">${rows.map(([k, v]) => `<tr><th>${e(k)}</th><td>${e(v)}</td></tr>`).join('')}</table>
 <figure>${flightSvg(f)}<figcaption>${legend()}</figcaption></figure></div>${flags}</section>`;
@@ -191,9 +220,7 @@ function fileRow(f: ManifestFile): string {
         : v.checksum === 'match'
           ? 'size + MD5'
           : 'size';
-  const device = [f.aircraft?.modelKey, f.aircraft?.serial, f.camera?.model, f.camera?.serial]
-    .filter(Boolean)
-    .join(' · ');
+  const device = [deviceOfFile(f), f.aircraft?.serial, f.camera?.serial].filter(Boolean).join(' · ');
   return `<tr class="state-${e(f.state)}"><td class="path">${e(f.relPath)}</td><td>${e(f.kind)}</td><td class="n">${e(size(f.size))}</td><td class="md5">${e(f.md5)}</td><td>${e(f.capturedAt ?? '')}</td><td>${e(pos)}</td><td>${e(device)}</td><td>${e(f.state)}${f.error ? `: ${e(f.error)}` : ''}</td><td>${e(ack)}</td><td>${e(check)}</td><td class="path">${e(f.objectKey ?? '')}</td></tr>`;
 }
 
@@ -236,12 +263,12 @@ export function renderReportHtml(r: OffloadReport): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${e(title)}</title><style>${CSS}</style></head><body>
 <h1>${e(title)}</h1>
-<p class="meta">${e(r.createdAt)} · workspace ${e(r.target.workspaceLabel)} on ${e(r.target.serverLabel)} · ${e(r.tool.name)} ${e(r.tool.version)} on ${e(r.hostname)}</p>
+<p class="meta">${e(r.createdAt)} · ${e(r.target.workspaceLabel)}${r.target.serverLabel !== r.target.workspaceLabel ? ` on ${e(r.target.serverLabel)}` : ''} · ${e(r.tool.name)} ${e(r.tool.version)} on ${e(r.hostname)}</p>
 <div class="verdict ${v.safe ? 'safe' : 'unsafe'}" role="status"><h2>${v.safe ? 'Safe to format' : 'Not safe to format yet'}</h2><p>${e(v.message)}</p>${
     v.reasons.length ? `<ul>${v.reasons.map((x) => `<li>${e(x)}</li>`).join('')}</ul>` : ''
   }</div>
-<ul class="counts"><li>${c.files} files (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${count(c.flights, 'flight')}, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
-${r.flights.map(flightSection).join('\n')}
+<ul class="counts"><li>${count(c.files, 'file')} (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${count(c.flights, 'flight')}, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
+${r.flights.map((f) => flightSection(f, r.files)).join('\n')}
 <section><h2>Files</h2><table class="files"><thead><tr><th>Path on the card</th><th>Kind</th><th>Size</th><th>MD5</th><th>Captured</th><th>Position</th><th>Aircraft · camera</th><th>State</th><th>Acknowledged</th><th>Bucket check</th><th>Object key</th></tr></thead>
 <tbody>${r.files.map(fileRow).join('\n')}</tbody></table></section>
 <footer>${r.hashList ? `Hash list (ASC MHL v2.0): ${e(r.hashList)}. ` : ''}Report format ${REPORT_FORMAT} v${REPORT_VERSION}.</footer>

@@ -78,7 +78,8 @@ export type FlagCode =
   | 'rtk-float'
   | 'rtk-single'
   | 'no-position'
-  | 'time-gap';
+  | 'time-gap'
+  | 'several-flights';
 
 export interface FlightFlag {
   code: FlagCode;

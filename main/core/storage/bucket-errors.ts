@@ -5,6 +5,7 @@
  * the cause is a fresh Error (SDK errors can carry the signed request; ali-oss
  * attaches `err.params` with the security token header).
  */
+import { visible } from '../../shared/visible.js';
 import { DmsError, isAbortError } from '../errors.js';
 import type { ErrorKind } from '../errors.js';
 import type { BucketCredentials } from './types.js';
@@ -114,7 +115,8 @@ export function redact(text: string, credentials?: BucketCredentials): string {
   for (const secret of [credentials?.secretAccessKey, credentials?.sessionToken]) {
     if (secret !== undefined && secret.length >= 4) out = out.split(secret).join('[redacted]');
   }
-  return out;
+  // A bucket's message is shown to people: its control characters as escapes.
+  return visible(out);
 }
 
 function kindOf(f: BucketFailure): { kind: ErrorKind; retryable?: boolean } {

@@ -43,6 +43,8 @@ const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '']);
 export async function startEmbeddedBucket(opts: {
   dataDir: string;
   host: string;
+  /** 0: any free port. */
+  port?: number;
   db: Db;
   limits: ServiceLimits;
   log: Logger | null;
@@ -104,7 +106,7 @@ export async function startEmbeddedBucket(opts: {
   server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, opts.host, () => resolve());
+    server.listen(opts.port ?? 0, opts.host, () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
   const endpointFor = (host: string): string => `http://${formatHost(host)}:${port}`;
