@@ -45,6 +45,7 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
     safe: o.verdict.safe,
     message: o.verdict.message,
     reasons: o.verdict.reasons,
+    notes: o.verdict.notes,
     counts: o.verdict.counts,
     flights: o.flights.map(({ exposures: _e, ...f }) => f),
     ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),

@@ -76,9 +76,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         ...(e.error ? { error: e.error } : {}),
       });
   });
+  // Found on a card and kept nowhere (a name that is not text, a file that cannot be read): not done.
+  let lost = 0;
   agent.on('source', (e) => {
     if (e.type !== 'scanned') return;
     counts.skipped += e.alreadyDone;
+    lost += e.skipped.filter((w) => w.blocking).length;
     // Links out of the card are never read: named, so nobody wonders where a file went.
     for (const w of e.skipped) {
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
@@ -146,5 +149,5 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
   // Halted (disk full...): not everything may even be recorded yet.
-  return leftovers.length === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
+  return leftovers.length === 0 && lost === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
 }

@@ -224,9 +224,12 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     }
     // Names the file system gave as invalid UTF-8 come back with U+FFFD: they cannot be opened by that name.
     if (e.name.includes('\ufffd')) {
+      const what = e.dir
+        ? `The folder ${relChild} has a name that is not valid text: nothing in it`
+        : `${relChild} has a name that is not valid text: it`;
       skip(
         'bad-name',
-        `${relChild} has a name that is not valid text: Drone Media Sync cannot read it, so it is kept nowhere. Rename it on a computer, then sync again.`,
+        `${what} can be read by Drone Media Sync, so it is kept nowhere. Rename it on a computer, then sync again.`,
         true,
       );
       continue;
