@@ -7,13 +7,15 @@ import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
 import type { FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
-import { offloadJson, offloadText } from '../offload-text.js';
+import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, writeLines } from '../output.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
   aircraft?: string;
   aircraftSerial?: string;
+  /** Local destinations for this run (archive). */
+  copyTo?: string[];
 }
 
 /** Exit codes (also in program.ts, which must not load this module to know them). */
@@ -41,6 +43,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       ...ctx.config,
       ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
       ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
+      // --copy-to: archive destinations for this run, beside the settings' own.
+      destinations: [...ctx.config.destinations, ...(flags.copyTo ?? []).map((p) => ({ path: p }))],
     },
     'options',
   );
@@ -87,6 +91,15 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
       else writeLines([`Skipped: ${w.message}`], process.stderr);
     }
+  });
+  // Copied to every local destination and read back: the card may be pulled; said at once.
+  agent.on('local', ({ offload }) => {
+    if (flags.json) printJson(localJson(offload));
+    else process.stdout.write(localText(offload));
+  });
+  agent.on('destination-stopped', ({ message }) => {
+    if (flags.json) printJson({ type: 'destination-stopped', message });
+    else writeLines([message], process.stderr);
   });
   // Each folder at rest: checked in the bucket, its verdict and manifest.
   agent.on('offload', (done) => {

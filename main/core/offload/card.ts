@@ -10,6 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Queue } from '../queue/queue.js';
 import type { QueueRow } from '../queue/rows.js';
+import { diskSize } from '../copies/destinations.js';
+import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/local-verdict.js';
+import type { Destination } from '../queue/copies.js';
 import { analyseFlight } from './flight.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import { safeToFormat } from './safe-to-format.js';
@@ -33,7 +36,14 @@ export interface CardOffload {
   card: CardRef;
   files: ManifestFile[];
   flights: FlightCompleteness[];
+  /** In the workspace: acknowledged by the current target and checked in its bucket. */
   verdict: SafeToFormatVerdict;
+  /** Locally safe: on every local destination, verified by reading back (null: no destination). */
+  local: LocalVerdict | null;
+  /** Safe to format: locally safe, or in the workspace. */
+  safe: boolean;
+  /** The one line for the tray, the window, `status` and the notification. */
+  message: string;
   target: OffloadReportInput['target'];
 }
 
@@ -154,7 +164,12 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
  * Everything the crew needs to know about one source, for the current
  * target: files, flights, and the verdict.
  */
-export function cardOffload(queue: Queue, card: CardRef): CardOffload {
+export function cardOffload(
+  queue: Queue,
+  card: CardRef,
+  /** The local destinations in force (those the card was copied to count too). */
+  destinations: readonly Destination[] = [],
+): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
   const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
@@ -180,12 +195,35 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
     acceptedFlights: queue.flights.accepted(card.sourceId),
     skipped: queue.sources.skipped(card.sourceId),
   });
+  const copies = gatherLocal(queue, card, destinations);
+  const local = copies ? localVerdict(copies) : null;
   return {
     card,
     files,
     flights,
     verdict,
+    local,
+    ...headline(verdict, local, files),
     target: { id: target.key, workspaceLabel, serverLabel: target.label },
+  };
+}
+
+/**
+ * The card's one line: in the workspace says it all; locally safe first says
+ * where the copies are and how far the upload is ("3.1 GB of 58 GB in the
+ * workspace"); else what stops it.
+ */
+function headline(
+  verdict: SafeToFormatVerdict,
+  local: LocalVerdict | null,
+  files: readonly ManifestFile[],
+): { safe: boolean; message: string } {
+  if (verdict.safe || !local?.safe) return { safe: verdict.safe, message: verdict.message };
+  const total = files.reduce((n, f) => n + f.size, 0);
+  const there = files.filter((f) => f.state === 'done').reduce((n, f) => n + f.size, 0);
+  return {
+    safe: true,
+    message: `${local.message}; the upload continues from the copies (${diskSize(there)} of ${diskSize(total)} in the workspace)`,
   };
 }
 

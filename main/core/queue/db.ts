@@ -212,6 +212,47 @@ const MIGRATIONS: readonly string[] = [
   -- The object key the server recorded a callback under, when it is not the one we sent.
   ALTER TABLE files ADD COLUMN server_key TEXT;
   `,
+  `
+  -- Local destinations (a laptop's SSD, an external drive) a card is copied to:
+  -- 'archive' (never deleted by the agent) or 'staging' (cleaned once every file
+  -- of a card is verified in the workspace and older than keep_days).
+  CREATE TABLE destinations (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    label TEXT NOT NULL,
+    role TEXT NOT NULL,
+    keep_days INTEGER
+  );
+  -- One verified (or failed) copy of one version of a card file on one
+  -- destination: by the file's version, not by the upload target (a copy on a
+  -- disk is a copy whatever the server). copy_size and copy_mtime_ms: the copy
+  -- as written, so a copy changed or removed later is seen.
+  CREATE TABLE copies (
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    destination_id INTEGER NOT NULL REFERENCES destinations (id),
+    path TEXT NOT NULL,
+    state TEXT NOT NULL,
+    md5 TEXT,
+    copy_size INTEGER,
+    copy_mtime_ms INTEGER,
+    read_back TEXT,
+    at INTEGER NOT NULL,
+    error TEXT,
+    PRIMARY KEY (source_id, rel_path, size, mtime_ms, destination_id)
+  );
+  CREATE INDEX copies_destination ON copies (destination_id, source_id);
+  -- A destination that stopped for a card (full, unplugged, read-only), with its reason.
+  CREATE TABLE destination_stops (
+    destination_id INTEGER NOT NULL REFERENCES destinations (id),
+    source_id TEXT NOT NULL,
+    message TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (destination_id, source_id)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
