@@ -80,7 +80,7 @@ function knownPaths(folder: string, generations: readonly MhlGeneration[]): Set<
     for (const h of arr((first(hashes) as Node | undefined)?.['hash'])) {
       const p = first((h as Node)['path']);
       const name = typeof p === 'object' && p !== null ? (p as Node)['#text'] : p;
-      if (name !== undefined) known.add(String(name));
+      if (typeof name === 'string' || typeof name === 'number') known.add(String(name));
     }
   }
   return known;
