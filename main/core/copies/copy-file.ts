@@ -41,6 +41,50 @@ export interface CopyResult {
 const stopped = (reason: unknown) => () =>
   reason instanceof Error ? reason : new DmsError('cancelled', 'The copy was stopped.');
 
+type Fail = (i: number, err: unknown, stops: boolean) => void;
+
+/**
+ * Each copy written, read back from the disk and compared with the card's
+ * MD5: verified (its size and time as it now is on the disk), or failed.
+ */
+export async function readBack(
+  job: Pick<CopyJob, 'targets' | 'size'>,
+  md5: string,
+  written: ReadonlyArray<{ i: number; final: string }>,
+  records: Array<CopyRecord | null>,
+  fail: Fail,
+): Promise<void> {
+  for (const { i, final } of written) {
+    const dest = job.targets[i] as CopyJob['targets'][number];
+    try {
+      const back = useHashWorkers(job.size)
+        ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
+            if (err instanceof WorkersUnavailable) return readBackMd5(final, BUFFER);
+            throw err;
+          })
+        : readBackMd5(final, BUFFER);
+      const st = fs.statSync(final);
+      if (back.md5 !== md5 || st.size !== job.size) {
+        fail(i, null, false);
+        continue;
+      }
+      records[i] = {
+        destinationId: dest.destination.id,
+        path: final,
+        state: 'verified',
+        md5,
+        copySize: st.size,
+        copyMtimeMs: Math.trunc(st.mtimeMs),
+        readBack: back.readBack,
+        at: Date.now(),
+        error: null,
+      };
+    } catch (err) {
+      fail(i, err, true);
+    }
+  }
+}
+
 /** The copy (worker or this thread), then the read-back of each copy. */
 export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   const at = Date.now();
@@ -69,6 +113,10 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   job.targets.forEach((t, i) => {
     const final = path.join(t.root, job.relPath);
     try {
+      // The destination itself must be there: an unplugged drive's mount point is never made again
+      // (that would write the copy onto the laptop's own disk); only the card's folders inside it are.
+      if (!fs.statSync(t.destination.path).isDirectory())
+        throw Object.assign(new Error(`${t.destination.path} is not a folder`), { code: 'ENOTDIR' });
       fs.mkdirSync(path.dirname(final), { recursive: true });
       targets.push({ temp: `${final}.dms-partial`, final });
       index.push(i);
@@ -102,38 +150,10 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
     throw err;
   }
   for (const [k, err] of errors.entries()) if (err) fail(index[k] as number, err, true);
-  // Read back what was written, from the disk, and compare.
-  for (const [k, t] of targets.entries()) {
-    const i = index[k] as number;
-    if (records[i] !== null) continue;
-    const dest = job.targets[i] as CopyJob['targets'][number];
-    try {
-      const back = useHashWorkers(job.size)
-        ? await readBackInWorker(t.final, BUFFER).catch((err: unknown) => {
-            if (err instanceof WorkersUnavailable) return readBackMd5(t.final, BUFFER);
-            throw err;
-          })
-        : readBackMd5(t.final, BUFFER);
-      const st = fs.statSync(t.final);
-      if (back.md5 !== md5 || st.size !== job.size) {
-        fail(i, null, false);
-        continue;
-      }
-      records[i] = {
-        destinationId: dest.destination.id,
-        path: t.final,
-        state: 'verified',
-        md5,
-        copySize: st.size,
-        copyMtimeMs: Math.trunc(st.mtimeMs),
-        readBack: back.readBack,
-        at: Date.now(),
-        error: null,
-      };
-    } catch (err) {
-      fail(i, err, true);
-    }
-  }
+  const written = targets.flatMap((t, k) =>
+    records[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
+  );
+  await readBack(job, md5, written, records, fail);
   return { md5, records: records as CopyRecord[], stopped: halt };
 }
 

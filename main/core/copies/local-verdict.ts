@@ -33,7 +33,7 @@ export interface LocalVerdictInput {
   /** Destinations that stopped for this card, with their reason. */
   stops: ReadonlyMap<number, string>;
   /** Found on the card and kept nowhere (blocking) or named (not). */
-  skipped: ReadonlyArray<{ relPath: string; message: string; blocking: boolean }>;
+  skipped: ReadonlyArray<{ relPath: string; kind?: string; message: string; blocking: boolean }>;
 }
 
 export interface LocalVerdict {
@@ -59,11 +59,13 @@ const names = (files: ReadonlyArray<{ relPath: string }>): string =>
 export function localVerdict(input: LocalVerdictInput): LocalVerdict {
   const { card, destinations, files } = input;
   const reasons: string[] = [];
-  if (!input.scanComplete)
+  // A file still being written is named with the skipped ones; else an unfinished read (a pulled card) is said here.
+  if (!input.scanComplete && !input.skipped.some((x) => x.kind === 'growing'))
     reasons.push(
       'The card was not read to the end: insert it again and let Drone Media Sync read all of it.',
     );
-  else if (files.length === 0) reasons.push('No files were found on this card: there is nothing to copy.');
+  else if (input.scanComplete && files.length === 0)
+    reasons.push('No files were found on this card: there is nothing to copy.');
   const per: LocalVerdict['counts']['perDestination'] = [];
   let direct = 0;
   let cached = 0;
@@ -112,7 +114,8 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       bad: bad.length + changed.length,
     });
   }
-  for (const s of input.skipped.filter((x) => x.blocking)) reasons.push(`Not kept anywhere: ${s.message}`);
+  for (const s of input.skipped.filter((x) => x.blocking))
+    reasons.push(s.kind === 'growing' ? s.message : `Not kept anywhere: ${s.message}`);
   const safe = reasons.length === 0 && destinations.length > 0;
   const where = listOf(
     destinations.map((d) => d.label),

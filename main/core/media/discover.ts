@@ -55,7 +55,9 @@ export interface DiscoverWarning {
     | 'bad-name'
     | 'not-a-file'
     | 'system'
-    | 'excluded';
+    | 'excluded'
+    /** Being written when the card was read (a copy in progress): read once it settles. */
+    | 'growing';
   message: string;
   /** Its content exists on the card only and was not kept: the card is not safe to format while it is there. */
   blocking: boolean;

@@ -242,5 +242,8 @@ export function reportInput(
     files: o.files,
     flights: o.flights,
     verdict: o.verdict,
+    local: o.local,
+    safe: o.safe,
+    message: o.message,
   };
 }

@@ -86,7 +86,7 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   const blocking = incomplete.filter((f) => !accepted.has(f.folder));
 
   const reasons: string[] = [];
-  if (!input.scanComplete) {
+  if (!input.scanComplete && !(input.skipped ?? []).some((x) => x.kind === 'growing')) {
     reasons.push(
       'The card was not read to the end: insert it again and let Drone Media Sync read all of it.',
     );
@@ -136,7 +136,7 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   );
   const skipped = input.skipped ?? [];
   const lost = skipped.filter((s) => s.blocking);
-  for (const s of lost) reasons.push(`Not kept anywhere: ${s.message}`);
+  for (const s of lost) reasons.push(s.kind === 'growing' ? s.message : `Not kept anywhere: ${s.message}`);
   const notes = namedNotes(skipped.filter((s) => !s.blocking));
   for (const f of blocking) {
     const first = f.flags.find((x) => x.severity === 'incomplete');

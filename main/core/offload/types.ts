@@ -3,6 +3,7 @@
  * from the queue and the card scan; nothing here touches a database, a file
  * or the network.
  */
+import type { LocalVerdict } from '../copies/local-verdict.js';
 import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';
@@ -252,5 +253,11 @@ export interface OffloadReportInput {
   tool: { name: string; version: string };
   files: ManifestFile[];
   flights: FlightCompleteness[];
+  /** In the workspace. */
   verdict: SafeToFormatVerdict;
+  /** On the local destinations (absent: none). */
+  local?: LocalVerdict | null;
+  /** Safe to format: locally safe or in the workspace, and the one line that says it. */
+  safe?: boolean;
+  message?: string;
 }

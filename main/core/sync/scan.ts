@@ -53,6 +53,14 @@ export async function scanSource(
     })) {
       if (f.mtimeMs > settledBefore) {
         total.deferred++;
+        // Named: while it is being written, the card is safe nowhere.
+        total.skipped.push({
+          path: f.path,
+          relPath: f.relPath,
+          kind: 'growing',
+          message: `${f.relPath} is still being written: it is read once it has not changed for a moment.`,
+          blocking: true,
+        });
         continue;
       }
       batch.push({
