@@ -149,7 +149,9 @@ export function buildProgram(): Command {
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description('add waylines to the reference service')
     .action(async (file: string, opts: { data?: string; state?: string }) => {
-      process.exitCode = (await import('./commands/import-waylines.js')).importWaylinesCommand(file, opts);
+      process.exitCode = await (
+        await import('./commands/import-waylines.js')
+      ).importWaylinesCommand(file, opts);
     });
 
   return program;

@@ -34,6 +34,10 @@ export const CODES = {
   STS_THROTTLED: 429002,
   INTERNAL: 500000,
   STORAGE_PROVIDER_FAILED: 502001,
+  /** The database (PostgreSQL) does not answer: retry; a repeated request is recorded once. */
+  DATABASE_UNAVAILABLE: 503001,
+  /** The instance is shutting down (SIGTERM): retry, the load balancer sends it to another one. */
+  SHUTTING_DOWN: 503002,
 } as const;
 
 export interface Envelope<T = unknown> {

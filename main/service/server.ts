@@ -5,6 +5,7 @@ import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
 import { ThrottledError } from './throttle.js';
 import { ApiError, CODES, type Envelope } from './envelope.js';
+import { registerHealthRoutes } from './routes/health.js';
 import { registerManageRoutes } from './routes/manage.js';
 import { registerMediaRoutes } from './routes/media.js';
 import { registerStorageRoutes } from './routes/storage.js';
@@ -133,6 +134,7 @@ export function buildServer(
   });
 
   app.server.maxConnections = limits.maxConnections;
+  registerHealthRoutes(app, ctx);
   registerManageRoutes(app, ctx);
   registerWaylineRoutes(app, ctx);
   registerStorageRoutes(app, ctx);

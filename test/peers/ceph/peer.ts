@@ -50,9 +50,9 @@ export interface Crew {
   token: string;
 }
 
-export function newCrew(svc: RunningService, name: string): Crew {
-  const ws = svc.admin.createWorkspace(name);
-  return { ws, token: svc.admin.createToken({ workspaceId: ws }) };
+export async function newCrew(svc: RunningService, name: string): Promise<Crew> {
+  const ws = await svc.admin.createWorkspace(name);
+  return { ws, token: await svc.admin.createToken({ workspaceId: ws }) };
 }
 
 export interface CliRun {
@@ -193,7 +193,7 @@ export async function expectCardInBucket(
   } finally {
     s3.destroy();
   }
-  const callbacks = svc.admin.mediaRecords(crew.ws).filter((m) => m.source === 'callback');
+  const callbacks = (await svc.admin.mediaRecords(crew.ws)).filter((m) => m.source === 'callback');
   expect(callbacks.map((m) => m.object_key).sort()).toEqual(rows.map((x) => x.object_key).sort());
   return rows;
 }
