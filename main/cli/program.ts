@@ -140,6 +140,10 @@ export function buildProgram(): Command {
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')
     .option('--bucket-config <file>', 'JSON settings of a real bucket instead of the embedded one')
+    .option(
+      '--database <url|file>',
+      'postgres://user@host:port/db (password from PGPASSWORD or ~/.pgpass) or a JSON settings file; default: SQLite in the data folder',
+    )
     .action(async (opts: ServeFlags) => (await import('./commands/serve.js')).serveCommand(opts));
 
   program

@@ -1,5 +1,5 @@
 import type { ServiceContext } from './context.js';
-import { inList, type SqlDb } from './data/sql.js';
+import { inList, type SqlDb, type SqlValue } from './data/sql.js';
 
 /** One row of the media table, as admin.mediaRecords() returns it (JSON columns parsed). */
 export interface MediaRecord {
@@ -57,6 +57,22 @@ export const MAX_TINY_FINGERPRINTS = 1000;
 const COLUMNS =
   'id, workspace_id, fingerprint, name, path, object_key, result, sub_file_type, metadata, ext, source, created_at';
 
+/** The fast-upload look-up (media_by_fingerprint): exported so a test can show its plan on both backends. */
+export const FIND_KNOWN_SQL = `SELECT ${COLUMNS} FROM media WHERE workspace_id = ? AND fingerprint = ? AND result = 0 ORDER BY id LIMIT 1`;
+
+/** The tiny-fingerprint look-up of a batch (media_by_tiny_fingerprint), for `tiny` already lowercase. */
+export function knownTinyQuery(
+  db: SqlDb,
+  workspaceId: string,
+  tiny: readonly string[],
+): [string, SqlValue[]] {
+  const [inClause, inParams] = inList(db, 'tiny_fingerprint', tiny);
+  return [
+    `SELECT DISTINCT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 AND ${inClause}`,
+    [workspaceId, ...inParams],
+  ];
+}
+
 export class MediaStore {
   constructor(private readonly db: SqlDb) {}
 
@@ -93,10 +109,7 @@ export class MediaStore {
 
   /** The first successful upload of this content in the workspace (fingerprint compared case-insensitively). */
   async findKnown(workspaceId: string, fingerprint: string): Promise<MediaRecord | undefined> {
-    const row = await this.db.get<MediaRow>(
-      `SELECT ${COLUMNS} FROM media WHERE workspace_id = ? AND fingerprint = ? AND result = 0 ORDER BY id LIMIT 1`,
-      [workspaceId, fingerprint.toLowerCase()],
-    );
+    const row = await this.db.get<MediaRow>(FIND_KNOWN_SQL, [workspaceId, fingerprint.toLowerCase()]);
     return row && parseRow(row);
   }
 
@@ -108,10 +121,8 @@ export class MediaStore {
   async knownTiny(workspaceId: string, tiny: readonly string[]): Promise<string[]> {
     const wanted = [...new Set(tiny.map((t) => t.toLowerCase()))];
     if (wanted.length === 0) return [];
-    const [inClause, inParams] = inList(this.db, 'tiny_fingerprint', wanted);
     const rows = await this.db.all<{ tiny_fingerprint: string }>(
-      `SELECT DISTINCT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 AND ${inClause}`,
-      [workspaceId, ...inParams],
+      ...knownTinyQuery(this.db, workspaceId, wanted),
     );
     return rows.map((r) => r.tiny_fingerprint);
   }

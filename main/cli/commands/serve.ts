@@ -6,7 +6,9 @@ import { createLogger } from '../../core/log.js';
 import { statePaths } from '../../core/paths.js';
 import {
   startService,
+  validateDatabaseConfig,
   validateExternalBucketConfig,
+  type DatabaseConfig,
   type ExternalBucketConfig,
 } from '../../service/index.js';
 import { resolveStateDir } from '../context.js';
@@ -18,6 +20,7 @@ export interface ServeFlags {
   state?: string;
   stsExpire?: string;
   bucketConfig?: string;
+  database?: string;
 }
 
 /**
@@ -29,7 +32,9 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   const port = Number(flags.port);
   const logger = createLogger({ level: process.env.DMS_LOG_LEVEL ?? 'info' });
   const externalBucket = flags.bucketConfig ? readBucketConfig(flags.bucketConfig, logger) : undefined;
+  const database = readDatabaseFlag(flags.database, logger);
   const svc = await startService({
+    database,
     host: flags.host,
     port,
     dataDir,
@@ -45,7 +50,69 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  // Graceful: the load balancer sees /readyz fail, new requests get 503002, those in flight finish.
+  logger.info('stopping: finishing the requests in flight, refusing new ones');
+  await svc.drain();
   await svc.close();
+}
+
+/**
+ * `--database`: absent or `sqlite` for the data dir's SQLite file; a
+ * `postgres://user@host:port/db` URL without a password (PGPASSWORD or
+ * ~/.pgpass gives it); or a JSON settings file `{url, password,
+ * maxConnections}` that keeps the password off the command line.
+ */
+export function readDatabaseFlag(value: string | undefined, logger?: Logger): DatabaseConfig {
+  if (value === undefined || value === 'sqlite') return { kind: 'sqlite' };
+  if (/^postgres(ql)?:/.test(value)) {
+    try {
+      return validateDatabaseConfig({ url: value });
+    } catch (err) {
+      // The message names the field, never the value (it could hold a password).
+      throw new DmsError(
+        'invalid-input',
+        `--database: ${(err as Error).message.replace(/^database: /, '')}`,
+        {
+          retryable: false,
+        },
+      );
+    }
+  }
+  const json = readJsonSettings(value, 'database settings file');
+  try {
+    const config = validateDatabaseConfig(json);
+    warnIfReadable(value, 'the database password', logger);
+    return config;
+  } catch (err) {
+    throw new DmsError(
+      'invalid-input',
+      `The database settings file ${value} has a wrong setting: ${(err as Error).message.replace(/^database: /, '')}`,
+      { retryable: false },
+    );
+  }
+}
+
+function readJsonSettings(file: string, what: string): unknown {
+  const refuse = (why: string): DmsError =>
+    new DmsError('invalid-input', `The ${what} ${file} ${why}`, { retryable: false });
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw refuse(`cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    // Not the parser's message: it may quote the file, secret included.
+    throw refuse('is not valid JSON.');
+  }
+}
+
+function warnIfReadable(file: string, secret: string, logger?: Logger): void {
+  if (process.platform !== 'win32' && (fs.statSync(file).mode & 0o077) !== 0) {
+    logger?.warn(`${file} holds ${secret} and other users can read it; run: chmod 600 ${file}`);
+  }
 }
 
 /**
@@ -54,29 +121,17 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
  * the file and the field, never a value.
  */
 export function readBucketConfig(file: string, logger?: Logger): ExternalBucketConfig {
-  const refuse = (why: string): DmsError =>
-    new DmsError('invalid-input', `The bucket settings file ${file} ${why}`, { retryable: false });
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw refuse(`cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}).`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // Not the parser's message: it may quote the file, secret included.
-    throw refuse('is not valid JSON.');
-  }
+  const json = readJsonSettings(file, 'bucket settings file');
   let config: ExternalBucketConfig;
   try {
     config = validateExternalBucketConfig(json);
   } catch (err) {
-    throw refuse(`has a wrong setting: ${(err as Error).message.replace(/^externalBucket: /, '')}`);
+    throw new DmsError(
+      'invalid-input',
+      `The bucket settings file ${file} has a wrong setting: ${(err as Error).message.replace(/^externalBucket: /, '')}`,
+      { retryable: false },
+    );
   }
-  if (process.platform !== 'win32' && (fs.statSync(file).mode & 0o077) !== 0) {
-    logger?.warn(`${file} holds the bucket's secret key and other users can read it; run: chmod 600 ${file}`);
-  }
+  warnIfReadable(file, "the bucket's secret key", logger);
   return config;
 }

@@ -50,6 +50,27 @@ export function isUnavailable(err: unknown): boolean {
   );
 }
 
+/** Why the first connection failed, in words an operator can act on (never the password). */
+export function explainConnectFailure(err: unknown, description: string): Error {
+  const code = (err as { code?: unknown }).code;
+  const text = err instanceof Error ? err.message : String(err);
+  let why: string;
+  if (/password must be a string|no password/i.test(text)) {
+    why =
+      'asks for a password and none was given: put it in the --database settings file ("password"), ' +
+      'in PGPASSWORD or in ~/.pgpass';
+  } else if (code === '28P01' || code === '28000') {
+    why = 'refused the user name or password';
+  } else if (code === '3D000') {
+    why = 'has no such database: create it first (createdb)';
+  } else if (isUnavailable(err) || err instanceof DatabaseUnavailableError) {
+    why = `cannot be reached (${typeof code === 'string' ? code : 'no answer'}): check that PostgreSQL runs and listens there`;
+  } else {
+    return err instanceof Error ? err : new Error(text);
+  }
+  return new Error(`The database server ${description} ${why}.`, { cause: err });
+}
+
 function translate(err: unknown): never {
   throw isUnavailable(err) ? new DatabaseUnavailableError(err) : err;
 }
@@ -158,11 +179,15 @@ export class PostgresDb implements SqlDb {
    * pilot user, dev token), holding an advisory lock: several instances
    * starting at once take turns, and the second finds what the first made.
    */
-  startup<T>(bootstrap: () => Promise<T>): Promise<T> {
-    return this.withLock(MIGRATE_LOCK, async (client) => {
-      await this.migrate(client);
-      return bootstrap();
-    });
+  async startup<T>(bootstrap: () => Promise<T>): Promise<T> {
+    try {
+      return await this.withLock(MIGRATE_LOCK, async (client) => {
+        await this.migrate(client);
+        return bootstrap();
+      });
+    } catch (err) {
+      throw explainConnectFailure(err, describeDatabase(this.config.url));
+    }
   }
 
   private async migrate(client: pg.PoolClient): Promise<void> {
@@ -228,7 +253,7 @@ export class PostgresDb implements SqlDb {
     try {
       await client.connect();
     } catch (err) {
-      return translate(err);
+      throw explainConnectFailure(err, describeDatabase(this.config.url));
     }
     const fn = mode === 'exclusive' ? 'pg_try_advisory_lock' : 'pg_try_advisory_lock_shared';
     const got = (await client.query<{ ok: boolean }>(`SELECT ${fn}($1) AS ok`, [INSTANCE_LOCK])).rows[0]?.ok;
