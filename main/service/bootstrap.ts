@@ -102,9 +102,15 @@ export async function ensureDefaults(db: SqlDb, dataDir: string, tokens: TokenSt
   ) {
     result.devToken = existing;
   } else {
-    // One dev token at a time: the new one replaces every other, in one transaction.
+    // SQLite: one dev token at a time, the new one replaces every other. PostgreSQL:
+    // each instance's data dir may hold its own (an instance started on a new
+    // machine must not revoke the token the others print); revoke by hand to rotate.
     result.devToken = await db.tx(async (t) => {
-      await t.run("UPDATE tokens SET revoked_at = ? WHERE kind = 'dev' AND revoked_at IS NULL", [Date.now()]);
+      if (db.kind === 'sqlite') {
+        await t.run("UPDATE tokens SET revoked_at = ? WHERE kind = 'dev' AND revoked_at IS NULL", [
+          Date.now(),
+        ]);
+      }
       return tokens.issue({ workspaceId, userId: null, kind: 'dev' }, null, t);
     });
     writeSecretFile(devFile, `${result.devToken}\n`);

@@ -65,7 +65,12 @@ export interface CliRun {
  * `drone-media-sync sync <card> --json` against the service, as a crew's
  * script runs it: the token in DMS_TOKEN, never on the command line.
  */
-export function runSync(svc: RunningService, crew: Crew, state: string, card: string): CliRun {
+export function runSync(
+  svc: Pick<RunningService, 'baseUrl'>,
+  crew: Crew,
+  state: string,
+  card: string,
+): CliRun {
   const child = spawn(
     process.execPath,
     [BIN, 'sync', card, '--json', '--state', state, '--server', svc.baseUrl, '--workspace', crew.ws],
