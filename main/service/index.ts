@@ -18,6 +18,7 @@ import { insertWaylines } from './waylines.js';
 export { validateExternalBucketConfig, type ExternalBucketConfig } from './bucket/external-config.js';
 export { SchemaTooNewError } from './db.js';
 export { InstanceConflictError } from './data/open.js';
+export { DatabaseStartError } from './data/postgres.js';
 export {
   describeDatabase,
   validateDatabaseConfig,

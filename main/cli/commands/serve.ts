@@ -5,6 +5,8 @@ import { DmsError } from '../../core/errors.js';
 import { createLogger } from '../../core/log.js';
 import { statePaths } from '../../core/paths.js';
 import {
+  DatabaseStartError,
+  InstanceConflictError,
   startService,
   validateDatabaseConfig,
   validateExternalBucketConfig,
@@ -41,6 +43,12 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     logger,
     ...(flags.stsExpire ? { stsExpireSeconds: Number(flags.stsExpire) } : {}),
     ...(externalBucket ? { externalBucket } : {}),
+  }).catch((err: unknown) => {
+    // Said as it is: the operator must act (start PostgreSQL, fix the password, stop the other instance).
+    if (err instanceof DatabaseStartError || err instanceof InstanceConflictError) {
+      throw new DmsError('invalid-input', err.message, { cause: err, retryable: false, plain: err.message });
+    }
+    throw err;
   });
   process.stdout.write(
     JSON.stringify({ base_url: svc.baseUrl, workspace_id: svc.workspaceId, token: svc.token }) + '\n',

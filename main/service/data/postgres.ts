@@ -50,6 +50,14 @@ export function isUnavailable(err: unknown): boolean {
   );
 }
 
+/** The database could not be used at start: the message says why and what to do (never the password). */
+export class DatabaseStartError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'DatabaseStartError';
+  }
+}
+
 /** Why the first connection failed, in words an operator can act on (never the password). */
 export function explainConnectFailure(err: unknown, description: string): Error {
   const code = (err as { code?: unknown }).code;
@@ -68,7 +76,7 @@ export function explainConnectFailure(err: unknown, description: string): Error 
   } else {
     return err instanceof Error ? err : new Error(text);
   }
-  return new Error(`The database server ${description} ${why}.`, { cause: err });
+  return new DatabaseStartError(`The database server ${description} ${why}.`, err);
 }
 
 function translate(err: unknown): never {
