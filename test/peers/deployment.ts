@@ -97,7 +97,7 @@ export interface Haproxy {
 }
 
 /**
- * HAProxy in front of `ports`: round robin, /readyz checked every 300 ms
+ * HAProxy in front of `ports`: round robin, /readyz checked every 500 ms
  * (down after 2 failures), failed connections and cut answers retried on
  * another instance. The service is what makes such a retry safe: a repeated
  * callback is recorded once (README "upload-callback").
@@ -121,6 +121,8 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
       '  timeout connect 2s',
       '  timeout client 60s',
       '  timeout server 60s',
+      // A check waits this long: a busy instance is slow, not down.
+      '  timeout check 3s',
       '  retries 3',
       '  option redispatch',
       '  retry-on conn-failure empty-response response-timeout',
@@ -132,7 +134,7 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
       '  balance roundrobin',
       '  option httpchk GET /readyz',
       '  http-check expect status 200',
-      '  default-server inter 300ms fall 2 rise 2',
+      '  default-server inter 500ms fall 2 rise 2',
       ...ports.map((p, i) => `  server dms${i + 1} 127.0.0.1:${p} check`),
       '',
     ].join('\n'),

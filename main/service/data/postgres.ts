@@ -119,6 +119,12 @@ export class PostgresDb implements SqlDb {
   private readonly q: SqlDb;
   /** The connection holding the instance lock (embedded-bucket or shared mode). */
   private lockClient: pg.Client | null = null;
+  /**
+   * One connection of its own for /readyz: under load the main pool is busy,
+   * and a readiness check that waits behind requests would make a load
+   * balancer take every instance out at once.
+   */
+  private readonly healthPool: pg.Pool;
 
   constructor(
     readonly config: PostgresConfig,
@@ -139,6 +145,15 @@ export class PostgresDb implements SqlDb {
       this.log?.warn({ err: err.message }, 'database connection lost; reconnecting'),
     );
     this.q = over(this.pool, (fn) => this.tx(fn));
+    this.healthPool = new pg.Pool({
+      ...connectionOptions(config),
+      max: 1,
+      connectionTimeoutMillis: 2_000,
+      idleTimeoutMillis: 60_000,
+      application_name: 'drone-media-sync readiness',
+      types,
+    });
+    this.healthPool.on('error', () => undefined); // said by the main pool's listener already
   }
 
   all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -151,7 +166,7 @@ export class PostgresDb implements SqlDb {
     return this.q.run(sql, params);
   }
   ping(): Promise<void> {
-    return this.q.ping();
+    return over(this.healthPool, () => Promise.reject(new Error('no transactions here'))).ping();
   }
 
   async tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T> {
@@ -281,6 +296,7 @@ export class PostgresDb implements SqlDb {
   async close(): Promise<void> {
     await this.lockClient?.end().catch(() => undefined);
     this.lockClient = null;
+    await this.healthPool.end();
     await this.pool.end();
   }
 }
