@@ -123,7 +123,7 @@ describe('rclone against the embedded bucket', () => {
     await expect(
       rclone(['copy', src, `dms:${sts.bucket}/${sts.object_key_prefix}/x`], wrong),
     ).rejects.toThrow(/SignatureDoesNotMatch/);
-    const other = s.admin.createWorkspace('Other crew');
+    const other = await s.admin.createWorkspace('Other crew');
     await expect(rclone(['lsjson', `dms:${sts.bucket}/${other}`], rcloneEnv(sts))).rejects.toThrow(
       /AccessDenied/,
     );
