@@ -4,7 +4,7 @@
  * it reads (CompleteMultipartUpload, parsed with fast-xml-parser: clients
  * escape the quotes of ETags as entities, e.g. Go's &#34;).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { XMLParser } from 'fast-xml-parser';
 
@@ -74,9 +74,12 @@ export function xmlDocument(root: string, tree: XmlTree): string {
   return XML_DECLARATION + xmlElement(root, tree);
 }
 
+/** S3's request ids: 16 hex digits, in the x-amz-request-id header and in error bodies alike. */
+export const newRequestId = (): string => randomBytes(8).toString('hex').toUpperCase();
+
 /** `<Error>` with S3's fields, without the XML declaration. */
-export function errorElement(err: S3Error, resource?: string): string {
-  return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: randomUUID() })}</Error>`;
+export function errorElement(err: S3Error, requestId: string, resource?: string): string {
+  return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: requestId })}</Error>`;
 }
 
 export function sendXml(res: ServerResponse, status: number, body: string, head = false): void {
@@ -94,13 +97,13 @@ export function sendXml(res: ServerResponse, status: number, body: string, head 
 export function sendError(
   res: ServerResponse,
   err: S3Error,
-  opts: { head: boolean; close: boolean; resource?: string },
+  opts: { head: boolean; close: boolean; requestId: string; resource?: string },
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = XML_DECLARATION + errorElement(err, opts.resource);
+  const body = XML_DECLARATION + errorElement(err, opts.requestId, opts.resource);
   if (opts.close) res.setHeader('connection', 'close');
   // HEAD answers carry no body: the code goes in a header so clients can still tell.
   res.setHeader('x-amz-error-code', err.code);
@@ -110,7 +113,11 @@ export function sendError(
 export interface CompletedPart {
   partNumber: number;
   etag: string;
+  /** Flexible checksums the list names for the part: algorithm (crc32, sha256...) -> base64. */
+  checksums: Record<string, string>;
 }
+
+const CHECKSUM_ELEMENT = /^Checksum(CRC32|CRC32C|CRC64NVME|SHA1|SHA256)$/;
 
 const parser = new XMLParser({
   ignoreAttributes: true,
@@ -139,7 +146,7 @@ export function parseCompleteBody(text: string): CompletedPart[] {
   const list = root?.Part;
   if (!Array.isArray(list) || list.length === 0) throw malformed;
   const parts: CompletedPart[] = [];
-  for (const item of list as { PartNumber?: unknown; ETag?: unknown }[]) {
+  for (const item of list as Record<string, unknown>[]) {
     const n = typeof item.PartNumber === 'string' ? item.PartNumber.trim() : '';
     const etag = typeof item.ETag === 'string' ? item.ETag.trim().replace(/^"|"$/g, '') : '';
     if (!/^\d{1,5}$/.test(n) || +n < 1 || +n > 10_000) {
@@ -154,7 +161,12 @@ export function parseCompleteBody(text: string): CompletedPart[] {
         'The list of parts was not in ascending order. Parts must be ordered by part number.',
       );
     }
-    parts.push({ partNumber: +n, etag: etag.toLowerCase() });
+    const checksums: Record<string, string> = {};
+    for (const [name, value] of Object.entries(item)) {
+      const m = CHECKSUM_ELEMENT.exec(name);
+      if (m && typeof value === 'string') checksums[m[1]!.toLowerCase()] = value.trim();
+    }
+    parts.push({ partNumber: +n, etag: etag.toLowerCase(), checksums });
   }
   return parts;
 }

@@ -215,7 +215,9 @@ export function verifySignature(
     ALGORITHM,
     claim.amzDate,
     claim.scope,
-    createHash('sha256').update(canonical).digest('hex'),
+    // Header values arrive as latin1 (one char per byte): hashed as those bytes, so a
+    // client that signed UTF-8 metadata values is verified against what it signed.
+    createHash('sha256').update(canonical, 'latin1').digest('hex'),
   ].join('\n');
   const [date = '', region = ''] = claim.scope.split('/');
   const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), 's3'), 'aws4_request');
