@@ -65,6 +65,7 @@ const REFUSED: [string, string, number, string][] = [
   ['x-amz-something-new', '1', 501, 'NotImplemented'],
   ['if-modified-since', 'Sat, 29 Oct 1994 19:43:31 GMT', 501, 'NotImplemented'],
   ['range', 'bytes=0-1', 501, 'NotImplemented'],
+  ['if-range', '"x"', 501, 'NotImplemented'],
 ];
 
 describe('PutObject with a header the bucket does not honour', () => {

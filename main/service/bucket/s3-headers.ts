@@ -83,7 +83,7 @@ export const HEADER_RULES: Rule[] = [
     honoured: [...OBJECT_READS, 'PutObject', 'CompleteMultipartUpload'],
   },
   { matches: is('if-modified-since', 'if-unmodified-since'), honoured: OBJECT_READS },
-  { matches: is('range'), honoured: OBJECT_READS },
+  { matches: is('range', 'if-range'), honoured: OBJECT_READS },
   {
     matches: is('x-amz-checksum-mode'),
     honoured: OBJECT_READS,
