@@ -6,6 +6,7 @@
  * range, head, list with pagination and a delimiter, multipart with ListParts
  * and Abort, presigned URLs). rclone: rclone.peer.test.ts.
  */
+import type { S3Client } from '@aws-sdk/client-s3';
 import {
   AbortMultipartUploadCommand,
   CreateMultipartUploadCommand,
@@ -14,7 +15,6 @@ import {
   ListObjectsV2Command,
   ListPartsCommand,
   PutObjectCommand,
-  S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
@@ -26,7 +26,7 @@ import { createUploader } from '../../main/core/storage/index.js';
 import type { MultipartState, UploaderOptions } from '../../main/core/storage/types.js';
 import { StsCache } from '../../main/core/sync/sts-cache.js';
 import { call, getSts, md5Hex, paths, removeDir, s3From, startTemp, tempDir, type Loose } from './helpers.js';
-import { send, signer } from './s3-raw.js';
+import { sdkDefaultsClient, send, signer } from './s3-raw.js';
 
 const MiB = 1024 * 1024;
 let s: Awaited<ReturnType<typeof startTemp>>;
@@ -367,16 +367,7 @@ describe('the AWS SDK v3', () => {
   });
 
   it('refuses an aws-chunked body (the SDK default checksums) with a clear NotImplemented', async () => {
-    const defaults = new S3Client({
-      endpoint: sts.endpoint,
-      region: sts.region,
-      forcePathStyle: true,
-      credentials: {
-        accessKeyId: sts.credentials.access_key_id,
-        secretAccessKey: sts.credentials.access_key_secret,
-        sessionToken: sts.credentials.security_token,
-      },
-    });
+    const defaults = sdkDefaultsClient(sts);
     try {
       const { Readable } = await import('node:stream');
       const err = await defaults

@@ -7,6 +7,7 @@
  * given back on GET and HEAD, and the flexible checksums current SDKs send
  * by default, verified. Through the AWS SDK v3 and raw signed requests.
  */
+import type { S3Client } from '@aws-sdk/client-s3';
 import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
@@ -14,7 +15,6 @@ import {
   HeadObjectCommand,
   ListPartsCommand,
   PutObjectCommand,
-  S3Client,
   UploadPartCommand,
   type CompletedPart,
 } from '@aws-sdk/client-s3';
@@ -22,7 +22,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getSts, md5Hex, s3From, startTemp, type Loose } from './helpers.js';
-import { rawS3 } from './s3-raw.js';
+import { rawS3, sdkDefaultsClient } from './s3-raw.js';
 
 const MiB = 1024 * 1024;
 let s: Awaited<ReturnType<typeof startTemp>>;
@@ -275,16 +275,7 @@ describe('flexible checksums', () => {
   };
 
   it('the AWS SDK with its default (CRC32) puts, and gets the checksum back with ChecksumMode ENABLED', async () => {
-    const defaults = new S3Client({
-      endpoint: sts.endpoint,
-      region: sts.region,
-      forcePathStyle: true,
-      credentials: {
-        accessKeyId: sts.credentials.access_key_id,
-        secretAccessKey: sts.credentials.access_key_secret,
-        sessionToken: sts.credentials.security_token,
-      },
-    });
+    const defaults = sdkDefaultsClient(sts);
     try {
       const Key = `${prefix}/sum/default.jpg`;
       const body = randomBytes(5000);

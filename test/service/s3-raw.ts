@@ -5,6 +5,7 @@
  * (unlike fetch) lets the Host header be set.
  */
 import http from 'node:http';
+import { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { NodeSha256 } from '../../main/core/storage/s3-put.js';
 import type { Loose } from './helpers.js';
@@ -137,5 +138,19 @@ export function send(
     );
     req.on('error', reject);
     req.end(body);
+  });
+}
+
+/** An AWS SDK client from the STS answer with the SDK's own defaults (CRC32 checksums on), unlike helpers' s3From. */
+export function sdkDefaultsClient(sts: Loose): S3Client {
+  return new S3Client({
+    endpoint: sts.endpoint,
+    region: sts.region,
+    forcePathStyle: true,
+    credentials: {
+      accessKeyId: sts.credentials.access_key_id,
+      secretAccessKey: sts.credentials.access_key_secret,
+      sessionToken: sts.credentials.security_token,
+    },
   });
 }

@@ -3,10 +3,12 @@
  * Drone Media Sync's agent and ordinary S3 clients (AWS SDK, rclone) need to
  * upload: PutObject, the multipart calls (create, upload part, list parts,
  * complete, abort), HEAD/GET of objects, listing under one's own prefix,
- * HEAD bucket and its location. Path-style only. Everything else gets S3's
- * own error. Order for every request: parse, verify the signature and the
- * credential, check the key is under the credential's prefix, and only then
- * read the body (and say 100 Continue to clients that wait for it).
+ * HEAD bucket and its location. Path-style only. Every header and parameter
+ * is honoured as S3 honours it or refused with S3's own error, never ignored
+ * (s3-headers.ts; docs/embedded-bucket.md). Order for every request: parse,
+ * verify the signature and the credential, check the key is under the
+ * credential's prefix, check the operation honours every header, and only
+ * then read the body (and say 100 Continue to clients that wait for it).
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
