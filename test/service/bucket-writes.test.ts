@@ -343,7 +343,85 @@ describe('flexible checksums', () => {
     await complete(b64('sha256', body));
   });
 
-  it('refuses the checksums it does not compute, and whole-object checksums of multipart uploads (501)', async () => {
+  /** A multipart upload created with `checksum`, its parts sent with their checksums, completed. */
+  async function withChecksum(Key: string, bodies: Buffer[], ChecksumType?: 'COMPOSITE' | 'FULL_OBJECT') {
+    const { UploadId } = await client.send(
+      new CreateMultipartUploadCommand({
+        Bucket: sts.bucket,
+        Key,
+        ChecksumAlgorithm: 'CRC32',
+        ...(ChecksumType ? { ChecksumType } : {}),
+      }),
+    );
+    const Parts: CompletedPart[] = [];
+    for (const [i, Body] of bodies.entries()) {
+      const out = await client.send(
+        new UploadPartCommand({
+          Bucket: sts.bucket,
+          Key,
+          UploadId,
+          PartNumber: i + 1,
+          Body,
+          ChecksumAlgorithm: 'CRC32',
+        }),
+      );
+      Parts.push({ PartNumber: i + 1, ETag: out.ETag!, ChecksumCRC32: out.ChecksumCRC32! });
+    }
+    return client.send(
+      new CompleteMultipartUploadCommand({ Bucket: sts.bucket, Key, UploadId, MultipartUpload: { Parts } }),
+    );
+  }
+
+  it('a multipart upload created with a checksum algorithm (boto3 and the AWS CLI do so for big files) gets the COMPOSITE checksum of its parts', async () => {
+    const Key = `${prefix}/sum/composite.mp4`;
+    const bodies = [randomBytes(5 * MiB), randomBytes(1234)];
+    const done = await withChecksum(Key, bodies);
+    const composite = crc(Buffer.concat(bodies.map((b) => Buffer.from(crc(b), 'base64'))));
+    expect([done.ChecksumCRC32, done.ChecksumType]).toEqual([`${composite}-2`, 'COMPOSITE']);
+    const head = await client.send(
+      new HeadObjectCommand({ Bucket: sts.bucket, Key, ChecksumMode: 'ENABLED' }),
+    );
+    expect([head.ChecksumCRC32, head.ChecksumType]).toEqual([`${composite}-2`, 'COMPOSITE']);
+  });
+
+  it('FULL_OBJECT CRC32: the checksum of the whole object, computed as the parts are put together', async () => {
+    const Key = `${prefix}/sum/full.mp4`;
+    const bodies = [randomBytes(5 * MiB), randomBytes(777)];
+    const done = await withChecksum(Key, bodies, 'FULL_OBJECT');
+    expect([done.ChecksumCRC32, done.ChecksumType]).toEqual([crc(Buffer.concat(bodies)), 'FULL_OBJECT']);
+  });
+
+  it('such an upload refuses a part without its checksum, and a part list without them', async () => {
+    const Key = `${prefix}/sum/missing.mp4`;
+    const { UploadId } = await client.send(
+      new CreateMultipartUploadCommand({ Bucket: sts.bucket, Key, ChecksumAlgorithm: 'SHA256' }),
+    );
+    await expect(
+      client.send(new UploadPartCommand({ Bucket: sts.bucket, Key, UploadId, PartNumber: 1, Body: 'x' })),
+    ).rejects.toMatchObject({ name: 'InvalidRequest', $metadata: { httpStatusCode: 400 } });
+    const part = await client.send(
+      new UploadPartCommand({
+        Bucket: sts.bucket,
+        Key,
+        UploadId,
+        PartNumber: 1,
+        Body: 'x',
+        ChecksumAlgorithm: 'SHA256',
+      }),
+    );
+    await expect(
+      client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: sts.bucket,
+          Key,
+          UploadId,
+          MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag! }] },
+        }),
+      ),
+    ).rejects.toMatchObject({ name: 'InvalidRequest' });
+  });
+
+  it('refuses the checksums it does not compute (501), and FULL_OBJECT with SHA (400, as S3)', async () => {
     const key = `${prefix}/sum/unsupported.txt`;
     for (const header of ['x-amz-checksum-crc32c', 'x-amz-checksum-crc64nvme']) {
       const r = await put(key, 'x', { [header]: 'AAAAAA==' });
@@ -351,8 +429,18 @@ describe('flexible checksums', () => {
     }
     await expect(
       client.send(
-        new CreateMultipartUploadCommand({ Bucket: sts.bucket, Key: key, ChecksumAlgorithm: 'CRC32' }),
+        new CreateMultipartUploadCommand({ Bucket: sts.bucket, Key: key, ChecksumAlgorithm: 'CRC32C' }),
       ),
     ).rejects.toMatchObject({ name: 'NotImplemented', $metadata: { httpStatusCode: 501 } });
+    await expect(
+      client.send(
+        new CreateMultipartUploadCommand({
+          Bucket: sts.bucket,
+          Key: key,
+          ChecksumAlgorithm: 'SHA256',
+          ChecksumType: 'FULL_OBJECT',
+        }),
+      ),
+    ).rejects.toMatchObject({ name: 'InvalidRequest', $metadata: { httpStatusCode: 400 } });
   });
 });

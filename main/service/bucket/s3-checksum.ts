@@ -73,3 +73,65 @@ export const checksumMismatch = (algorithm: ChecksumAlgorithm): S3Error =>
 /** The header name of a checksum, and the element name of it in S3's XML (ChecksumCRC32...). */
 export const checksumHeader = (algorithm: ChecksumAlgorithm): string => `x-amz-checksum-${algorithm}`;
 export const checksumElement = (algorithm: ChecksumAlgorithm): string => `Checksum${algorithm.toUpperCase()}`;
+
+/**
+ * The checksum a CreateMultipartUpload asks for (x-amz-checksum-algorithm,
+ * x-amz-checksum-type), what boto3 and the AWS CLI send by default for big
+ * files: every part must then carry it, and the object gets one, COMPOSITE
+ * (the checksum of the parts' checksums, "-N") or, for CRC32, FULL_OBJECT.
+ */
+export interface MultipartChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: 'COMPOSITE' | 'FULL_OBJECT';
+}
+
+const ALGORITHM_FIELD = 'x-amz-checksum-algorithm';
+const TYPE_FIELD = 'x-amz-checksum-type';
+
+/** From CreateMultipartUpload's fields (already judged by s3-headers.ts). */
+export function declaredMultipartChecksum(fields: Map<string, string>): MultipartChecksum | undefined {
+  const algorithm = fields.get(ALGORITHM_FIELD)?.toLowerCase() as ChecksumAlgorithm | undefined;
+  const type = fields.get(TYPE_FIELD)?.toUpperCase() ?? 'COMPOSITE';
+  if (algorithm === undefined) {
+    if (fields.has(TYPE_FIELD)) throw invalidRequest('x-amz-checksum-type needs x-amz-checksum-algorithm.');
+    return undefined;
+  }
+  if (type !== 'COMPOSITE' && type !== 'FULL_OBJECT') {
+    throw invalidRequest('x-amz-checksum-type must be COMPOSITE or FULL_OBJECT.');
+  }
+  if (type === 'FULL_OBJECT' && algorithm !== 'crc32') {
+    throw invalidRequest(
+      `The FULL_OBJECT checksum type cannot be used with the ${algorithm.toUpperCase()} algorithm.`,
+    );
+  }
+  return { algorithm, type };
+}
+
+/** Kept with the upload among its headers, and taken out of them again. */
+export function withMultipartChecksum(
+  headers: Record<string, string>,
+  c: MultipartChecksum | undefined,
+): Record<string, string> {
+  return c ? { ...headers, [ALGORITHM_FIELD]: c.algorithm, [TYPE_FIELD]: c.type } : headers;
+}
+export function takeMultipartChecksum(headers: Record<string, string>): {
+  checksum: MultipartChecksum | undefined;
+  rest: Record<string, string>;
+} {
+  const { [ALGORITHM_FIELD]: algorithm, [TYPE_FIELD]: type, ...rest } = headers;
+  const checksum =
+    algorithm !== undefined
+      ? {
+          algorithm: algorithm as ChecksumAlgorithm,
+          type: type === 'FULL_OBJECT' ? 'FULL_OBJECT' : 'COMPOSITE',
+        }
+      : undefined;
+  return { checksum: checksum as MultipartChecksum | undefined, rest };
+}
+
+/** S3's COMPOSITE checksum: the checksum of the parts' binary checksums, "-", their number. */
+export function compositeChecksum(algorithm: ChecksumAlgorithm, partValues: string[]): string {
+  const c = checksummer(algorithm);
+  for (const v of partValues) c.update(Buffer.from(v, 'base64'));
+  return `${c.value()}-${partValues.length}`;
+}

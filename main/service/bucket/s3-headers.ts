@@ -71,11 +71,12 @@ const startsWith =
   (name: string): boolean =>
     name.startsWith(prefix);
 
-const notHere = (name: string, what: string): S3Error => notImplemented(`${what} (${name})`);
+const notHere = (name: string, what: string, why?: string): S3Error =>
+  notImplemented(`${what} (${name})`, why);
 
 /**
- * The table. Order matters only for readability: a name matches at most one
- * rule. docs/embedded-bucket.md describes each row.
+ * The table: the first rule that matches a name decides.
+ * docs/embedded-bucket.md describes each row.
  */
 export const HEADER_RULES: Rule[] = [
   {
@@ -107,6 +108,20 @@ export const HEADER_RULES: Rule[] = [
     },
   },
   {
+    matches: is('x-amz-checksum-algorithm'),
+    honoured: ['CreateMultipartUpload'],
+    check(value, name) {
+      if (!(CHECKSUM_ALGORITHMS as readonly string[]).includes(value.toLowerCase()))
+        throw unsupportedChecksum(`${name}: ${value}`);
+    },
+    refusal: (name) => onCreateOnly(name),
+  },
+  {
+    matches: is('x-amz-checksum-type'),
+    honoured: ['CreateMultipartUpload'],
+    refusal: (n) => onCreateOnly(n),
+  },
+  {
     matches: (n) => n.startsWith('x-amz-checksum-') && n !== 'x-amz-checksum-mode',
     honoured: BODY_WRITES,
     check(_value, name) {
@@ -127,7 +142,11 @@ export const HEADER_RULES: Rule[] = [
     matches: startsWith('x-amz-server-side-encryption'),
     honoured: [],
     refusal: (name) =>
-      notHere(name, "Server-side encryption: objects are stored as sent, on the service's own disk"),
+      notHere(
+        name,
+        'Server-side encryption',
+        "objects are stored as sent, on the service's own disk; send the request without this header.",
+      ),
   },
   {
     matches: startsWith('x-amz-object-lock-'),
@@ -149,7 +168,7 @@ export const HEADER_RULES: Rule[] = [
   {
     matches: is('x-amz-expected-bucket-owner'),
     honoured: [],
-    refusal: (n) => notHere(n, 'Checking the bucket owner: this bucket has no account ids'),
+    refusal: (n) => notHere(n, 'Checking the bucket owner', 'this bucket has no account ids to check.'),
   },
   { matches: is('x-amz-request-payer'), honoured: [], refusal: (n) => notHere(n, 'Requester pays') },
   {
@@ -172,9 +191,14 @@ const aclsNotSupported = (): S3Error =>
     "The bucket does not allow ACLs: objects are readable only with the workspace's own credentials.",
   );
 const unsupportedChecksum = (what: string): S3Error =>
-  notImplemented(`The checksum ${what}: this bucket verifies CRC32, SHA1 and SHA256 (and Content-MD5)`);
+  notImplemented(`The checksum ${what}`, 'it verifies CRC32, SHA1 and SHA256 checksums, and Content-MD5.');
+const onCreateOnly = (name: string): S3Error =>
+  notImplemented(`The header ${name} here`, 'it is read on CreateMultipartUpload only.');
 const wholeObjectChecksums = (what: string): S3Error =>
-  notImplemented(`A whole-object checksum of a multipart upload (${what}): send checksums with each part`);
+  notImplemented(
+    `A whole-object checksum of a multipart upload (${what})`,
+    'send a CRC32, SHA1 or SHA256 checksum with each part instead.',
+  );
 
 /** The header, or x-amz-* query parameter, fields of a request that the rules judge; lowercase names. */
 export function requestFields(req: IncomingMessage, query: Query): Map<string, string> {

@@ -23,12 +23,14 @@ export class S3Error extends Error {
 export const accessDenied = (message: string): S3Error => new S3Error(403, 'AccessDenied', message);
 export const invalidArgument = (message: string): S3Error => new S3Error(400, 'InvalidArgument', message);
 export const invalidRequest = (message: string): S3Error => new S3Error(400, 'InvalidRequest', message);
-export const notImplemented = (what: string): S3Error =>
+/** `why` replaces the general reason when there is a more useful one. */
+export const notImplemented = (what: string, why?: string): S3Error =>
   new S3Error(
     501,
     'NotImplemented',
-    `${what} is not implemented by this bucket: it serves only what Drone Media Sync uses ` +
-      '(objects, multipart uploads, listing under your own prefix).',
+    `${what} is not implemented by this bucket: ` +
+      (why ??
+        'it serves only what Drone Media Sync uses (objects, multipart uploads, listing under your own prefix).'),
   );
 export const noSuchUpload = (): S3Error =>
   new S3Error(

@@ -66,7 +66,8 @@ function objectHeaders(obj: ObjectRow, withChecksum: boolean): Record<string, st
     if (!name.startsWith('x-amz-checksum-')) out[name] = value;
     else if (withChecksum) {
       out[name] = value;
-      out['x-amz-checksum-type'] = 'FULL_OBJECT';
+      // A single PUT's checksum is of the whole object; a multipart one says its type.
+      out['x-amz-checksum-type'] ??= 'FULL_OBJECT';
     }
   }
   return out;

@@ -14,7 +14,17 @@ import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeKey } from '../../core/storage/s3-put.js';
 import { readSmallBody, receiveBody } from './s3-body.js';
-import { checksumElement, checksumHeader, declaredChecksum } from './s3-checksum.js';
+import {
+  checksumElement,
+  checksumHeader,
+  checksummer,
+  compositeChecksum,
+  declaredChecksum,
+  declaredMultipartChecksum,
+  takeMultipartChecksum,
+  withMultipartChecksum,
+  type MultipartChecksum,
+} from './s3-checksum.js';
 import { checkWrite, readConditions, type Conditions } from './s3-conditions.js';
 import {
   checkFields,
@@ -28,6 +38,7 @@ import { listObjects } from './s3-list.js';
 import {
   accessDenied,
   errorElement,
+  invalidRequest,
   isoDate,
   newRequestId,
   noSuchUpload,
@@ -196,6 +207,8 @@ async function uploadPart(r: ObjectCall): Promise<void> {
   const n = partNumber(query);
   const upload = opts.store.upload(query.uploadId!, cred.workspaceId, key);
   const checksum = declaredChecksum(fields);
+  const wanted = takeMultipartChecksum(JSON.parse(upload.headers) as Record<string, string>).checksum;
+  if (wanted && checksum?.algorithm !== wanted.algorithm) throw partWithoutChecksum(wanted);
   const got = await receiveBody(req, res, opts.store, claim, opts.maxPartBytes, checksum);
   await opts.store.commitPart(upload, n, got, checksum ? { [checksum.algorithm]: checksum.value } : null);
   res.writeHead(200, {
@@ -206,10 +219,22 @@ async function uploadPart(r: ObjectCall): Promise<void> {
   res.end();
 }
 
+const partWithoutChecksum = (c: MultipartChecksum): S3Error =>
+  invalidRequest(
+    `The upload was created using a ${c.algorithm.toUpperCase()} checksum: every part must carry its ` +
+      `x-amz-checksum-${c.algorithm} (and the part list of Complete its ${checksumElement(c.algorithm)}).`,
+  );
+
 function createUpload(r: ObjectCall): void {
   const { req, res, opts, cred, key, query, fields } = r;
   allowOnly(query, ['uploads'], 'CreateMultipartUpload');
-  const id = opts.store.createUpload(cred.workspaceId, key, contentType(req), storedHeaders(fields));
+  const checksum = declaredMultipartChecksum(fields);
+  const headers = withMultipartChecksum(storedHeaders(fields), checksum);
+  const id = opts.store.createUpload(cred.workspaceId, key, contentType(req), headers);
+  if (checksum) {
+    res.setHeader('x-amz-checksum-algorithm', checksum.algorithm.toUpperCase());
+    res.setHeader('x-amz-checksum-type', checksum.type);
+  }
   sendXml(
     res,
     200,
@@ -217,12 +242,26 @@ function createUpload(r: ObjectCall): void {
   );
 }
 
-const completeResult = (opts: S3ServerOptions, key: string, etag: string): XmlTree => ({
-  Location: `/${opts.bucket}/${encodeKey(key)}`,
-  Bucket: opts.bucket,
-  Key: key,
-  ETag: quoted(etag),
-});
+/** The answer of Complete: where the object is, its ETag, and its checksum if it has one. */
+function completeResult(
+  opts: S3ServerOptions,
+  key: string,
+  etag: string,
+  headers: Record<string, string>,
+): XmlTree {
+  const tree: XmlTree = {
+    Location: `/${opts.bucket}/${encodeKey(key)}`,
+    Bucket: opts.bucket,
+    Key: key,
+    ETag: quoted(etag),
+  };
+  for (const [name, value] of Object.entries(headers)) {
+    const m = /^x-amz-checksum-(crc32|sha1|sha256)$/.exec(name);
+    if (m) tree[checksumElement(m[1] as ChecksumAlgorithm)] = value;
+  }
+  if (headers['x-amz-checksum-type'] !== undefined) tree.ChecksumType = headers['x-amz-checksum-type'];
+  return tree;
+}
 
 async function completeUpload(r: ObjectCall): Promise<void> {
   const { req, res, opts, claim, cred, key, query } = r;
@@ -234,21 +273,45 @@ async function completeUpload(r: ObjectCall): Promise<void> {
     const done = opts.store.completedFrom(uploadId, cred.workspaceId, key);
     const parts = done && parseCompleteBody(await readSmallBody(req, res, claim, MAX_COMPLETE_BODY));
     if (!done || !parts || multipartEtag(parts.map((p) => p.etag)) !== done.etag) throw noSuchUpload();
+    const kept = JSON.parse(done.headers) as Record<string, string>;
     return void sendXml(
       res,
       200,
-      xmlDocument('CompleteMultipartUploadResult', completeResult(opts, key, done.etag)),
+      xmlDocument('CompleteMultipartUploadResult', completeResult(opts, key, done.etag, kept)),
     );
   }
   const upload = opts.store.upload(uploadId, cred.workspaceId, key);
   const check = writeCheck(readConditions(req.headers));
   check(opts.store.object(key)); // before the parts are put together; again when the object is written
-  const parts = opts.store.checkParts(
-    upload,
-    parseCompleteBody(await readSmallBody(req, res, claim, MAX_COMPLETE_BODY)),
-  );
-  return answerWhileWorking(r, opts.store.complete(upload, parts, check), (etag) =>
-    xmlElement('CompleteMultipartUploadResult', completeResult(opts, key, etag)),
+  const listed = parseCompleteBody(await readSmallBody(req, res, claim, MAX_COMPLETE_BODY));
+  const parts = opts.store.checkParts(upload, listed);
+  const { checksum, rest } = takeMultipartChecksum(JSON.parse(upload.headers) as Record<string, string>);
+  if (checksum && listed.some((p) => p.checksums[checksum.algorithm] === undefined)) {
+    throw partWithoutChecksum(checksum);
+  }
+  const whole = checksum?.type === 'FULL_OBJECT' ? checksummer(checksum.algorithm) : undefined;
+  let headers = rest;
+  const work = opts.store.complete(upload, parts, {
+    check,
+    ...(whole ? { observe: (chunk: Buffer) => whole.update(chunk) } : {}),
+    headers: () => {
+      if (!checksum) return rest;
+      const value = whole
+        ? whole.value()
+        : compositeChecksum(
+            checksum.algorithm,
+            listed.map((p) => p.checksums[checksum.algorithm]!),
+          );
+      headers = {
+        ...rest,
+        [checksumHeader(checksum.algorithm)]: value,
+        'x-amz-checksum-type': checksum.type,
+      };
+      return headers;
+    },
+  });
+  return answerWhileWorking(r, work, (etag) =>
+    xmlElement('CompleteMultipartUploadResult', completeResult(opts, key, etag, headers)),
   );
 }
 

@@ -406,7 +406,15 @@ export class BucketStore {
    * whole object on the way (kept for upload callbacks). Returns S3's
    * multipart ETag: MD5 of the parts' MD5s, "-", the number of parts.
    */
-  async complete(upload: UploadRow, parts: PartRow[], check?: WriteCheck): Promise<string> {
+  /**
+   * `observe` sees every byte of the object as it is put together;
+   * `headers()`, called after, gives the headers to keep with it.
+   */
+  async complete(
+    upload: UploadRow,
+    parts: PartRow[],
+    opts: { check?: WriteCheck; observe?: (chunk: Buffer) => void; headers: () => Record<string, string> },
+  ): Promise<string> {
     const dir = this.uploadDir(upload.upload_id);
     this.completing.add(upload.upload_id);
     try {
@@ -418,6 +426,7 @@ export class BucketStore {
           for (const part of parts) {
             for await (const chunk of createReadStream(join(dir, part.file), { highWaterMark: 1 << 20 })) {
               md5.update(chunk as Buffer);
+              opts.observe?.(chunk as Buffer);
               yield chunk as Buffer;
             }
           }
@@ -437,10 +446,10 @@ export class BucketStore {
           md5: md5.digest('hex'),
           etag,
           contentType: upload.content_type,
-          headers: JSON.parse(upload.headers) as Record<string, string>,
+          headers: opts.headers(),
           uploadId: upload.upload_id,
         },
-        check,
+        opts.check,
       );
       this.q.dropUpload.run(upload.upload_id);
       await rm(dir, { recursive: true, force: true });
