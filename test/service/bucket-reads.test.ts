@@ -7,9 +7,10 @@
  * than 100-continue served in S3's terms rather than Node's bare 417.
  */
 import { GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { createHash, createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getSts, md5Hex, s3From, startTemp, type Loose } from './helpers.js';
-import { rawS3 } from './s3-raw.js';
+import { rawS3, send } from './s3-raw.js';
 
 let s: Awaited<ReturnType<typeof startTemp>>;
 let sts: Loose;
@@ -138,6 +139,54 @@ describe('protocol details', () => {
     expect(missing.body).toContain(`<RequestId>${missing.headers['x-amz-request-id'] as string}</RequestId>`);
     const head = await rawS3(sts, { method: 'HEAD', path: path(`${key}.missing`) });
     expect(head.headers['x-amz-request-id']).toMatch(/^[0-9A-F]{16}$/);
+  });
+
+  it('takes the time of a request from its Date header when it has no x-amz-date, as SigV4 allows (botocore does so)', async () => {
+    // Signed by hand, the way botocore signs when a Date header is set: no SDK here adds one.
+    const endpoint = new URL(sts.endpoint);
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const basic = now.toISOString().replace(/[-:]/g, '').replace('.000', '');
+    const scope = `${basic.slice(0, 8)}/${sts.region}/s3/aws4_request`;
+    const headers: Record<string, string> = {
+      date: now.toUTCString(),
+      host: endpoint.host,
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+      'x-amz-security-token': sts.credentials.security_token,
+    };
+    const names = Object.keys(headers).sort();
+    const canonical = [
+      'GET',
+      path(key),
+      '',
+      ...names.map((n) => `${n}:${headers[n]}`),
+      '',
+      names.join(';'),
+      'UNSIGNED-PAYLOAD',
+    ].join('\n');
+    const hmac = (k: Buffer | string, d: string): Buffer => createHmac('sha256', k).update(d).digest();
+    const signingKey = ['s3', 'aws4_request'].reduce(
+      (k, part) => hmac(k, part),
+      hmac(
+        hmac(`AWS4${sts.credentials.access_key_secret as string}`, basic.slice(0, 8)),
+        sts.region as string,
+      ),
+    );
+    const toSign = [
+      'AWS4-HMAC-SHA256',
+      basic,
+      scope,
+      createHash('sha256').update(canonical).digest('hex'),
+    ].join('\n');
+    const authorization = `AWS4-HMAC-SHA256 Credential=${sts.credentials.access_key_id as string}/${scope}, SignedHeaders=${names.join(';')}, Signature=${hmac(signingKey, toSign).toString('hex')}`;
+    const r = await send(endpoint, 'GET', path(key), { ...headers, authorization });
+    expect([r.status, r.body]).toEqual([200, BODY]);
+    // The Date header is then part of the signature: another date does not pass.
+    const moved = await send(endpoint, 'GET', path(key), {
+      ...headers,
+      date: new Date(now.getTime() + 1000).toUTCString(),
+      authorization,
+    });
+    expect([moved.status, moved.code]).toEqual([403, 'SignatureDoesNotMatch']);
   });
 
   it('serves a PUT whose Expect is not 100-continue as S3 does; its refusals stay S3 errors', async () => {
