@@ -391,6 +391,42 @@ describe('flexible checksums', () => {
     expect([done.ChecksumCRC32, done.ChecksumType]).toEqual([crc(Buffer.concat(bodies)), 'FULL_OBJECT']);
   });
 
+  it('Complete holds the object to the checksum the client expects of it: BadDigest, and the upload stays open', async () => {
+    const Key = `${prefix}/sum/expected.mp4`;
+    const body = randomBytes(3000);
+    const { UploadId } = await client.send(
+      new CreateMultipartUploadCommand({ Bucket: sts.bucket, Key, ChecksumAlgorithm: 'SHA256' }),
+    );
+    const part = await client.send(
+      new UploadPartCommand({
+        Bucket: sts.bucket,
+        Key,
+        UploadId,
+        PartNumber: 1,
+        Body: body,
+        ChecksumAlgorithm: 'SHA256',
+      }),
+    );
+    const complete = (ChecksumSHA256: string) =>
+      client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: sts.bucket,
+          Key,
+          UploadId,
+          ChecksumSHA256,
+          MultipartUpload: {
+            Parts: [{ PartNumber: 1, ETag: part.ETag!, ChecksumSHA256: part.ChecksumSHA256! }],
+          },
+        }),
+      );
+    const composite = `${b64('sha256', Buffer.from(part.ChecksumSHA256!, 'base64'))}-1`;
+    await expect(complete(`${b64('sha256', Buffer.from('other'))}-1`)).rejects.toMatchObject({
+      name: 'BadDigest',
+    });
+    expect((await rawS3(sts, { method: 'HEAD', path: path(Key) })).status).toBe(404);
+    expect((await complete(composite)).ChecksumSHA256).toBe(composite);
+  });
+
   it('such an upload refuses a part without its checksum, and a part list without them', async () => {
     const Key = `${prefix}/sum/missing.mp4`;
     const { UploadId } = await client.send(

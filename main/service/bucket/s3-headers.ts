@@ -122,8 +122,9 @@ export const HEADER_RULES: Rule[] = [
     refusal: (n) => onCreateOnly(n),
   },
   {
+    // On Complete: the checksum the client expects of the object (s3-server.ts).
     matches: (n) => n.startsWith('x-amz-checksum-') && n !== 'x-amz-checksum-mode',
-    honoured: BODY_WRITES,
+    honoured: [...BODY_WRITES, 'CompleteMultipartUpload'],
     check(_value, name) {
       if (!(CHECKSUM_ALGORITHMS as readonly string[]).includes(name.slice('x-amz-checksum-'.length)))
         throw unsupportedChecksum(name);

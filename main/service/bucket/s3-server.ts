@@ -17,6 +17,7 @@ import { readSmallBody, receiveBody } from './s3-body.js';
 import {
   checksumElement,
   checksumHeader,
+  checksumMismatch,
   checksummer,
   compositeChecksum,
   declaredChecksum,
@@ -264,7 +265,7 @@ function completeResult(
 }
 
 async function completeUpload(r: ObjectCall): Promise<void> {
-  const { req, res, opts, claim, cred, key, query } = r;
+  const { req, res, opts, claim, cred, key, query, fields } = r;
   allowOnly(query, ['uploadId'], 'CompleteMultipartUpload');
   const uploadId = query.uploadId!;
   if (!opts.store.findUpload(uploadId, cred.workspaceId, key)) {
@@ -289,6 +290,18 @@ async function completeUpload(r: ObjectCall): Promise<void> {
   if (checksum && listed.some((p) => p.checksums[checksum.algorithm] === undefined)) {
     throw partWithoutChecksum(checksum);
   }
+  // The checksum the client expects of the object, if it says one: only of the upload's algorithm.
+  const expected = checksum && fields.get(checksumHeader(checksum.algorithm));
+  for (const name of fields.keys()) {
+    if (
+      /^x-amz-checksum-(crc32|sha1|sha256)$/.test(name) &&
+      name !== (checksum && checksumHeader(checksum.algorithm))
+    ) {
+      throw invalidRequest(
+        `${name} does not match the checksum algorithm this upload was created with (none, or another).`,
+      );
+    }
+  }
   const whole = checksum?.type === 'FULL_OBJECT' ? checksummer(checksum.algorithm) : undefined;
   let headers = rest;
   const work = opts.store.complete(upload, parts, {
@@ -302,6 +315,7 @@ async function completeUpload(r: ObjectCall): Promise<void> {
             checksum.algorithm,
             listed.map((p) => p.checksums[checksum.algorithm]!),
           );
+      if (expected !== undefined && expected !== value) throw checksumMismatch(checksum.algorithm);
       headers = {
         ...rest,
         [checksumHeader(checksum.algorithm)]: value,

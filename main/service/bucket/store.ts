@@ -408,7 +408,8 @@ export class BucketStore {
    */
   /**
    * `observe` sees every byte of the object as it is put together;
-   * `headers()`, called after, gives the headers to keep with it.
+   * `headers()`, called after, gives the headers to keep with it, or throws
+   * to refuse the object.
    */
   async complete(
     upload: UploadRow,
@@ -437,6 +438,13 @@ export class BucketStore {
       }
       const etag = multipartEtag(parts.map((p) => p.md5));
       const size = parts.reduce((sum, p) => sum + p.size, 0);
+      let headers: Record<string, string>;
+      try {
+        headers = opts.headers(); // may refuse the object (a checksum that does not match)
+      } catch (err) {
+        await this.discard(tmp);
+        throw err;
+      }
       await this.commitObject(
         upload.workspace_id,
         upload.key,
@@ -446,7 +454,7 @@ export class BucketStore {
           md5: md5.digest('hex'),
           etag,
           contentType: upload.content_type,
-          headers: opts.headers(),
+          headers,
           uploadId: upload.upload_id,
         },
         opts.check,
