@@ -36,11 +36,16 @@ export function declaredChecksum(fields: Map<string, string>): DeclaredChecksum 
   }
   if (algorithm === undefined) return undefined;
   const value = fields.get(`x-amz-checksum-${algorithm}`)!.trim();
+  checkChecksumValue(algorithm, value);
+  return { algorithm, value };
+}
+
+/** A checksum value must be the base64 of a digest of its algorithm, as S3 checks. */
+export function checkChecksumValue(algorithm: ChecksumAlgorithm, value: string): void {
   const bytes = Buffer.from(value, 'base64');
   if (bytes.length !== DIGEST_BYTES[algorithm] || bytes.toString('base64') !== value) {
     throw invalidRequest(`Value for x-amz-checksum-${algorithm} header is invalid.`);
   }
-  return { algorithm, value };
 }
 
 /** Computes `algorithm` over the chunks it is given; `value()` in base64 as S3 writes it. */

@@ -15,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeKey } from '../../core/storage/s3-put.js';
 import { readSmallBody, receiveBody } from './s3-body.js';
 import {
+  checkChecksumValue,
   checksumElement,
   checksumHeader,
   checksumMismatch,
@@ -302,6 +303,20 @@ async function completeUpload(r: ObjectCall): Promise<void> {
       );
     }
   }
+  // COMPOSITE comes from the part list: a wrong expectation is refused at once (plain 400);
+  // FULL_OBJECT is known once the parts are put together (then an <Error> in the 200).
+  const composite =
+    checksum?.type === 'COMPOSITE'
+      ? compositeChecksum(
+          checksum.algorithm,
+          listed.map((p) => p.checksums[checksum.algorithm]!),
+        )
+      : undefined;
+  if (checksum && composite !== undefined && expected !== undefined && expected !== composite) {
+    throw checksumMismatch(checksum.algorithm);
+  }
+  if (checksum?.type === 'FULL_OBJECT' && expected !== undefined)
+    checkChecksumValue(checksum.algorithm, expected);
   const whole = checksum?.type === 'FULL_OBJECT' ? checksummer(checksum.algorithm) : undefined;
   let headers = rest;
   const work = opts.store.complete(upload, parts, {
@@ -309,12 +324,7 @@ async function completeUpload(r: ObjectCall): Promise<void> {
     ...(whole ? { observe: (chunk: Buffer) => whole.update(chunk) } : {}),
     headers: () => {
       if (!checksum) return rest;
-      const value = whole
-        ? whole.value()
-        : compositeChecksum(
-            checksum.algorithm,
-            listed.map((p) => p.checksums[checksum.algorithm]!),
-          );
+      const value = whole ? whole.value() : composite!;
       if (expected !== undefined && expected !== value) throw checksumMismatch(checksum.algorithm);
       headers = {
         ...rest,
