@@ -160,8 +160,10 @@ function bucketRequest(
   sendXml(res, 200, listObjects(opts.store, opts.bucket, cred.workspaceId, cred.prefix, query));
 }
 
+type ObjectOperation = Exclude<Operation, 'ListObjects' | 'HeadBucket' | 'GetBucketLocation'>;
+
 /** Which operation a request on an object is (its method and sub-resource). */
-function objectOperation(method: string, query: Query): Operation {
+function objectOperation(method: string, query: Query): ObjectOperation {
   const upload = query.uploadId !== undefined;
   if (method === 'PUT') return upload ? 'UploadPart' : 'PutObject';
   if (method === 'POST' && query.uploads !== undefined) return 'CreateMultipartUpload';
@@ -180,7 +182,6 @@ const writeCheck =
 
 async function putObject(r: ObjectCall): Promise<void> {
   const { req, res, opts, claim, cred, key, fields } = r;
-  allowOnly(r.query, [], 'PutObject');
   const check = writeCheck(readConditions(req.headers));
   check(opts.store.object(key)); // before the body is sent; again when it is written
   const headers = storedHeaders(fields);
@@ -205,7 +206,6 @@ async function putObject(r: ObjectCall): Promise<void> {
 
 async function uploadPart(r: ObjectCall): Promise<void> {
   const { req, res, opts, claim, cred, key, query, fields } = r;
-  allowOnly(query, ['partNumber', 'uploadId'], 'UploadPart');
   const n = partNumber(query);
   const upload = opts.store.upload(query.uploadId!, cred.workspaceId, key);
   const checksum = declaredChecksum(fields);
@@ -228,8 +228,7 @@ const partWithoutChecksum = (c: MultipartChecksum): S3Error =>
   );
 
 function createUpload(r: ObjectCall): void {
-  const { req, res, opts, cred, key, query, fields } = r;
-  allowOnly(query, ['uploads'], 'CreateMultipartUpload');
+  const { req, res, opts, cred, key, fields } = r;
   const checksum = declaredMultipartChecksum(fields);
   const headers = withMultipartChecksum(storedHeaders(fields), checksum);
   const id = opts.store.createUpload(cred.workspaceId, key, contentType(req), headers);
@@ -267,7 +266,6 @@ function completeResult(
 
 async function completeUpload(r: ObjectCall): Promise<void> {
   const { req, res, opts, claim, cred, key, query, fields } = r;
-  allowOnly(query, ['uploadId'], 'CompleteMultipartUpload');
   const uploadId = query.uploadId!;
   if (!opts.store.findUpload(uploadId, cred.workspaceId, key)) {
     // Completed already: a client whose first answer was lost asks again, and
@@ -341,7 +339,6 @@ async function completeUpload(r: ObjectCall): Promise<void> {
 
 function listParts(r: ObjectCall): void {
   const { res, opts, cred, key, query } = r;
-  allowOnly(query, ['uploadId', 'part-number-marker', 'max-parts'], 'ListParts');
   const uploadId = query.uploadId!;
   const upload = opts.store.upload(uploadId, cred.workspaceId, key);
   const marker = boundedInt(query['part-number-marker'], 'part-number-marker', 0, 10_000);
@@ -384,7 +381,6 @@ function partChecksums(stored: string | null): XmlTree {
 
 async function abortUpload(r: ObjectCall): Promise<void> {
   const { res, opts, cred, key, query } = r;
-  allowOnly(query, ['uploadId'], 'AbortMultipartUpload');
   await opts.store.abort(opts.store.upload(query.uploadId!, cred.workspaceId, key));
   res.writeHead(204);
   res.end();
@@ -406,9 +402,25 @@ interface ObjectCall {
   requestId: string;
 }
 
+/** The query parameters of each operation on an object; any other is refused (NotImplemented). */
+const OBJECT_PARAMS: Record<
+  Exclude<Operation, 'ListObjects' | 'HeadBucket' | 'GetBucketLocation'>,
+  string[]
+> = {
+  PutObject: [],
+  UploadPart: ['partNumber', 'uploadId'],
+  CreateMultipartUpload: ['uploads'],
+  CompleteMultipartUpload: ['uploadId'],
+  AbortMultipartUpload: ['uploadId'],
+  ListParts: ['uploadId', 'part-number-marker', 'max-parts'],
+  GetObject: Object.keys(RESPONSE_OVERRIDES),
+  HeadObject: Object.keys(RESPONSE_OVERRIDES),
+};
+
 async function objectRequest(r: ObjectCall): Promise<void> {
   checkKey(r.key, r.cred.prefix);
   const op = objectOperation(r.req.method ?? 'GET', r.query);
+  allowOnly(r.query, OBJECT_PARAMS[op], op);
   checkFields(op, r.fields);
   switch (op) {
     case 'PutObject':
@@ -424,7 +436,6 @@ async function objectRequest(r: ObjectCall): Promise<void> {
     case 'AbortMultipartUpload':
       return abortUpload(r);
     default:
-      allowOnly(r.query, Object.keys(RESPONSE_OVERRIDES), op);
       return getObject(r.req, r.res, r.opts.store, r.key, r.query);
   }
 }
