@@ -265,6 +265,20 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // What S3 keeps with an object and gives back (bucket/s3-headers.ts), the
+    // upload an object was completed from (a repeated Complete answers as the
+    // first one did), and the flexible checksum of each part (bucket/s3-checksum.ts).
+    description: 'embedded bucket: stored object headers, completed upload id, part checksums',
+    sql: `
+      -- JSON object of header name -> value: cache-control, content-encoding, x-amz-meta-*...
+      ALTER TABLE bucket_objects ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+      ALTER TABLE bucket_objects ADD COLUMN upload_id TEXT;
+      ALTER TABLE bucket_uploads ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+      -- JSON object {"<algorithm>": "<base64>"}, or NULL when the part came without one
+      ALTER TABLE bucket_parts ADD COLUMN checksum TEXT;
+    `,
+  },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
