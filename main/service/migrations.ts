@@ -278,6 +278,8 @@ export const MIGRATIONS: readonly Migration[] = [
       -- JSON object {"<algorithm>": "<base64>"}, or NULL when the part came without one
       ALTER TABLE bucket_parts ADD COLUMN checksum TEXT;
     `,
+    // The embedded bucket is single-instance and keeps these in the data dir's SQLite file.
+    postgres: 'SELECT 1',
   },
 ];
 
