@@ -169,6 +169,10 @@ export function buildProgram(): Command {
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--sts-expire <seconds>', 'lifetime of the temporary bucket credentials')
     .option('--bucket-config <file>', 'JSON settings of a real bucket instead of the embedded one')
+    .option(
+      '--database <url|file>',
+      'postgres://user@host:port/db (password from PGPASSWORD or ~/.pgpass) or a JSON settings file; default: SQLite in the data folder',
+    )
     .action(async (opts: ServeFlags) => (await import('./commands/serve.js')).serveCommand(opts));
 
   program
@@ -178,7 +182,9 @@ export function buildProgram(): Command {
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description('add waylines to the reference service')
     .action(async (file: string, opts: { data?: string; state?: string }) => {
-      process.exitCode = (await import('./commands/import-waylines.js')).importWaylinesCommand(file, opts);
+      process.exitCode = await (
+        await import('./commands/import-waylines.js')
+      ).importWaylinesCommand(file, opts);
     });
 
   return program;

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from './db.js';
+import type { FastifyRequest } from 'fastify';
+import type { SqlDb } from './data/sql.js';
 import { ApiError, CODES } from './envelope.js';
 
 /** Lifetime of tokens from login, refresh and admin.createToken (like the sample server's 24 h JWT). */
@@ -101,34 +101,27 @@ interface TokenRow {
 
 export type TokenCheck = { ok: true; owner: TokenOwner } | { ok: false; code: number; message: string };
 
+/** Sign-in tokens and their revocation, in the database: every instance of a deployment sees the same. */
 export class TokenStore {
-  private readonly insert;
-  private readonly find;
-  private readonly revokeStmt;
-
-  constructor(db: Db) {
-    this.insert = db.prepare<[string, string, number | null, TokenKind, number, number | null]>(
-      'INSERT INTO tokens (hash, workspace_id, user_id, kind, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    this.find = db.prepare<[string], TokenRow>(
-      'SELECT workspace_id, user_id, kind, expires_at, revoked_at FROM tokens WHERE hash = ?',
-    );
-    this.revokeStmt = db.prepare<[number, string]>(
-      'UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL',
-    );
-  }
+  constructor(private readonly db: SqlDb) {}
 
   /** Returns the plain token; only its hash is kept. `ttlSeconds` null = never expires. */
-  issue(owner: TokenOwner, ttlSeconds: number | null): string {
+  async issue(owner: TokenOwner, ttlSeconds: number | null, db: SqlDb = this.db): Promise<string> {
     const token = newSecret();
     const now = Date.now();
     const expires = ttlSeconds === null ? null : now + ttlSeconds * 1000;
-    this.insert.run(hashToken(token), owner.workspaceId, owner.userId, owner.kind, now, expires);
+    await db.run(
+      'INSERT INTO tokens (hash, workspace_id, user_id, kind, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+      [hashToken(token), owner.workspaceId, owner.userId, owner.kind, now, expires],
+    );
     return token;
   }
 
-  check(token: string): TokenCheck {
-    const row = this.find.get(hashToken(token));
+  async check(token: string): Promise<TokenCheck> {
+    const row = await this.db.get<TokenRow>(
+      'SELECT workspace_id, user_id, kind, expires_at, revoked_at FROM tokens WHERE hash = ?',
+      [hashToken(token)],
+    );
     if (!row) {
       return {
         ok: false,
@@ -153,8 +146,12 @@ export class TokenStore {
     return { ok: true, owner: { workspaceId: row.workspace_id, userId: row.user_id, kind: row.kind } };
   }
 
-  revoke(token: string): boolean {
-    return this.revokeStmt.run(Date.now(), hashToken(token)).changes > 0;
+  async revoke(token: string): Promise<boolean> {
+    const changed = await this.db.run(
+      'UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL',
+      [Date.now(), hashToken(token)],
+    );
+    return changed > 0;
   }
 }
 
@@ -165,7 +162,6 @@ declare module 'fastify' {
   }
 }
 
-/** Reads and checks `x-auth-token`; HTTP 401 envelope when it is not usable. */
 /** The request's `x-auth-token`, trimmed; undefined when absent or empty. */
 export function requestToken(req: FastifyRequest): string | undefined {
   const header = req.headers['x-auth-token'];
@@ -173,7 +169,8 @@ export function requestToken(req: FastifyRequest): string | undefined {
   return token === '' ? undefined : token;
 }
 
-export function authenticate(tokens: TokenStore, req: FastifyRequest): TokenOwner {
+/** Reads and checks `x-auth-token`; HTTP 401 envelope when it is not usable. */
+export async function authenticate(tokens: TokenStore, req: FastifyRequest): Promise<TokenOwner> {
   const token = requestToken(req);
   if (token === undefined) {
     throw new ApiError(
@@ -182,7 +179,7 @@ export function authenticate(tokens: TokenStore, req: FastifyRequest): TokenOwne
       'The x-auth-token header is missing. Sign in and send the access token.',
     );
   }
-  const result = tokens.check(token);
+  const result = await tokens.check(token);
   if (!result.ok) throw new ApiError(401, result.code, result.message);
   return result.owner;
 }
@@ -193,26 +190,17 @@ export function authenticate(tokens: TokenStore, req: FastifyRequest): TokenOwne
  * (HTTP 403), because a token must never reach another crew's media.
  */
 export function workspaceGuard(tokens: TokenStore) {
-  return (
-    req: FastifyRequest<{ Params: { workspace_id?: string } }>,
-    _reply: FastifyReply,
-    done: (err?: Error) => void,
-  ): void => {
-    try {
-      const owner = authenticate(tokens, req);
-      const wanted = req.params.workspace_id ?? '';
-      if (wanted !== owner.workspaceId) {
-        throw new ApiError(
-          403,
-          CODES.WRONG_WORKSPACE,
-          `This access token belongs to workspace ${owner.workspaceId}, not to workspace ${wanted}. ` +
-            'Use the workspace_id returned at sign-in.',
-        );
-      }
-      req.tokenOwner = owner;
-      done();
-    } catch (err) {
-      done(err as Error);
+  return async (req: FastifyRequest<{ Params: { workspace_id?: string } }>): Promise<void> => {
+    const owner = await authenticate(tokens, req);
+    const wanted = req.params.workspace_id ?? '';
+    if (wanted !== owner.workspaceId) {
+      throw new ApiError(
+        403,
+        CODES.WRONG_WORKSPACE,
+        `This access token belongs to workspace ${owner.workspaceId}, not to workspace ${wanted}. ` +
+          'Use the workspace_id returned at sign-in.',
+      );
     }
+    req.tokenOwner = owner;
   };
 }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashPassword, type TokenStore } from './auth.js';
-import type { Db } from './db.js';
+import type { SqlDb } from './data/sql.js';
 import { seedDemoWaylines } from './seed.js';
 
 export const DEV_TOKEN_FILE = 'dev-token';
@@ -25,28 +25,29 @@ function readSecretFile(file: string): string | null {
   }
 }
 
-export function createWorkspace(db: Db, name: string, isDefault = false): string {
+export async function createWorkspace(db: SqlDb, name: string, isDefault = false): Promise<string> {
   const id = randomUUID();
   // The workspace id is the object key prefix: unique, and readable in a bucket listing.
-  db.prepare(
+  await db.run(
     'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, ?, ?)',
-  ).run(id, name, id, isDefault ? 1 : 0, Date.now());
+    [id, name, id, isDefault ? 1 : 0, Date.now()],
+  );
   return id;
 }
 
 /** The default workspace, created (with its demo waylines) on first start. */
-export function ensureDefaultWorkspace(db: Db): string {
-  return db.transaction(() => {
-    const row = db.prepare<[], { id: string }>('SELECT id FROM workspaces WHERE is_default = 1').get();
+export async function ensureDefaultWorkspace(db: SqlDb): Promise<string> {
+  return db.tx(async (t) => {
+    const row = await t.get<{ id: string }>('SELECT id FROM workspaces WHERE is_default = 1');
     if (row) return row.id;
-    const id = createWorkspace(db, 'Default workspace', true);
-    seedDemoWaylines(db, id);
+    const id = await createWorkspace(t, 'Default workspace', true);
+    await seedDemoWaylines(t, id);
     return id;
-  })();
+  });
 }
 
 export async function createUser(
-  db: Db,
+  db: SqlDb,
   username: string,
   password: string,
   workspaceId: string,
@@ -56,10 +57,11 @@ export async function createUser(
   }
   if (password.length < 8) throw new Error('A password must be at least 8 characters long.');
   const hash = await hashPassword(password);
-  const info = db
-    .prepare('INSERT INTO users (username, password_hash, workspace_id, created_at) VALUES (?, ?, ?, ?)')
-    .run(username, hash, workspaceId, Date.now());
-  return Number(info.lastInsertRowid);
+  const row = await db.get<{ id: number }>(
+    'INSERT INTO users (username, password_hash, workspace_id, created_at) VALUES (?, ?, ?, ?) RETURNING id',
+    [username, hash, workspaceId, Date.now()],
+  );
+  return row?.id ?? 0;
 }
 
 export interface Defaults {
@@ -76,11 +78,11 @@ export interface Defaults {
  * them, so the CLI prints the same token every time. A revoked or missing dev
  * token is replaced by a new one (revoking it is how an operator rotates it).
  */
-export async function ensureDefaults(db: Db, dataDir: string, tokens: TokenStore): Promise<Defaults> {
-  const workspaceId = ensureDefaultWorkspace(db);
+export async function ensureDefaults(db: SqlDb, dataDir: string, tokens: TokenStore): Promise<Defaults> {
+  const workspaceId = await ensureDefaultWorkspace(db);
   const result: Defaults = { workspaceId, devToken: '' };
 
-  const pilot = db.prepare('SELECT id FROM users WHERE username = ?').get(DEFAULT_USERNAME);
+  const pilot = await findUser(db, DEFAULT_USERNAME);
   if (!pilot) {
     const password = randomBytes(12).toString('base64url');
     await createUser(db, DEFAULT_USERNAME, password, workspaceId);
@@ -91,7 +93,7 @@ export async function ensureDefaults(db: Db, dataDir: string, tokens: TokenStore
 
   const devFile = join(dataDir, DEV_TOKEN_FILE);
   const existing = readSecretFile(devFile);
-  const check = existing === null ? null : tokens.check(existing);
+  const check = existing === null ? null : await tokens.check(existing);
   if (
     existing !== null &&
     check?.ok &&
@@ -100,9 +102,33 @@ export async function ensureDefaults(db: Db, dataDir: string, tokens: TokenStore
   ) {
     result.devToken = existing;
   } else {
-    db.prepare("UPDATE tokens SET revoked_at = ? WHERE kind = 'dev' AND revoked_at IS NULL").run(Date.now());
-    result.devToken = tokens.issue({ workspaceId, userId: null, kind: 'dev' }, null);
+    // SQLite: one dev token at a time, the new one replaces every other. PostgreSQL:
+    // each instance's data dir may hold its own (an instance started on a new
+    // machine must not revoke the token the others print); revoke by hand to rotate.
+    result.devToken = await db.tx(async (t) => {
+      if (db.kind === 'sqlite') {
+        await t.run("UPDATE tokens SET revoked_at = ? WHERE kind = 'dev' AND revoked_at IS NULL", [
+          Date.now(),
+        ]);
+      }
+      return tokens.issue({ workspaceId, userId: null, kind: 'dev' }, null, t);
+    });
     writeSecretFile(devFile, `${result.devToken}\n`);
   }
   return result;
+}
+
+export interface UserRow {
+  id: number;
+  username: string;
+  password_hash: string;
+  workspace_id: string;
+}
+
+/** A user by name, whatever its case (SQLite: COLLATE NOCASE; PostgreSQL: the lower(username) index). */
+export function findUser(db: SqlDb, username: string): Promise<UserRow | undefined> {
+  const where = db.kind === 'postgres' ? 'lower(username) = lower(?)' : 'username = ?';
+  return db.get<UserRow>(`SELECT id, username, password_hash, workspace_id FROM users WHERE ${where}`, [
+    username,
+  ]);
 }

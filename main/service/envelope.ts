@@ -40,6 +40,12 @@ export const CODES = {
   STS_THROTTLED: 429002,
   INTERNAL: 500000,
   STORAGE_PROVIDER_FAILED: 502001,
+  /** The database (PostgreSQL) does not answer: retry; a repeated request is recorded once. */
+  DATABASE_UNAVAILABLE: 503001,
+  /** The instance is shutting down (SIGTERM): retry, the load balancer sends it to another one. */
+  SHUTTING_DOWN: 503002,
+  /** Never sent by the service: the load balancer's answer when no instance is ready (docs/deploy.md). */
+  NO_INSTANCE_READY: 503003,
 } as const;
 
 export interface Envelope<T = unknown> {

@@ -6,7 +6,9 @@ import type { ExternalBucketConfig } from './bucket/external-config.js';
 import { startEmbeddedBucket } from './bucket/embedded.js';
 import type { BucketBackend } from './bucket/types.js';
 import type { ServiceContext } from './context.js';
-import { openDatabase, type Db } from './db.js';
+import type { DatabaseConfig } from './data/config.js';
+import { openServiceDatabase, type ServiceDatabase } from './data/open.js';
+import type { SqlDb } from './data/sql.js';
 import { MediaStore, type MediaRecord } from './media-store.js';
 import { resolveLimits, type ServiceLimits } from './limits.js';
 import { buildServer, DEFAULT_BODY_LIMIT } from './server.js';
@@ -16,6 +18,14 @@ import { insertWaylines } from './waylines.js';
 // the built-in service starts fast.
 export { validateExternalBucketConfig, type ExternalBucketConfig } from './bucket/external-config.js';
 export { SchemaTooNewError } from './db.js';
+export { InstanceConflictError } from './data/open.js';
+export { DatabaseStartError } from './data/postgres.js';
+export {
+  describeDatabase,
+  validateDatabaseConfig,
+  type DatabaseConfig,
+  type PostgresConfig,
+} from './data/config.js';
 export { CODES } from './envelope.js';
 export type { MediaRecord } from './media-store.js';
 export { DEFAULT_BODY_LIMIT } from './server.js';
@@ -42,18 +52,20 @@ export interface ServiceOptions {
   externalBucket?: ExternalBucketConfig;
   /** Timeouts, caps and throttling; DEFAULT_LIMITS for what is not given. */
   limits?: Partial<ServiceLimits>;
+  /** Where the tables are: default the data dir's SQLite file; or PostgreSQL (docs/deploy.md). */
+  database?: DatabaseConfig;
 }
 
 /** Direct control for tests and the CLI, bypassing HTTP. */
 export interface ServiceAdmin {
   /** A new access token (default: default workspace, 24 h). ttlSeconds <= 0 gives an already expired token. */
-  createToken(opts?: { workspaceId?: string; ttlSeconds?: number }): string;
-  /** Returns false when the token was unknown or already revoked. */
-  revokeToken(token: string): boolean;
+  createToken(opts?: { workspaceId?: string; ttlSeconds?: number }): Promise<string>;
+  /** Resolves false when the token was unknown or already revoked. */
+  revokeToken(token: string): Promise<boolean>;
   createUser(username: string, password: string, workspaceId?: string): Promise<void>;
-  /** A new, empty workspace; returns its id (also its object key prefix). */
-  createWorkspace(name: string): string;
-  mediaRecords(workspaceId?: string): MediaRecord[];
+  /** A new, empty workspace; resolves to its id (also its object key prefix). */
+  createWorkspace(name: string): Promise<string>;
+  mediaRecords(workspaceId?: string): Promise<MediaRecord[]>;
   setStsExpireSeconds(seconds: number): void;
 }
 
@@ -64,6 +76,14 @@ export interface RunningService {
   /** The development token of the default workspace: no expiry, stable across restarts. */
   token: string;
   bucket: { name: string; endpoint: string; dataDir: string; objectKeyPrefix: string };
+  /** 'sqlite' or the PostgreSQL server as user@host:port/database (never a password). */
+  database: string;
+  /**
+   * Graceful stop, first half: /readyz answers 503, new requests are refused
+   * (503002, `Connection: close`), and this resolves once the requests in
+   * flight have finished (or after `timeoutMs`). Then call close().
+   */
+  drain(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
   admin: ServiceAdmin;
 }
@@ -90,11 +110,17 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     throw new Error('bodyLimitBytes must be an integer of at least 1024.');
 
   const limits = resolveLimits(opts.limits);
-  const db = openDatabase(opts.dataDir);
+  const data = await openServiceDatabase({
+    dataDir: opts.dataDir,
+    database: opts.database ?? { kind: 'sqlite' },
+    embeddedBucket: !opts.externalBucket,
+    log,
+  });
+  const { db } = data;
   let bucket: BucketBackend | null = null;
   try {
     const tokens = new TokenStore(db);
-    const defaults = await ensureDefaults(db, opts.dataDir, tokens);
+    const defaults = await data.startup(() => ensureDefaults(db, opts.dataDir, tokens));
     if (defaults.createdPasswordFile) {
       // The path only: the password itself never goes to a log.
       log?.info(`Created user "pilot"; its password is in ${defaults.createdPasswordFile}`);
@@ -105,22 +131,22 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
           dataDir: opts.dataDir,
           host,
           port: opts.bucketPort ?? 0,
-          db,
+          db: await data.bucketDb(),
           limits,
           log,
         });
-    const ctx: ServiceContext = { db, tokens, bucket, settings, log, limits };
+    const lifecycle = { draining: false, inFlight: 0 };
+    const ctx: ServiceContext = { db, tokens, bucket, settings, log, limits, lifecycle };
     const app = buildServer(ctx, { logger: log, bodyLimit });
     await app.listen({ host, port: opts.port ?? 0 });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : (opts.port ?? 0);
     const shownHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
     const baseUrl = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
-    const prefixRow = db
-      .prepare<[string], { object_key_prefix: string }>(
-        'SELECT object_key_prefix FROM workspaces WHERE id = ?',
-      )
-      .get(defaults.workspaceId);
+    const prefixRow = await db.get<{ object_key_prefix: string }>(
+      'SELECT object_key_prefix FROM workspaces WHERE id = ?',
+      [defaults.workspaceId],
+    );
 
     const running = bucket;
     let closing: Promise<void> | null = null;
@@ -128,53 +154,66 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       baseUrl,
       workspaceId: defaults.workspaceId,
       token: defaults.devToken,
+      database: data.description,
       bucket: {
         name: running.name,
         endpoint: running.endpoint,
         dataDir: running.dataDir,
         objectKeyPrefix: running.prefixFor(prefixRow?.object_key_prefix ?? defaults.workspaceId),
       },
-      admin: createAdmin(db, tokens, defaults.workspaceId, settings),
+      admin: createAdmin(data, tokens, defaults.workspaceId, settings),
+      async drain(timeoutMs = limits.requestTimeoutMs) {
+        lifecycle.draining = true;
+        const until = Date.now() + timeoutMs;
+        while (lifecycle.inFlight > 0 && Date.now() < until) await sleep(20);
+      },
       close() {
         // Order matters: no new requests, then no bucket, then the DB they both use.
         closing ??= (async () => {
+          lifecycle.draining = true;
           await app.close();
           await running.close();
-          db.close();
+          await data.close();
         })();
         return closing;
       },
     };
   } catch (err) {
     await bucket?.close().catch(() => undefined);
-    db.close();
+    await data.close();
     throw err;
   }
 }
 
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 function createAdmin(
-  db: Db,
+  data: ServiceDatabase,
   tokens: TokenStore,
   defaultWorkspace: string,
   settings: { stsExpireSeconds: number },
 ): ServiceAdmin {
+  const db: SqlDb = data.db;
   const media = new MediaStore(db);
-  const workspaceExists = (id: string): boolean =>
-    db.prepare('SELECT 1 FROM workspaces WHERE id = ?').get(id) !== undefined;
-  const requireWorkspace = (id: string): string => {
-    if (!workspaceExists(id)) throw new Error(`Workspace ${id} does not exist.`);
+  const requireWorkspace = async (id: string): Promise<string> => {
+    if (!(await db.get('SELECT 1 FROM workspaces WHERE id = ?', [id])))
+      throw new Error(`Workspace ${id} does not exist.`);
     return id;
   };
   return {
-    createToken(opts = {}) {
-      const workspaceId = requireWorkspace(opts.workspaceId ?? defaultWorkspace);
+    async createToken(opts = {}) {
+      const workspaceId = await requireWorkspace(opts.workspaceId ?? defaultWorkspace);
       return tokens.issue({ workspaceId, userId: null, kind: 'admin' }, opts.ttlSeconds ?? TOKEN_TTL_SECONDS);
     },
     revokeToken: (token) => tokens.revoke(token),
     async createUser(username, password, workspaceId) {
-      await createUser(db, username, password, requireWorkspace(workspaceId ?? defaultWorkspace));
+      await createUser(db, username, password, await requireWorkspace(workspaceId ?? defaultWorkspace));
     },
-    createWorkspace: (name) => createWorkspace(db, name),
+    async createWorkspace(name) {
+      const id = await createWorkspace(db, name);
+      await data.workspaceCreated();
+      return id;
+    },
     mediaRecords: (workspaceId) => media.list(workspaceId),
     setStsExpireSeconds(seconds) {
       settings.stsExpireSeconds = checkSeconds(seconds);
@@ -183,18 +222,29 @@ function createAdmin(
 }
 
 /**
- * Validated bulk import of waylines into a data dir (the service may be
- * running on it: SQLite WAL lets both write). Items are the contract's
+ * Validated bulk import of waylines (the service may be running on the same
+ * data: SQLite WAL, or PostgreSQL, lets both write). Items are the contract's
  * wayline items (2.2) plus optional create_time and workspace_id (default:
  * the default workspace); an item with an existing id replaces it. All or
  * nothing: the first invalid item throws `Wayline <index>: <field> ...`.
  */
-export function importWaylines(dataDir: string, items: unknown[]): number {
+export async function importWaylines(
+  dataDir: string,
+  items: unknown[],
+  database: DatabaseConfig = { kind: 'sqlite' },
+): Promise<number> {
   if (!Array.isArray(items)) throw new Error('importWaylines expects an array of waylines.');
-  const db = openDatabase(dataDir);
+  const data = await openServiceDatabase({
+    dataDir,
+    database,
+    embeddedBucket: false,
+    log: null,
+    lock: false,
+  });
   try {
-    return insertWaylines(db, ensureDefaultWorkspace(db), items);
+    const ws = await data.startup(() => ensureDefaultWorkspace(data.db));
+    return await insertWaylines(data.db, ws, items);
   } finally {
-    db.close();
+    await data.close();
   }
 }

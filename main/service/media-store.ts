@@ -1,5 +1,5 @@
 import type { ServiceContext } from './context.js';
-import type { Db } from './db.js';
+import { inList, type SqlDb, type SqlValue } from './data/sql.js';
 
 /** One row of the media table, as admin.mediaRecords() returns it (JSON columns parsed). */
 export interface MediaRecord {
@@ -41,58 +41,99 @@ function parseRow(row: MediaRow): MediaRecord {
 }
 
 /** Full object key prefix (no trailing '/') of a workspace. */
-export function workspacePrefix(ctx: ServiceContext, workspaceId: string): string {
-  const row = ctx.db
-    .prepare<[string], { object_key_prefix: string }>('SELECT object_key_prefix FROM workspaces WHERE id = ?')
-    .get(workspaceId);
+export async function workspacePrefix(ctx: ServiceContext, workspaceId: string): Promise<string> {
+  const row = await ctx.db.get<{ object_key_prefix: string }>(
+    'SELECT object_key_prefix FROM workspaces WHERE id = ?',
+    [workspaceId],
+  );
   // The auth guard ran first, and a token always names an existing workspace.
   if (!row) throw new Error(`workspace ${workspaceId} vanished`);
   return ctx.bucket.prefixFor(row.object_key_prefix);
 }
 
+/** At most this many tiny fingerprints per question: 1,000 of DJI's ~50-character form fit the body limit. */
+export const MAX_TINY_FINGERPRINTS = 1000;
+
+const COLUMNS =
+  'id, workspace_id, fingerprint, name, path, object_key, result, sub_file_type, metadata, ext, source, created_at';
+
+/** The fast-upload look-up (media_by_fingerprint): exported so a test can show its plan on both backends. */
+export const FIND_KNOWN_SQL = `SELECT ${COLUMNS} FROM media WHERE workspace_id = ? AND fingerprint = ? AND result = 0 ORDER BY id LIMIT 1`;
+
+/** The tiny-fingerprint look-up of a batch (media_by_tiny_fingerprint), for `tiny` already lowercase. */
+export function knownTinyQuery(
+  db: SqlDb,
+  workspaceId: string,
+  tiny: readonly string[],
+): [string, SqlValue[]] {
+  const [inClause, inParams] = inList(db, 'tiny_fingerprint', tiny);
+  return [
+    `SELECT DISTINCT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 AND ${inClause}`,
+    [workspaceId, ...inParams],
+  ];
+}
+
 export class MediaStore {
-  private readonly insertStmt;
-  private readonly knownStmt;
-  private readonly allStmt;
-  private readonly byWorkspaceStmt;
+  constructor(private readonly db: SqlDb) {}
 
-  constructor(db: Db) {
-    // OR IGNORE + the media_once unique index: a repeated callback or
-    // fast-upload for the same file is a no-op, even when two arrive at once.
-    this.insertStmt = db.prepare(`
-      INSERT OR IGNORE INTO media (workspace_id, fingerprint, name, path, object_key, result, sub_file_type,
-                                   metadata, ext, source, created_at)
-      VALUES (@workspaceId, @fingerprint, @name, @path, @objectKey, @result, @subFileType,
-              @metadata, @ext, @source, @createdAt)`);
-    this.knownStmt = db.prepare<[string, string], MediaRow>(
-      'SELECT * FROM media WHERE workspace_id = ? AND fingerprint = ? AND result = 0 ORDER BY id LIMIT 1',
+  /**
+   * Records a file; returns false when the same record already existed.
+   * ON CONFLICT DO NOTHING with the media_once unique index: a repeated
+   * callback or fast-upload for the same file is a no-op, even when two
+   * arrive at once at two instances (the database decides, not a read first).
+   */
+  async insert(m: NewMedia): Promise<boolean> {
+    const tiny = (m.ext as { tinny_fingerprint?: unknown } | null)?.tinny_fingerprint;
+    const changed = await this.db.run(
+      `INSERT INTO media (workspace_id, fingerprint, name, path, object_key, result, sub_file_type,
+                          metadata, ext, source, created_at, tiny_fingerprint)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT DO NOTHING`,
+      [
+        m.workspaceId,
+        m.fingerprint?.toLowerCase() ?? null,
+        m.name,
+        m.path,
+        m.objectKey,
+        m.result,
+        m.subFileType,
+        m.metadata == null ? null : JSON.stringify(m.metadata),
+        m.ext == null ? null : JSON.stringify(m.ext),
+        m.source,
+        Date.now(),
+        typeof tiny === 'string' && tiny !== '' ? tiny.toLowerCase() : null,
+      ],
     );
-    this.allStmt = db.prepare<[], MediaRow>('SELECT * FROM media ORDER BY id');
-    this.byWorkspaceStmt = db.prepare<[string], MediaRow>(
-      'SELECT * FROM media WHERE workspace_id = ? ORDER BY id',
-    );
-  }
-
-  /** Records a file; returns false when the same record already existed. */
-  insert(m: NewMedia): boolean {
-    const info = this.insertStmt.run({
-      ...m,
-      fingerprint: m.fingerprint?.toLowerCase() ?? null,
-      metadata: m.metadata == null ? null : JSON.stringify(m.metadata),
-      ext: m.ext == null ? null : JSON.stringify(m.ext),
-      createdAt: Date.now(),
-    });
-    return info.changes > 0;
+    return changed > 0;
   }
 
   /** The first successful upload of this content in the workspace (fingerprint compared case-insensitively). */
-  findKnown(workspaceId: string, fingerprint: string): MediaRecord | undefined {
-    const row = this.knownStmt.get(workspaceId, fingerprint.toLowerCase());
+  async findKnown(workspaceId: string, fingerprint: string): Promise<MediaRecord | undefined> {
+    const row = await this.db.get<MediaRow>(FIND_KNOWN_SQL, [workspaceId, fingerprint.toLowerCase()]);
     return row && parseRow(row);
   }
 
-  list(workspaceId?: string): MediaRecord[] {
-    const rows = workspaceId === undefined ? this.allStmt.all() : this.byWorkspaceStmt.all(workspaceId);
+  /**
+   * Which of these tiny fingerprints (case-insensitive) a successful upload
+   * in the workspace has: one look-up on media_by_tiny_fingerprint for the
+   * whole batch, never a scan of the workspace. Answers in lowercase.
+   */
+  async knownTiny(workspaceId: string, tiny: readonly string[]): Promise<string[]> {
+    const wanted = [...new Set(tiny.map((t) => t.toLowerCase()))];
+    if (wanted.length === 0) return [];
+    const rows = await this.db.all<{ tiny_fingerprint: string }>(
+      ...knownTinyQuery(this.db, workspaceId, wanted),
+    );
+    return rows.map((r) => r.tiny_fingerprint);
+  }
+
+  async list(workspaceId?: string): Promise<MediaRecord[]> {
+    const rows =
+      workspaceId === undefined
+        ? await this.db.all<MediaRow>(`SELECT ${COLUMNS} FROM media ORDER BY id`)
+        : await this.db.all<MediaRow>(`SELECT ${COLUMNS} FROM media WHERE workspace_id = ? ORDER BY id`, [
+            workspaceId,
+          ]);
     return rows.map(parseRow);
   }
 }

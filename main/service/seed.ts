@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AIRCRAFT as A, CAMERAS as C } from '../shared/domain.js';
-import type { Db } from './db.js';
-import { insertWaylines, type WaylineImport } from './waylines.js';
+import type { SqlDb } from './data/sql.js';
+import { parseWaylines, writeWaylines, type WaylineImport } from './waylines.js';
 
 /**
  * Demo waylines put into the default workspace on first start, so that a
@@ -89,6 +89,9 @@ export function demoWaylines(workspaceId: string): WaylineImport[] {
   });
 }
 
-export function seedDemoWaylines(db: Db, workspaceId: string): number {
-  return insertWaylines(db, workspaceId, demoWaylines(workspaceId));
+/** Inside the caller's transaction (the default workspace's creation). */
+export async function seedDemoWaylines(t: SqlDb, workspaceId: string): Promise<number> {
+  const items = parseWaylines(demoWaylines(workspaceId));
+  await writeWaylines(t, workspaceId, items);
+  return items.length;
 }

@@ -7,6 +7,7 @@ import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
 import { ThrottledError } from './throttle.js';
 import { ApiError, CODES, type Envelope } from './envelope.js';
+import { registerHealthRoutes } from './routes/health.js';
 import { registerManageRoutes } from './routes/manage.js';
 import { registerMediaRoutes } from './routes/media.js';
 import { registerStorageRoutes } from './routes/storage.js';
@@ -139,6 +140,7 @@ export function buildServer(
 
   // Connections per client address, and room made at the cap: see connections.ts.
   guardConnections(app.server, limits);
+  registerHealthRoutes(app, ctx);
   registerManageRoutes(app, ctx);
   registerWaylineRoutes(app, ctx);
   registerStorageRoutes(app, ctx);

@@ -1,14 +1,17 @@
 /**
- * In-memory limits on what one client may ask: failed sign-ins (per client
- * address and per username) and STS issues (per API token). Kept in memory
- * on purpose: a restart forgets them, which costs an attacker a restart of
- * the service they cannot cause. Each table keeps at most MAX_KEYS entries,
- * dropping the least recently used, so the limits themselves cannot be used
- * to fill the memory.
+ * Limits on what one client may ask: failed sign-ins (per client address and
+ * per username) and STS issues (per API token). The counters are rows of the
+ * database (login_failures, rate_limits), so that every instance of a
+ * deployment behind one load balancer counts the same tries; rows that no
+ * longer limit anything are swept now and then. Each update is a short
+ * transaction that locks its row (PostgreSQL: SELECT ... FOR UPDATE; SQLite:
+ * BEGIN IMMEDIATE), so tries sent at once to several instances all count.
  */
+import type { SqlDb } from './data/sql.js';
 import { ApiError } from './envelope.js';
 
-const MAX_KEYS = 10_000;
+/** Sweep stale rows after this many updates by this instance. */
+const SWEEP_EVERY = 500;
 
 /** A 429 refusal; the error handler adds `Retry-After`. */
 export class ThrottledError extends ApiError {
@@ -22,26 +25,12 @@ export class ThrottledError extends ApiError {
   }
 }
 
-/** A Map that forgets its least recently touched entries beyond MAX_KEYS. */
-class BoundedMap<V> {
-  private readonly map = new Map<string, V>();
-  get(key: string): V | undefined {
-    return this.map.get(key);
-  }
-  set(key: string, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    if (this.map.size > MAX_KEYS) this.map.delete(this.map.keys().next().value as string);
-  }
-  delete(key: string): void {
-    this.map.delete(key);
-  }
-}
+const forUpdate = (db: SqlDb): string => (db.kind === 'postgres' ? ' FOR UPDATE' : '');
 
 interface Failures {
   count: number;
-  blockedUntil: number;
-  last: number;
+  blocked_until: number;
+  last_at: number;
 }
 
 /**
@@ -50,31 +39,35 @@ interface Failures {
  * times that... up to `maxWaitSeconds`
  * before its next try is even checked (no scrypt spent on it). Tries in
  * flight count against what is left of the free failures, so sending many at
- * once does not get around it. A success clears the username's count; a key
- * quiet for `maxWaitSeconds` is forgotten.
+ * once does not get around it (counted per instance: N instances let at most
+ * N times that many through at once, and each of them counts once it fails).
+ * A success clears the username's count; a key quiet for `maxWaitSeconds` is
+ * forgotten.
  */
 export class LoginThrottle {
-  private readonly keys = new BoundedMap<Failures>();
-  /** Tries being checked right now, per key (as many entries as requests in flight). */
+  /** Tries being checked right now by this instance, per key. */
   private readonly inFlight = new Map<string, number>();
+  private updates = 0;
 
-  constructor(private readonly opts: { free: number; firstWaitSeconds: number; maxWaitSeconds: number }) {}
+  constructor(
+    private readonly db: SqlDb,
+    private readonly opts: { free: number; firstWaitSeconds: number; maxWaitSeconds: number },
+  ) {}
 
-  private state(key: string, now: number): Failures | undefined {
-    const s = this.keys.get(key);
-    if (s && now - s.last > this.opts.maxWaitSeconds * 1000 && s.blockedUntil <= now) {
-      this.keys.delete(key);
-      return undefined;
-    }
-    return s;
+  private stale(s: Failures, now: number): boolean {
+    return now - s.last_at > this.opts.maxWaitSeconds * 1000 && s.blocked_until <= now;
   }
 
   /** Reserves a try for these keys: 0 = go ahead (call finish() after), else the seconds to wait. */
-  begin(keys: string[], now = Date.now()): number {
+  async begin(keys: string[], now = Date.now()): Promise<number> {
     let wait = 0;
     for (const key of keys) {
-      const s = this.state(key, now);
-      if (s && s.blockedUntil > now) wait = Math.max(wait, Math.ceil((s.blockedUntil - now) / 1000));
+      const row = await this.db.get<Failures>(
+        'SELECT count, blocked_until, last_at FROM login_failures WHERE key = ?',
+        [key],
+      );
+      const s = row && !this.stale(row, now) ? row : undefined;
+      if (s && s.blocked_until > now) wait = Math.max(wait, Math.ceil((s.blocked_until - now) / 1000));
       else if ((this.inFlight.get(key) ?? 0) >= Math.max(1, this.opts.free - (s?.count ?? 0))) {
         wait = Math.max(wait, 1);
       }
@@ -85,39 +78,86 @@ export class LoginThrottle {
   }
 
   /** Ends a try begun with begin(). `clearOnSuccess`: the key whose count a success resets. */
-  finish(keys: string[], ok: boolean, clearOnSuccess: string, now = Date.now()): void {
+  async finish(keys: string[], ok: boolean, clearOnSuccess: string, now = Date.now()): Promise<void> {
     for (const key of keys) {
       const left = (this.inFlight.get(key) ?? 1) - 1;
       if (left > 0) this.inFlight.set(key, left);
       else this.inFlight.delete(key);
-      if (ok) continue;
-      const count = (this.state(key, now)?.count ?? 0) + 1;
-      // The `free`-th failure already makes the next try wait.
-      const over = count - this.opts.free + 1;
-      const wait = this.opts.firstWaitSeconds * 2 ** (over - 1);
-      const waitMs = over > 0 ? Math.min(wait, this.opts.maxWaitSeconds) * 1000 : 0;
-      this.keys.set(key, { count, blockedUntil: now + waitMs, last: now });
     }
-    if (ok) this.keys.delete(clearOnSuccess);
+    if (ok) {
+      await this.db.run('DELETE FROM login_failures WHERE key = ?', [clearOnSuccess]);
+      return;
+    }
+    for (const key of keys) {
+      await this.db.tx(async (t) => {
+        await t.run(
+          'INSERT INTO login_failures (key, count, blocked_until, last_at) VALUES (?, 0, 0, ?) ON CONFLICT (key) DO NOTHING',
+          [key, now],
+        );
+        const row = await t.get<Failures>(
+          `SELECT count, blocked_until, last_at FROM login_failures WHERE key = ?${forUpdate(t)}`,
+          [key],
+        );
+        const count = (row && !this.stale(row, now) ? row.count : 0) + 1;
+        // The `free`-th failure already makes the next try wait.
+        const over = count - this.opts.free + 1;
+        const wait = this.opts.firstWaitSeconds * 2 ** (over - 1);
+        const waitMs = over > 0 ? Math.min(wait, this.opts.maxWaitSeconds) * 1000 : 0;
+        await t.run('UPDATE login_failures SET count = ?, blocked_until = ?, last_at = ? WHERE key = ?', [
+          count,
+          now + waitMs,
+          now,
+          key,
+        ]);
+      });
+    }
+    if (++this.updates % SWEEP_EVERY === 0) {
+      await this.db.run('DELETE FROM login_failures WHERE last_at < ? AND blocked_until <= ?', [
+        now - this.opts.maxWaitSeconds * 1000,
+        now,
+      ]);
+    }
   }
 }
 
 /** A token bucket per key: `burst` at once, then one every `refillSeconds`. */
 export class RateLimit {
-  private readonly keys = new BoundedMap<{ tokens: number; at: number }>();
+  private updates = 0;
 
-  constructor(private readonly opts: { burst: number; refillSeconds: number }) {}
+  constructor(
+    private readonly db: SqlDb,
+    private readonly opts: { burst: number; refillSeconds: number },
+  ) {}
 
   /** Takes one; returns 0, or the seconds to wait when none is left (nothing taken). */
-  take(key: string, now = Date.now()): number {
+  async take(key: string, now = Date.now()): Promise<number> {
     const refillMs = this.opts.refillSeconds * 1000;
-    const s = this.keys.get(key) ?? { tokens: this.opts.burst, at: now };
-    const tokens = Math.min(this.opts.burst, s.tokens + (now - s.at) / refillMs);
-    if (tokens < 1) {
-      this.keys.set(key, { tokens, at: now });
-      return Math.ceil(((1 - tokens) * refillMs) / 1000);
+    const wait = await this.db.tx(async (t) => {
+      await t.run('INSERT INTO rate_limits (key, tokens, at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING', [
+        key,
+        this.opts.burst,
+        now,
+      ]);
+      const s = await t.get<{ tokens: number; at: number }>(
+        `SELECT tokens, at FROM rate_limits WHERE key = ?${forUpdate(t)}`,
+        [key],
+      );
+      const tokens = Math.min(
+        this.opts.burst,
+        (s?.tokens ?? this.opts.burst) + (now - (s?.at ?? now)) / refillMs,
+      );
+      const enough = tokens >= 1;
+      await t.run('UPDATE rate_limits SET tokens = ?, at = ? WHERE key = ?', [
+        enough ? tokens - 1 : tokens,
+        now,
+        key,
+      ]);
+      return enough ? 0 : Math.ceil(((1 - tokens) * refillMs) / 1000);
+    });
+    if (++this.updates % SWEEP_EVERY === 0) {
+      // A bucket untouched for burst * refill is full again: its row says nothing.
+      await this.db.run('DELETE FROM rate_limits WHERE at < ?', [now - this.opts.burst * refillMs]);
     }
-    this.keys.set(key, { tokens: tokens - 1, at: now });
-    return 0;
+    return wait;
   }
 }

@@ -1,8 +1,7 @@
-import type { Statement } from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Wayline } from '../core/api/types.js';
-import type { Db } from './db.js';
+import type { SqlDb } from './data/sql.js';
 import { parseOrThrow, zInt } from './envelope.js';
 
 /** Columns `order_by` may name; values are the SQL used for them. */
@@ -64,12 +63,21 @@ function toItem(row: WaylineRow): Wayline {
   return item;
 }
 
-/** Filtering, counting and paging run in SQLite, so a big library never loads into memory. */
-export function listWaylines(
-  db: Db,
+/** `EXISTS` an element of the JSON array in `column` among `n` values (SQLite json_each, PostgreSQL json_array_elements_text). */
+function anyJsonElement(db: SqlDb, column: string, n: number): string {
+  const elements =
+    db.kind === 'postgres'
+      ? `json_array_elements_text(${column}::json) AS j(value)`
+      : `json_each(${column}) j`;
+  return `EXISTS (SELECT 1 FROM ${elements} WHERE j.value IN (${marks(n)}))`;
+}
+
+/** Filtering, counting and paging run in the database, so a big library never loads into memory. */
+export async function listWaylines(
+  db: SqlDb,
   workspaceId: string,
   f: WaylineFilter,
-): { list: Wayline[]; total: number } {
+): Promise<{ list: Wayline[]; total: number }> {
   const where = ['workspace_id = ?'];
   const args: (string | number)[] = [workspaceId];
   if (f.favorited !== undefined) {
@@ -85,50 +93,32 @@ export function listWaylines(
     args.push(...f.droneModelKeys);
   }
   // Array filters are any-of: an item matches when it shares one value with the filter.
+  // PostgreSQL compares the elements as text: the values go as text too.
+  const asText = (v: number) => (db.kind === 'postgres' ? String(v) : v);
   if (f.templateTypes?.length) {
-    where.push(
-      `EXISTS (SELECT 1 FROM json_each(template_types) j WHERE j.value IN (${marks(f.templateTypes.length)}))`,
-    );
-    args.push(...f.templateTypes);
+    where.push(anyJsonElement(db, 'template_types', f.templateTypes.length));
+    args.push(...f.templateTypes.map(asText));
   }
   if (f.payloadModelKeys?.length) {
-    where.push(
-      `EXISTS (SELECT 1 FROM json_each(payload_model_keys) j WHERE j.value IN (${marks(f.payloadModelKeys.length)}))`,
-    );
+    where.push(anyJsonElement(db, 'payload_model_keys', f.payloadModelKeys.length));
     args.push(...f.payloadModelKeys);
   }
   const clause = where.join(' AND ');
-  const total = (
-    prepared(db, `SELECT count(*) AS n FROM waylines WHERE ${clause}`).get(...args) as { n: number }
-  ).n;
+  const counted = await db.get<{ n: number }>(`SELECT count(*) AS n FROM waylines WHERE ${clause}`, args);
   // The column comes from ORDER_COLUMNS, never from the request text; id breaks ties so pages are stable.
-  const order = `${ORDER_COLUMNS[f.orderColumn]} ${f.orderDir === 'asc' ? 'ASC' : 'DESC'}, id ASC`;
-  const rows = prepared(db, `SELECT * FROM waylines WHERE ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`).all(
-    ...args,
-    f.pageSize,
-    (f.page - 1) * f.pageSize,
-  ) as WaylineRow[];
-  return { list: rows.map(toItem), total };
+  // NULLs sort first ascending, as SQLite does by itself.
+  const nulls = db.kind === 'postgres' ? (f.orderDir === 'asc' ? ' NULLS FIRST' : ' NULLS LAST') : '';
+  const order = `${ORDER_COLUMNS[f.orderColumn]} ${f.orderDir === 'asc' ? 'ASC' : 'DESC'}${nulls}, id ASC`;
+  const rows = await db.all<WaylineRow>(
+    `SELECT ${WAYLINE_COLUMNS} FROM waylines WHERE ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`,
+    [...args, f.pageSize, (f.page - 1) * f.pageSize],
+  );
+  return { list: rows.map(toItem), total: counted?.n ?? 0 };
 }
 
-// Statements by SQL text, per database. The texts come from a bounded set (the
-// filters present, the number of values each, the order column): capped anyway.
-type Stmt = Statement<unknown[]>;
-const statementCache = new WeakMap<Db, Map<string, Stmt>>();
-function prepared(db: Db, sql: string): Stmt {
-  let cache = statementCache.get(db);
-  if (!cache) {
-    cache = new Map();
-    statementCache.set(db, cache);
-  }
-  let stmt = cache.get(sql);
-  if (!stmt) {
-    if (cache.size >= 256) cache.clear();
-    stmt = db.prepare<unknown[]>(sql);
-    cache.set(sql, stmt);
-  }
-  return stmt;
-}
+const WAYLINE_COLUMNS =
+  'id, name, drone_model_key, payload_model_keys, template_types, favorited, action_type, user_name, ' +
+  'start_latitude, start_lontitude, create_time, update_time';
 
 function marks(n: number): string {
   return new Array<string>(n).fill('?').join(', ');
@@ -161,49 +151,65 @@ export const waylineImportSchema = z.object({
 });
 export type WaylineImport = z.output<typeof waylineImportSchema>;
 
-/** Validates every item first, then writes all of them in one transaction (all or nothing). Upserts by id. */
-export function insertWaylines(db: Db, defaultWorkspaceId: string, items: unknown[]): number {
-  const parsed = items.map((item, i) => {
+/** Validates every item (the first invalid one throws `Wayline <index>: ...`). */
+export function parseWaylines(items: unknown[]): WaylineImport[] {
+  return items.map((item, i) => {
     try {
       return parseOrThrow(waylineImportSchema, item, 'wayline');
     } catch (err) {
       throw new Error(`Wayline ${i}: ${(err as Error).message}`, { cause: err });
     }
   });
-  const workspaceExists = db.prepare<[string], { id: string }>('SELECT id FROM workspaces WHERE id = ?');
-  const upsert = db.prepare(`
-    INSERT INTO waylines (id, workspace_id, name, drone_model_key, payload_model_keys, template_types,
-                          favorited, action_type, user_name, start_latitude, start_lontitude, create_time, update_time)
-    VALUES (@id, @workspace_id, @name, @drone_model_key, @payload_model_keys, @template_types,
-            @favorited, @action_type, @user_name, @start_latitude, @start_lontitude, @create_time, @update_time)
-    ON CONFLICT (id) DO UPDATE SET
-      workspace_id = excluded.workspace_id, name = excluded.name, drone_model_key = excluded.drone_model_key,
-      payload_model_keys = excluded.payload_model_keys, template_types = excluded.template_types,
-      favorited = excluded.favorited, action_type = excluded.action_type, user_name = excluded.user_name,
-      start_latitude = excluded.start_latitude, start_lontitude = excluded.start_lontitude,
-      update_time = excluded.update_time`);
-  const now = Date.now();
-  db.transaction(() => {
-    parsed.forEach((w, i) => {
-      const ws = w.workspace_id ?? defaultWorkspaceId;
-      if (!workspaceExists.get(ws)) throw new Error(`Wayline ${i}: workspace ${ws} does not exist.`);
-      const created = w.create_time ?? w.update_time ?? now;
-      upsert.run({
-        id: w.id ?? randomUUID(),
-        workspace_id: ws,
-        name: w.name,
-        drone_model_key: w.drone_model_key ?? null,
-        payload_model_keys: JSON.stringify(w.payload_model_keys),
-        template_types: JSON.stringify(w.template_types),
-        favorited: w.favorited ? 1 : 0,
-        action_type: w.action_type,
-        user_name: w.user_name ?? null,
-        start_latitude: w.start_wayline_point?.start_latitude ?? null,
-        start_lontitude: w.start_wayline_point?.start_lontitude ?? null,
-        create_time: created,
-        update_time: w.update_time ?? created,
-      });
-    });
-  })();
+}
+
+/** Validates every item first, then writes all of them in one transaction (all or nothing). Upserts by id. */
+export async function insertWaylines(
+  db: SqlDb,
+  defaultWorkspaceId: string,
+  items: unknown[],
+): Promise<number> {
+  const parsed = parseWaylines(items);
+  await db.tx((t) => writeWaylines(t, defaultWorkspaceId, parsed));
   return parsed.length;
+}
+
+/** Writes validated waylines with `t`, inside the caller's transaction. */
+export async function writeWaylines(
+  t: SqlDb,
+  defaultWorkspaceId: string,
+  parsed: WaylineImport[],
+): Promise<void> {
+  const now = Date.now();
+  for (const [i, w] of parsed.entries()) {
+    const ws = w.workspace_id ?? defaultWorkspaceId;
+    if (!(await t.get('SELECT id FROM workspaces WHERE id = ?', [ws])))
+      throw new Error(`Wayline ${i}: workspace ${ws} does not exist.`);
+    const created = w.create_time ?? w.update_time ?? now;
+    await t.run(
+      `INSERT INTO waylines (id, workspace_id, name, drone_model_key, payload_model_keys, template_types,
+                               favorited, action_type, user_name, start_latitude, start_lontitude, create_time, update_time)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET
+           workspace_id = excluded.workspace_id, name = excluded.name, drone_model_key = excluded.drone_model_key,
+           payload_model_keys = excluded.payload_model_keys, template_types = excluded.template_types,
+           favorited = excluded.favorited, action_type = excluded.action_type, user_name = excluded.user_name,
+           start_latitude = excluded.start_latitude, start_lontitude = excluded.start_lontitude,
+           update_time = excluded.update_time`,
+      [
+        w.id ?? randomUUID(),
+        ws,
+        w.name,
+        w.drone_model_key ?? null,
+        JSON.stringify(w.payload_model_keys),
+        JSON.stringify(w.template_types),
+        w.favorited ? 1 : 0,
+        w.action_type,
+        w.user_name ?? null,
+        w.start_wayline_point?.start_latitude ?? null,
+        w.start_wayline_point?.start_lontitude ?? null,
+        created,
+        w.update_time ?? created,
+      ],
+    );
+  }
 }

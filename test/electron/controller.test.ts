@@ -285,10 +285,13 @@ describe('controller with a workspace server', () => {
       const folder = insertCard(path.join(root, 'remote-folder'), FOLDER, DJI_FILES.slice(0, 2));
       const { signedIn: _s, ...view } = c.settings();
       await c.saveSettings({ ...view, watchedFolders: [folder] });
-      await until('2 records on the server', () => svc.admin.mediaRecords(svc.workspaceId).length === 2);
+      await until(
+        '2 records on the server',
+        async () => (await svc.admin.mediaRecords(svc.workspaceId)).length === 2,
+      );
 
       // The token is revoked: the engine stops and asks for a sign-in once.
-      svc.admin.revokeToken(token);
+      await svc.admin.revokeToken(token);
       insertCard(folder, FOLDER, DJI_FILES.slice(2, 3));
       await until('auth-required', () => c.state().engine === 'auth-required');
       expect(c.state().attention).toMatch(/Sign in again/);
@@ -297,9 +300,12 @@ describe('controller with a workspace server', () => {
       // A pasted token: refused when wrong, used when right; the waiting file then goes up.
       const refused = await rejection(c.setToken(svc.baseUrl, svc.workspaceId, 'not-a-real-token'));
       expect(refused.message).toBe('The server does not accept this token.');
-      await c.setToken(svc.baseUrl, svc.workspaceId, svc.admin.createToken());
+      await c.setToken(svc.baseUrl, svc.workspaceId, await svc.admin.createToken());
       expect(c.state().signedIn).toBe(true);
-      await until('3 records on the server', () => svc.admin.mediaRecords(svc.workspaceId).length === 3);
+      await until(
+        '3 records on the server',
+        async () => (await svc.admin.mediaRecords(svc.workspaceId)).length === 3,
+      );
 
       expect(await c.signOut()).toEqual({ signedIn: false });
       expect(secrets.value).toBeNull();
@@ -344,8 +350,10 @@ describe('before any sign-in, and beside the command line', () => {
       await c.login(svc.baseUrl, 'crew', 'correct-horse-battery');
       await until(
         '4 records on the server',
-        () => svc.admin.mediaRecords(svc.workspaceId).length === DJI_FILES.length,
+        async () => (await svc.admin.mediaRecords(svc.workspaceId)).length === DJI_FILES.length,
       );
+      // The server records a file before its answer reaches the engine, which then marks it done.
+      await until('4 done in the queue', () => c.queueList('done', 10).length === DJI_FILES.length);
       expect(c.queueList('done', 10)).toHaveLength(DJI_FILES.length);
       expect(fs.existsSync(path.join(stateDir, 'local-service'))).toBe(false);
     } finally {

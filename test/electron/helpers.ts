@@ -24,9 +24,13 @@ export class MemorySecrets implements SecretStore {
   }
 }
 
-export async function until(what: string, check: () => boolean, ms = 25_000): Promise<void> {
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 25_000,
+): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }

@@ -130,7 +130,7 @@ describe('the renderer never receives a secret', () => {
       const folder = insertCard(path.join(root, 'server-card'), undefined, DJI_FILES.slice(0, 2));
       const all = requests(svc.baseUrl, svc.workspaceId, folder);
       await h.invoke('settings:save', all['settings:save']);
-      await until('synced', () => svc.admin.mediaRecords(svc.workspaceId).length === 2);
+      await until('synced', async () => (await svc.admin.mediaRecords(svc.workspaceId)).length === 2);
       for (const [channel, payload] of Object.entries(all) as Array<[Channel, unknown]>) {
         if (channel !== 'auth:login') await h.invoke(channel, payload);
       }

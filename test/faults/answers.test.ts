@@ -36,7 +36,7 @@ const FOLDER = 'DJI_202301011200_001_Answers';
 
 describe('callback stored, answer lost', () => {
   it('several lost answers (dropped, cut mid-answer, answered too late): one record and one callback per file', async () => {
-    const w = rig.workspace('lost-answers');
+    const w = await rig.workspace('lost-answers');
     const root = path.join(rig.dir, 'card-lost');
     const files = makeCard(
       root,
@@ -97,7 +97,7 @@ describe('callback stored, answer lost', () => {
     expect(forwardedCallbacks(rig.service, since).size).toBe(files.length);
   });
   it('answer lost, then the check before re-posting gets an error envelope (HTTP 200, code 500000): the callback is not posted twice', async () => {
-    const w = rig.workspace('lost-then-error-check');
+    const w = await rig.workspace('lost-then-error-check');
     const root = path.join(rig.dir, 'card-lost-check');
     const files = makeCard(root, FOLDER, [{ name: 'DJI_20230101120000_0001_W.JPG', size: 80 * KiB }]);
     let lost = false;
@@ -335,7 +335,7 @@ const VARIANTS: Variant[] = [
 
 describe('malformed answers: a clear error per file, no crash, then done', () => {
   it.each(VARIANTS)('$name', async (v) => {
-    const w = rig.workspace(v.name);
+    const w = await rig.workspace(v.name);
     const slug = v.name.replace(/[^a-z0-9]+/gi, '-');
     const root = path.join(rig.dir, `card-${slug}`);
     const files = makeCard(root, FOLDER, [

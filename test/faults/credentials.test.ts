@@ -45,7 +45,7 @@ function bucketOps(since: number, op: string): number {
 
 describe('STS credentials that expire', () => {
   it('short-lived credentials (expire 3 s) during a 7 s upload: refreshed, continued, no part sent twice, not one STS call per request', async () => {
-    const w = rig.workspace('sts-short');
+    const w = await rig.workspace('sts-short');
     const root = path.join(rig.dir, 'card-short');
     const files = makeCard(root, FOLDER, [
       { name: 'DJI_20230101120000_0001_W.MP4', size: 21 * MiB },
@@ -120,7 +120,7 @@ describe('STS credentials that expire', () => {
   it.each(variants)(
     'the bucket answers ExpiredToken $name: new credentials, the upload continues where it was',
     async ({ name, fault }) => {
-      const w = rig.workspace(`expired-${name}`);
+      const w = await rig.workspace(`expired-${name}`);
       const slug = name.replace(/\W+/g, '-');
       const root = path.join(rig.dir, `card-expired-${slug}`);
       const files = makeCard(root, FOLDER, [
@@ -177,7 +177,7 @@ describe('STS credentials that expire', () => {
 
 describe('revoked sign-in', () => {
   it('stops within seconds with "sign in again", makes a handful of requests at most, resumes after sign-in', async () => {
-    const w = rig.workspace('revoked');
+    const w = await rig.workspace('revoked');
     const root = path.join(rig.dir, 'card-revoked');
     const files = makeCard(
       root,
@@ -203,7 +203,7 @@ describe('revoked sign-in', () => {
       const revokedAt = Date.now();
       const sSince = rig.service.records.length;
       const bSince = rig.bucket.records.length;
-      expect(rig.svc.admin.revokeToken(w.token)).toBe(true);
+      expect(await rig.svc.admin.revokeToken(w.token)).toBe(true);
       await until('auth-required', () => run.engine.state === 'auth-required', 10_000);
       const stoppedAfter = run.states.find((s) => s.state === 'auth-required')!.at - revokedAt;
       // Uploads in flight finish or stop; their callbacks meet the revocation.
@@ -229,7 +229,7 @@ describe('revoked sign-in', () => {
       expect(queue.counts().done.files).toBeLessThan(files.length);
 
       // A new sign-in: the same engine continues.
-      const fresh = rig.svc.admin.createToken({ workspaceId: w.ws });
+      const fresh = await rig.svc.admin.createToken({ workspaceId: w.ws });
       rig.secrets.add(fresh);
       api.setToken(fresh);
       run.engine.resume();
@@ -244,8 +244,8 @@ describe('revoked sign-in', () => {
   it('the real CLI with a revoked token: exits 3 within seconds, says to sign in again, no retry storm', async () => {
     const bin = path.resolve('dist/main/cli/bin.js');
     expect(fs.existsSync(bin), 'run npm run build first').toBe(true);
-    const w = rig.workspace('revoked-cli');
-    rig.svc.admin.revokeToken(w.token);
+    const w = await rig.workspace('revoked-cli');
+    await rig.svc.admin.revokeToken(w.token);
     const root = path.join(rig.dir, 'card-revoked-cli');
     makeCard(
       root,

@@ -82,7 +82,7 @@ interface Kill {
 const isBody = (r: { op: string }) => r.op === 'UploadPart' || r.op === 'PutObject';
 
 it('SIGKILL 20 times in a row on one card: every file done, byte-identical, one record each, at most one part re-sent per kill', async () => {
-  const w = rig.workspace('kill-storm');
+  const w = await rig.workspace('kill-storm');
   const card = path.join(rig.dir, 'card');
   const folder = 'DJI_202301011200_001_KillStorm';
   // More than 20 throttled runs can get through, whatever the timing: run 16 alone (waiting for

@@ -37,7 +37,7 @@ it('the default backoff is capped at 5 minutes and jittered', () => {
 });
 
 it('a PutObject cut mid-body, then retried: the object is complete and byte-identical', async () => {
-  const w = rig.workspace('cut-put');
+  const w = await rig.workspace('cut-put');
   const root = path.join(rig.dir, 'card-cut-put');
   const files = makeCard(root, 'DJI_202301011200_001_Outage', [
     { name: 'DJI_20230101120000_0001_W.JPG', size: 160 * KiB },
@@ -73,7 +73,7 @@ it('a PutObject cut mid-body, then retried: the object is complete and byte-iden
 });
 
 it('a server down (HTTP 503) for 6 s with 600 files queued: the agent backs off as a whole, it does not try every file', async () => {
-  const w = rig.workspace('queue-storm');
+  const w = await rig.workspace('queue-storm');
   const root = path.join(rig.dir, 'card-queue-storm');
   makeCard(
     root,

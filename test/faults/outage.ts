@@ -135,7 +135,7 @@ export async function runOutage(opts: {
   warmupFiles?: number;
 }): Promise<OutageReport> {
   const { rig } = opts;
-  const w = rig.workspace(opts.name);
+  const w = await rig.workspace(opts.name);
   const root = path.join(rig.dir, `card-${opts.name}`);
   const files = makeCard(root, 'DJI_202301011200_001_Outage', [
     ...Array.from({ length: 12 }, (_, i) => ({

@@ -381,7 +381,7 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
             return;
           }
           rec.clientStatus = outStatus;
-          // A HEAD answer has no body but says the object's length: relayed as the upstream said it.
+          // A HEAD answer has no body but the length of the object it describes.
           const length = req.method === 'HEAD' ? Number(ures.headers['content-length'] ?? 0) : body.length;
           res.writeHead(outStatus, relayHeaders(ures.headers, length, extra));
           if (fault.kind === 'reset' && fault.at === 'mid-response') {

@@ -51,7 +51,7 @@ const smallFiles = (n: number, size: number) =>
 
 describe('locked queue', () => {
   it('a long write transaction held by another process: the agent waits or retries, says so plainly, finishes, no duplicates', async () => {
-    const w = rig.workspace('long-transaction');
+    const w = await rig.workspace('long-transaction');
     const root = path.join(rig.dir, 'card-long-tx');
     const files = makeCard(root, FOLDER, smallFiles(40, 8 * KiB));
     const state = path.join(rig.dir, 'state-long-tx');
@@ -107,7 +107,7 @@ describe('locked queue', () => {
 
 describe.skipIf(!canMount)('full disk (tmpfs)', () => {
   it('the engine halts with a plain "disk is full", loses nothing, and continues once space is freed', async () => {
-    const w = rig.workspace('disk-full-engine');
+    const w = await rig.workspace('disk-full-engine');
     const root = path.join(rig.dir, 'card-full-engine');
     const files = makeCard(root, FOLDER, smallFiles(300, 2 * KiB));
     const state = path.join(rig.dir, 'state-full-engine');

@@ -56,7 +56,7 @@ const smallFiles = (n: number, size: number) =>
 
 describe('locked queue', () => {
   it('a second agent on the same state is refused with a clear message; status works alongside; no duplicates', async () => {
-    const w = rig.workspace('second-agent');
+    const w = await rig.workspace('second-agent');
     const root = path.join(rig.dir, 'card-second');
     const files = makeCard(root, FOLDER, smallFiles(10, 100 * KiB));
     const state = path.join(rig.dir, 'state-second');
@@ -108,7 +108,7 @@ describe('locked queue', () => {
 
 describe.skipIf(!canMount)('full disk (tmpfs)', () => {
   it('the CLI: says the disk is full and exits with a summary (no hang, no crash), then a re-run finishes', async () => {
-    const w = rig.workspace('disk-full-cli');
+    const w = await rig.workspace('disk-full-cli');
     const root = path.join(rig.dir, 'card-full-cli');
     const files = makeCard(root, FOLDER, smallFiles(300, 2 * KiB));
     const state = path.join(rig.dir, 'state-full-cli');
@@ -161,7 +161,7 @@ describe('damaged queue file', () => {
   // One card synced once; each damage is done to a copy of that healthy state.
   let healthy: { w: Workspace; root: string; files: CardFile[]; state: string };
   beforeAll(async () => {
-    const w = rig.workspace('damaged');
+    const w = await rig.workspace('damaged');
     const root = path.join(rig.dir, 'card-damaged');
     const files = makeCard(root, FOLDER, smallFiles(60, 3 * KiB));
     const state = path.join(rig.dir, 'state-damaged');

@@ -41,7 +41,7 @@ export interface Rig {
   bucket: FaultProxy;
   /** Every token and STS secret handed out: none may end up in the agent's files. */
   secrets: Set<string>;
-  workspace(name: string): Workspace;
+  workspace(name: string): Promise<Workspace>;
   close(): Promise<void>;
 }
 
@@ -79,11 +79,11 @@ export async function startRig(opts: { stsExpireSeconds?: number; prefix?: strin
     service,
     bucket,
     secrets,
-    workspace(name) {
-      const ws = svc.admin.createWorkspace(name);
-      const token = svc.admin.createToken({ workspaceId: ws });
+    async workspace(name) {
+      const ws = await svc.admin.createWorkspace(name);
+      const token = await svc.admin.createToken({ workspaceId: ws });
       // The checks have a token of their own: the agent's may get revoked.
-      const checker = svc.admin.createToken({ workspaceId: ws });
+      const checker = await svc.admin.createToken({ workspaceId: ws });
       secrets.add(token);
       secrets.add(checker);
       return {
@@ -317,7 +317,7 @@ export async function promiseViolations(opts: {
   const v: string[] = [];
   for (const r of queueRows(opts.queueFile))
     if (r.state !== 'done') v.push(`queue: ${r.rel_path} is ${r.state} (${r.error_message ?? ''})`);
-  const records = rig.svc.admin.mediaRecords(w.ws);
+  const records = await rig.svc.admin.mediaRecords(w.ws);
   if (records.length !== files.length) v.push(`server: ${records.length} records for ${files.length} files`);
   const sts = await w.direct().getSts();
   const cbs = forwardedCallbacks(rig.service);

@@ -153,7 +153,7 @@ function pick<T>(rand: () => number, list: readonly T[]): T {
 it(
   `soak: ${FILES} files under random faults of every kind: zero lost, zero duplicates`,
   async () => {
-    const w = rig.workspace('soak');
+    const w = await rig.workspace('soak');
     const root = path.join(rig.dir, 'card');
     const files: Array<{ rel: string; abs: string; folder: string; name: string }> = [];
     const old = Date.now() / 1000 - 3600;
@@ -255,7 +255,7 @@ it(
 
     // Zero lost: every file done, one record each with the right fingerprint, the object byte-identical.
     const violations: string[] = [];
-    const records = rig.svc.admin.mediaRecords(w.ws);
+    const records = await rig.svc.admin.mediaRecords(w.ws);
     const byName = new Map<string, number>();
     for (const r of records) byName.set(`${r.path}/${r.name}`, (byName.get(`${r.path}/${r.name}`) ?? 0) + 1);
     const sts = await w.direct().getSts();

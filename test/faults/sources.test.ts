@@ -79,7 +79,7 @@ function startAgent(w: Workspace, mount: string, state: string, config: ConfigIn
 
 describe.skipIf(process.platform !== 'linux')('card pulled', () => {
   it('mid-hash: the files wait for the card (none failed), then finish when it is back', async () => {
-    const w = rig.workspace('pulled-mid-hash');
+    const w = await rig.workspace('pulled-mid-hash');
     const mount = path.join(rig.dir, 'mnt-hash');
     const card = path.join(mount, 'M30T_CARD');
     const files = makeCard(card, FOLDER, [
@@ -125,7 +125,7 @@ describe.skipIf(process.platform !== 'linux')('card pulled', () => {
   }, 60_000);
 
   it('mid-upload: parked with its parts, resumes without re-sending an accepted part', async () => {
-    const w = rig.workspace('pulled-mid-upload');
+    const w = await rig.workspace('pulled-mid-upload');
     const mount = path.join(rig.dir, 'mnt-upload');
     const card = path.join(mount, 'H20T_CARD');
     const files = makeCard(card, FOLDER, [
@@ -237,7 +237,7 @@ describe('file changed on disk', () => {
   it.each(cases)(
     '$name: read again, recorded with the fingerprint of the final content',
     async ({ name, op, size, change }) => {
-      const w = rig.workspace(name);
+      const w = await rig.workspace(name);
       const slug = name.replace(/\W+/g, '-');
       const root = path.join(rig.dir, `card-${slug}`);
       const files = makeCard(root, FOLDER, [
@@ -287,7 +287,7 @@ describe('file changed on disk', () => {
   it.skipIf(process.platform !== 'linux')(
     'mid-hash: the half-read fingerprint is never used',
     async () => {
-      const w = rig.workspace('changed-mid-hash');
+      const w = await rig.workspace('changed-mid-hash');
       const root = path.join(rig.dir, 'card-changed-hash');
       const files = makeCard(root, FOLDER, [{ name: 'DJI_20230101120000_0001_W.MP4', size: 64 * MiB }]);
       const f = files[0]!.abs;

@@ -35,7 +35,7 @@ const fastUpload = (fingerprint: string) =>
 
 describe('a refreshed token', () => {
   it('is revoked: a stolen token cannot be kept alive next to its owner', async () => {
-    const stolen = s.admin.createToken();
+    const stolen = await s.admin.createToken();
     const r = await call(s, 'POST', '/manage/api/v1/token/refresh', { token: stolen });
     expect(r.body.code).toBe(0);
     for (const [method, path] of [
@@ -59,7 +59,7 @@ describe('a callback that does not match its object', () => {
     expect(r.status).toBe(200);
     expect(r.body.code).toBe(CODES.FINGERPRINT_MISMATCH);
     expect(r.body.message).toContain(`its MD5 is ${md5Hex('the real bytes')}`);
-    expect(s.admin.mediaRecords().filter((m) => m.object_key === key)).toEqual([]);
+    expect((await s.admin.mediaRecords()).filter((m) => m.object_key === key)).toEqual([]);
     expect((await fastUpload(claimed)).body.code).toBe(CODES.FINGERPRINT_UNKNOWN);
     expect((await callback(key, md5Hex('the real bytes'))).body.code).toBe(0);
   });

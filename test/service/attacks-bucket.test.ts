@@ -61,8 +61,8 @@ beforeAll(async () => {
   s = await startService({ dataDir, logger: false });
   const victimKey = await putObject(s, 'victim.jpg', VICTIM);
   A = { sts: await getSts(s), victimKey };
-  const ws = s.admin.createWorkspace('Attackers');
-  const token = s.admin.createToken({ workspaceId: ws });
+  const ws = await s.admin.createWorkspace('Attackers');
+  const token = await s.admin.createToken({ workspaceId: ws });
   B = { ws, token, sts: await getSts(s, ws, token) };
   baseline = outsideBucket();
 });

@@ -196,7 +196,7 @@ describe('6. password guessing', () => {
 
 describe('6. credentials and storage', () => {
   it('limits STS issues per token, with Retry-After; another token is not affected', async () => {
-    const token = s.admin.createToken();
+    const token = await s.admin.createToken();
     const codes = [];
     let last: Loose;
     for (let i = 0; i < 5; i++) {
@@ -208,15 +208,15 @@ describe('6. credentials and storage', () => {
     expect(last.body.message).toMatch(
       /^Too many requests for bucket credentials with this token\. Wait \d+ s/,
     );
-    const other = s.admin.createToken();
+    const other = await s.admin.createToken();
     expect(
       (await call({ baseUrl: s.baseUrl, token: other }, 'POST', paths(s.workspaceId).sts)).body.code,
     ).toBe(0);
   });
 
   it('refuses bodies over the size limit before reading them, and objects and uploads over the caps', async () => {
-    const ws = s.admin.createWorkspace('Capped');
-    const sts = await getSts(s, ws, s.admin.createToken({ workspaceId: ws }));
+    const ws = await s.admin.createWorkspace('Capped');
+    const sts = await getSts(s, ws, await s.admin.createToken({ workspaceId: ws }));
     const key = (n: string) => `/media/${sts.object_key_prefix}/${n}`;
     const big = await rawS3(sts, {
       method: 'PUT',

@@ -39,10 +39,10 @@ describe('authentication on the four endpoints', () => {
   });
 
   it('refuses an unknown, an expired and a revoked token', async () => {
-    const expired = s.admin.createToken({ ttlSeconds: 0 });
-    const revoked = s.admin.createToken();
-    expect(s.admin.revokeToken(revoked)).toBe(true);
-    expect(s.admin.revokeToken(revoked)).toBe(false);
+    const expired = await s.admin.createToken({ ttlSeconds: 0 });
+    const revoked = await s.admin.createToken();
+    expect(await s.admin.revokeToken(revoked)).toBe(true);
+    expect(await s.admin.revokeToken(revoked)).toBe(false);
     const cases: [string, number][] = [
       ['not-a-token', CODES.TOKEN_INVALID],
       [expired, CODES.TOKEN_EXPIRED],
@@ -59,8 +59,8 @@ describe('authentication on the four endpoints', () => {
   });
 
   it('refuses a valid token on another workspace with HTTP 403', async () => {
-    const other = s.admin.createWorkspace('Other crew');
-    const otherToken = s.admin.createToken({ workspaceId: other });
+    const other = await s.admin.createWorkspace('Other crew');
+    const otherToken = await s.admin.createToken({ workspaceId: other });
     for (const [method, path, body] of endpoints(other)) {
       const r = await call(s, method, path, { body }); // dev token of the default workspace
       expect(r.status).toBe(403);

@@ -1,9 +1,22 @@
 import { S3Client, PutObjectCommand } from '@aws-sdk/client-s3';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startService, type RunningService, type ServiceOptions } from '../../main/service/index.js';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { inject } from 'vitest';
+import {
+  startService,
+  type DatabaseConfig,
+  type RunningService,
+  type ServiceOptions,
+} from '../../main/service/index.js';
+import { connectionOptions } from '../../main/service/data/config.js';
+import { PostgresDb } from '../../main/service/data/postgres.js';
+import type { SqlDb } from '../../main/service/data/sql.js';
+import { SqliteDb } from '../../main/service/data/sqlite.js';
+import { DB_FILE } from '../../main/service/db.js';
 
 /** JSON answers as tests read them: loose on purpose, the assertions check the shape. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -17,16 +30,66 @@ export function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** A started service on a fresh data dir; call `stop()` in afterAll/afterEach. */
+/**
+ * The PostgreSQL variant of these suites (test/service/vitest.postgres.config.ts
+ * starts a throw-away cluster and provides these): every startTemp() without a
+ * `database` gets a fresh database of its own there. Unset: SQLite, as `serve`.
+ */
+const PG_URL: string | undefined = inject('pgUrl');
+const PG_PASSWORD: string | undefined = inject('pgPassword');
+export const onPostgres = PG_URL !== undefined;
+
+async function adminQuery(sql: string): Promise<void> {
+  const client = new pg.Client(
+    connectionOptions({
+      kind: 'postgres',
+      url: `${PG_URL}/postgres`,
+      ...(PG_PASSWORD ? { password: PG_PASSWORD } : {}),
+    }),
+  );
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh, empty database of the suite's backend; `drop()` removes it (PostgreSQL). */
+export async function tempDatabase(): Promise<{ config: DatabaseConfig; drop(): Promise<void> }> {
+  if (!onPostgres) return { config: { kind: 'sqlite' }, drop: () => Promise.resolve() };
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  await adminQuery(`CREATE DATABASE ${name}`);
+  return {
+    config: { kind: 'postgres', url: `${PG_URL}/${name}`, ...(PG_PASSWORD ? { password: PG_PASSWORD } : {}) },
+    drop: () => adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+/**
+ * The service's own tables, read and written as a test needs, on whichever
+ * backend `s` runs: the data dir's SQLite file or its PostgreSQL database.
+ */
+export function openTables(s: { dataDir: string; dbConfig: DatabaseConfig }): SqlDb {
+  return s.dbConfig.kind === 'postgres'
+    ? new PostgresDb(s.dbConfig, null)
+    : new SqliteDb(new Database(join(s.dataDir, DB_FILE)));
+}
+
+/** A started service on a fresh data dir (and database); call `stop()` in afterAll/afterEach. */
 export async function startTemp(
   opts: Partial<ServiceOptions> = {},
-): Promise<RunningService & { dataDir: string; stop(): Promise<void> }> {
+): Promise<RunningService & { dataDir: string; dbConfig: DatabaseConfig; stop(): Promise<void> }> {
   const dataDir = opts.dataDir ?? tempDir();
-  const s = await startService({ logger: false, ...opts, dataDir });
+  const own = opts.database ? null : await tempDatabase();
+  const database = opts.database ?? own!.config;
+  const s = await startService({ logger: false, ...opts, dataDir, database });
   return Object.assign(s, {
     dataDir,
+    dbConfig: database,
     async stop() {
       await s.close();
+      await own?.drop();
       removeDir(dataDir);
     },
   });

@@ -44,7 +44,7 @@ describe('restart', () => {
           })
         ).body.code,
       ).toBe(0);
-      expect(b.admin.mediaRecords()).toHaveLength(2);
+      expect(await b.admin.mediaRecords()).toHaveLength(2);
       const waylines = await call(b, 'GET', paths(b.workspaceId).waylines);
       expect(waylines.body.data.pagination.total).toBe(30); // seeded once, not again
 
@@ -80,7 +80,7 @@ describe('restart', () => {
   it('replaces a revoked dev token on the next start', async () => {
     const dataDir = fresh();
     const a = await startService({ dataDir, logger: false });
-    a.admin.revokeToken(a.token);
+    await a.admin.revokeToken(a.token);
     await a.close();
     const b = await startService({ dataDir, logger: false });
     try {
@@ -126,7 +126,9 @@ describe('schema versions', () => {
       'bucket_objects',
       'bucket_parts',
       'bucket_uploads',
+      'login_failures',
       'media',
+      'rate_limits',
       'tokens',
       'users',
       'waylines',
@@ -136,7 +138,7 @@ describe('schema versions', () => {
     db.close();
   });
 
-  it('upgrades a version 1 database in place: data kept, the later indexes and bucket tables added', async () => {
+  it('upgrades a version 1 database in place: data kept, the later indexes, bucket and throttle tables added, tiny fingerprints filled in', async () => {
     const dataDir = fresh();
     const s = await startService({ dataDir, logger: false });
     await s.close();
@@ -144,8 +146,22 @@ describe('schema versions', () => {
     const old = new Database(join(dataDir, 'service.db'));
     old.exec(`DROP INDEX waylines_by_name; DROP INDEX waylines_by_create;
       DROP TABLE bucket_parts; DROP TABLE bucket_uploads; DROP TABLE bucket_objects;
-      ALTER TABLE bucket_credentials DROP COLUMN endpoint_host;`);
+      ALTER TABLE bucket_credentials DROP COLUMN endpoint_host;
+      DROP INDEX media_by_tiny_fingerprint; ALTER TABLE media DROP COLUMN tiny_fingerprint;
+      DROP TABLE login_failures; DROP TABLE rate_limits;`);
     old.pragma('user_version = 1');
+    const workspace = old.prepare('SELECT id FROM workspaces').pluck().get() as string;
+    const media =
+      old.prepare(`INSERT INTO media (workspace_id, fingerprint, name, object_key, result, ext, source, created_at)
+      VALUES (?, ?, ?, ?, 0, ?, 'callback', 0)`);
+    media.run(
+      workspace,
+      'a'.repeat(32),
+      'A.JPG',
+      `${workspace}/A.JPG`,
+      JSON.stringify({ tinny_fingerprint: 'AB_2024_1_2_3_4_5' }),
+    );
+    media.run(workspace, 'b'.repeat(32), 'B.JPG', `${workspace}/B.JPG`, JSON.stringify({ sn: 'X' }));
     const before = old.prepare('SELECT count(*) FROM waylines').pluck().get();
     old.close();
     const again = await startService({ dataDir, logger: false });
@@ -169,6 +185,11 @@ describe('schema versions', () => {
     const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck();
     expect(columns.all('bucket_objects')).toContain('md5');
     expect(columns.all('bucket_credentials')).toContain('endpoint_host');
+    expect(db.prepare('SELECT name, tiny_fingerprint FROM media ORDER BY name').all()).toEqual([
+      { name: 'A.JPG', tiny_fingerprint: 'ab_2024_1_2_3_4_5' },
+      { name: 'B.JPG', tiny_fingerprint: null },
+    ]);
+    expect(columns.all('login_failures')).toContain('blocked_until');
     db.close();
   });
 });

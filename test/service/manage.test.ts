@@ -1,10 +1,9 @@
-import Database from 'better-sqlite3';
 import { randomBytes, scryptSync } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODES, TOKEN_TTL_SECONDS } from '../../main/service/index.js';
-import { call, paths, startTemp } from './helpers.js';
+import { call, openTables, paths, startTemp } from './helpers.js';
 
 let s: Awaited<ReturnType<typeof startTemp>>;
 let pilotPassword: string;
@@ -59,7 +58,7 @@ describe('login', () => {
   });
 
   it('works for users created by the admin, in their workspace', async () => {
-    const ws = s.admin.createWorkspace('Survey team');
+    const ws = await s.admin.createWorkspace('Survey team');
     await s.admin.createUser('surveyor', 'a-long-password', ws);
     await expect(s.admin.createUser('surveyor', 'another-password', ws)).rejects.toThrow();
     await expect(s.admin.createUser('short', 'short', ws)).rejects.toThrow(/at least 8/);
@@ -70,30 +69,31 @@ describe('login', () => {
 
 describe('password hashes', () => {
   it("are scrypt at OWASP's cost; an older, cheaper hash still verifies and is upgraded at login", async () => {
-    const ws = s.admin.createWorkspace('Old hashes');
+    const ws = await s.admin.createWorkspace('Old hashes');
     await s.admin.createUser('veteran', 'an-old-password', ws);
-    const db = new Database(join(s.dataDir, 'service.db'));
+    const db = openTables(s);
     try {
-      const hashOf = () =>
-        db
-          .prepare<[string], string>('SELECT password_hash FROM users WHERE username = ?')
-          .pluck()
-          .get('veteran');
-      expect(hashOf()).toMatch(/^scrypt\$131072\$8\$1\$/);
+      const hashOf = async () =>
+        (
+          await db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE username = ?', [
+            'veteran',
+          ])
+        )?.password_hash;
+      expect(await hashOf()).toMatch(/^scrypt\$131072\$8\$1\$/);
       // What earlier versions stored: N=2^14.
       const salt = randomBytes(16);
       const key = scryptSync('an-old-password', salt, 32, { N: 16384, r: 8, p: 1 });
       const old = ['scrypt', 16384, 8, 1, salt.toString('base64'), key.toString('base64')].join('$');
-      db.prepare('UPDATE users SET password_hash = ? WHERE username = ?').run(old, 'veteran');
+      await db.run('UPDATE users SET password_hash = ? WHERE username = ?', [old, 'veteran']);
       expect((await login({ username: 'veteran', password: 'wrong-password' })).body.code).toBe(
         CODES.LOGIN_FAILED,
       );
-      expect(hashOf()).toBe(old);
+      expect(await hashOf()).toBe(old);
       expect((await login({ username: 'veteran', password: 'an-old-password' })).body.code).toBe(0);
-      expect(hashOf()).toMatch(/^scrypt\$131072\$8\$1\$/);
+      expect(await hashOf()).toMatch(/^scrypt\$131072\$8\$1\$/);
       expect((await login({ username: 'veteran', password: 'an-old-password' })).body.code).toBe(0);
     } finally {
-      db.close();
+      await db.close();
     }
   });
 });
@@ -114,10 +114,10 @@ describe('token refresh', () => {
   });
 
   it('refuses an expired, revoked, or missing token with HTTP 401', async () => {
-    const revoked = s.admin.createToken();
-    s.admin.revokeToken(revoked);
+    const revoked = await s.admin.createToken();
+    await s.admin.revokeToken(revoked);
     for (const [token, code] of [
-      [s.admin.createToken({ ttlSeconds: -5 }), CODES.TOKEN_EXPIRED],
+      [await s.admin.createToken({ ttlSeconds: -5 }), CODES.TOKEN_EXPIRED],
       [revoked, CODES.TOKEN_REVOKED],
       [null, CODES.TOKEN_MISSING],
     ] as const) {

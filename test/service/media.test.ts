@@ -111,7 +111,7 @@ describe('upload-callback and fast-upload', () => {
       code: CODES.OBJECT_NOT_FOUND,
       message: `object_key ${key} was not found in the bucket; upload it first.`,
     });
-    expect(s.admin.mediaRecords().filter((m) => m.object_key === key)).toEqual([]);
+    expect((await s.admin.mediaRecords()).filter((m) => m.object_key === key)).toEqual([]);
   });
 
   it('records a failed upload (result != 0) without making the fingerprint known', async () => {
@@ -119,7 +119,7 @@ describe('upload-callback and fast-upload', () => {
     const body = fullCallback(key, { result: 1, fingerprint: 'aaaabbbbccccddddeeeeffff00001111' });
     expect((await callback(body)).body).toEqual({ code: 0, message: 'success', data: { object_key: key } });
     expect((await callback(body)).body.code).toBe(0);
-    const rows = s.admin.mediaRecords(s.workspaceId).filter((m) => m.object_key === key);
+    const rows = (await s.admin.mediaRecords(s.workspaceId)).filter((m) => m.object_key === key);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.result).toBe(1);
     expect((await fastUpload({ fingerprint: 'aaaabbbbccccddddeeeeffff00001111' })).body.code).toBe(
@@ -141,7 +141,7 @@ describe('upload-callback and fast-upload', () => {
     const first = await callback(fullCallback(key));
     expect(first.body).toEqual({ code: 0, message: 'success', data: { object_key: key } });
     expect((await callback(fullCallback(key))).body).toEqual(first.body);
-    const rows = s.admin.mediaRecords().filter((m) => m.object_key === key);
+    const rows = (await s.admin.mediaRecords()).filter((m) => m.object_key === key);
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({
       fingerprint: FP.toLowerCase(),
@@ -156,14 +156,14 @@ describe('upload-callback and fast-upload', () => {
     const copy = { fingerprint: FP.toLowerCase(), name: 'copy.JPG', path: 'DJI_202209011000_009_Waypoint1' };
     expect((await fastUpload(copy)).body).toEqual({ code: 0, message: 'success', data: {} });
     expect((await fastUpload({ ...copy, fingerprint: FP })).body.code).toBe(0);
-    const copies = s.admin.mediaRecords().filter((m) => m.name === 'copy.JPG');
+    const copies = (await s.admin.mediaRecords()).filter((m) => m.name === 'copy.JPG');
     expect(copies).toHaveLength(1);
     expect(copies[0]).toMatchObject({ object_key: key, source: 'fast-upload', result: 0, path: copy.path });
   });
 
   it('does not know a fingerprint of another workspace', async () => {
-    const other = s.admin.createWorkspace('Elsewhere');
-    const token = s.admin.createToken({ workspaceId: other });
+    const other = await s.admin.createWorkspace('Elsewhere');
+    const token = await s.admin.createToken({ workspaceId: other });
     const r = await call(s, 'POST', paths(other).fastUpload, { token, body: { fingerprint: FP } });
     expect(r.body.code).toBe(CODES.FINGERPRINT_UNKNOWN);
   });
@@ -180,8 +180,8 @@ describe('upload-callback and fast-upload', () => {
   });
 
   it("forgets a fingerprint whose object's file was deleted from the bucket folder", async () => {
-    const ws = s.admin.createWorkspace('Cleaned by hand');
-    const token = s.admin.createToken({ workspaceId: ws });
+    const ws = await s.admin.createWorkspace('Cleaned by hand');
+    const token = await s.admin.createToken({ workspaceId: ws });
     const sw = { ...s, workspaceId: ws, token };
     const key = await putObject(sw, 'to-delete.jpg');
     const fp = md5Hex('content of to-delete.jpg');

@@ -107,8 +107,8 @@ describe('the embedded bucket only takes the credentials it issued', () => {
   });
 
   it('keeps each workspace under its own prefix', async () => {
-    const other = s.admin.createWorkspace('Other');
-    const otherSts = await getSts(s, other, s.admin.createToken({ workspaceId: other }));
+    const other = await s.admin.createWorkspace('Other');
+    const otherSts = await getSts(s, other, await s.admin.createToken({ workspaceId: other }));
     expect(otherSts.object_key_prefix).toBe(other);
     const client = s3From(otherSts);
     const put = (key: string) => client.send(new PutObjectCommand({ Bucket: 'media', Key: key, Body: 'x' }));

@@ -181,34 +181,42 @@ describe('filters', () => {
 
 describe('importWaylines', () => {
   it('imports validated items into a workspace (also while the service runs)', async () => {
-    const ws = s.admin.createWorkspace('Import target');
-    const n = importWaylines(s.dataDir, [
-      {
-        workspace_id: ws,
-        name: 'Imported 1',
-        drone_model_key: '0-77-1',
-        template_types: [0],
-        update_time: 1000,
-      },
-      { workspace_id: ws, id: 'fixed-id', name: 'Imported 2', favorited: true, update_time: 2000 },
-    ]);
+    const ws = await s.admin.createWorkspace('Import target');
+    const n = await importWaylines(
+      s.dataDir,
+      [
+        {
+          workspace_id: ws,
+          name: 'Imported 1',
+          drone_model_key: '0-77-1',
+          template_types: [0],
+          update_time: 1000,
+        },
+        { workspace_id: ws, id: 'fixed-id', name: 'Imported 2', favorited: true, update_time: 2000 },
+      ],
+      s.dbConfig,
+    );
     expect(n).toBe(2);
-    const token = s.admin.createToken({ workspaceId: ws });
+    const token = await s.admin.createToken({ workspaceId: ws });
     const r = await call(s, 'GET', paths(ws).waylines, { token });
     expect(r.body.data.list.map((w: Loose) => w.name)).toEqual(['Imported 2', 'Imported 1']);
     // Same id again: replaced, not duplicated.
-    importWaylines(s.dataDir, [{ workspace_id: ws, id: 'fixed-id', name: 'Renamed', update_time: 3000 }]);
+    await importWaylines(
+      s.dataDir,
+      [{ workspace_id: ws, id: 'fixed-id', name: 'Renamed', update_time: 3000 }],
+      s.dbConfig,
+    );
     const again = await call(s, 'GET', paths(ws).waylines, { token });
     expect(again.body.data.pagination.total).toBe(2);
     expect(again.body.data.list[0].name).toBe('Renamed');
   });
 
-  it('rejects the whole batch on the first invalid item, naming it', () => {
-    expect(() => importWaylines(s.dataDir, [{ name: 'ok' }, { drone_model_key: 'M30' }])).toThrow(
-      'Wayline 1: name is required (string).',
-    );
-    expect(() => importWaylines(s.dataDir, [{ name: 'x', workspace_id: 'missing' }])).toThrow(
-      /workspace missing does not exist/,
-    );
+  it('rejects the whole batch on the first invalid item, naming it', async () => {
+    await expect(
+      importWaylines(s.dataDir, [{ name: 'ok' }, { drone_model_key: 'M30' }], s.dbConfig),
+    ).rejects.toThrow('Wayline 1: name is required (string).');
+    await expect(
+      importWaylines(s.dataDir, [{ name: 'x', workspace_id: 'missing' }], s.dbConfig),
+    ).rejects.toThrow(/workspace missing does not exist/);
   });
 });

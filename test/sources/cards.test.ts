@@ -36,8 +36,8 @@ function startAgent(ws: string, token: string, mountRoot: string, stateName: str
 }
 
 it('syncs a card copied in slowly once complete, and ignores a non-DJI volume', async () => {
-  const ws = svc.admin.createWorkspace('slow-card');
-  const token = svc.admin.createToken({ workspaceId: ws });
+  const ws = await svc.admin.createWorkspace('slow-card');
+  const token = await svc.admin.createToken({ workspaceId: ws });
   const mount = path.join(dir, 'mnt-a');
   fs.mkdirSync(mount);
   const { agent, queue, events } = startAgent(ws, token, mount, 'state-a');
@@ -57,7 +57,7 @@ it('syncs a card copied in slowly once complete, and ignores a non-DJI volume', 
     }
     await until('the upload', () => queue.counts().done.files === 1);
     await sleep(1500);
-    const records = svc.admin.mediaRecords(ws);
+    const records = await svc.admin.mediaRecords(ws);
     expect(records).toHaveLength(1);
     expect(records[0]!.name).toBe('DJI_20220902151742_0001_T.JPG');
     expect(records[0]!.fingerprint).toBe(crypto.createHash('md5').update(src).digest('hex'));
@@ -69,8 +69,8 @@ it('syncs a card copied in slowly once complete, and ignores a non-DJI volume', 
 });
 
 it('a card pulled mid-upload waits, then completes when it comes back: one record, no recorded part re-sent', async () => {
-  const ws = svc.admin.createWorkspace('pulled-card');
-  const token = svc.admin.createToken({ workspaceId: ws });
+  const ws = await svc.admin.createWorkspace('pulled-card');
+  const token = await svc.admin.createToken({ workspaceId: ws });
   const mount = path.join(dir, 'mnt-b');
   const card = path.join(mount, 'M30T_CARD');
   const folder = path.join(card, 'DCIM', 'DJI_202301011200_001_Bridge');
@@ -102,14 +102,14 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
     expect(removed.message).toMatch(
       /M30T_CARD was removed; \d+ files? will continue when it is inserted again/,
     );
-    expect(svc.admin.mediaRecords(ws).filter((r) => r.name.endsWith('.MP4'))).toHaveLength(0);
+    expect((await svc.admin.mediaRecords(ws)).filter((r) => r.name.endsWith('.MP4'))).toHaveLength(0);
 
     fs.renameSync(away, card); // and inserted again
     await until('completion', () => queue.counts().done.files === 2, 30_000);
     const v = video()!;
     // The resumed upload sent only what was not recorded when the card was pulled.
     expect(v.bytesSent).toBe(size - partsKept * 5 * 1024 * 1024);
-    const records = svc.admin.mediaRecords(ws).filter((r) => r.source === 'callback');
+    const records = (await svc.admin.mediaRecords(ws)).filter((r) => r.source === 'callback');
     expect(records.map((r) => r.name).sort()).toEqual([
       'DJI_20230101120000_0001_W.MP4',
       'DJI_20230101120001_0002_T.JPG',
@@ -121,8 +121,8 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
 }, 60_000);
 
 it('auto-sync off: the card is announced but synced only on "Sync now"; eject after sync never deletes', async () => {
-  const ws = svc.admin.createWorkspace('manual-card');
-  const token = svc.admin.createToken({ workspaceId: ws });
+  const ws = await svc.admin.createWorkspace('manual-card');
+  const token = await svc.admin.createToken({ workspaceId: ws });
   const mount = path.join(dir, 'mnt-c');
   const folder = path.join(mount, 'MANUAL', 'DCIM', '100MEDIA');
   fs.mkdirSync(folder, { recursive: true });

@@ -63,7 +63,7 @@ it('finds what changed while stopped, re-hashes nothing, matches waylines and ke
   await agent.addFolder(root);
   await until('second file', () => queue.counts().done.files === 2);
   expect(outcomes).toEqual(['DJI_20220902151800_0002_T.JPG:uploaded']);
-  expect(svc.admin.mediaRecords(ws)).toHaveLength(2);
+  expect(await svc.admin.mediaRecords(ws)).toHaveLength(2);
 
   // history: per flight folder with its wayline; the user can correct the match
   const history = agent.history.list(10);

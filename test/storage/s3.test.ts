@@ -322,6 +322,64 @@ describe('S3 uploader (s3rver)', () => {
     up.close();
   });
 
+  it('a store that refuses If-None-Match (501) gets each write again without it, and is not asked with it again', async () => {
+    // Stands in for stores that do not implement conditional writes and say so.
+    let refused = 0;
+    let conditional = 0;
+    proxy.intercept = (req) => {
+      if (req.headers['if-none-match'] === undefined) return undefined;
+      conditional++;
+      refused++;
+      return {
+        status: 501,
+        body: s3ErrorXml(
+          'NotImplemented',
+          'A header you provided implies functionality that is not implemented',
+        ),
+      };
+    };
+    const up = uploader({ multipartThreshold: 16 * MiB, partSize: 8 * MiB }, proxy.endpoint);
+    try {
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/nc/small.jpg',
+        md5Hex: small.md5Hex,
+      });
+      await up.upload({ filePath: big.path, size: big.size, key: 'ws/nc/big.mp4' });
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/nc/small.jpg',
+        md5Hex: small.md5Hex,
+      });
+    } finally {
+      proxy.intercept = undefined;
+      up.close();
+    }
+    expect([refused, conditional]).toEqual([1, 1]);
+    expect(await objectDigest(s3.endpoint, 'ws/nc/small.jpg')).toEqual({
+      size: small.size,
+      md5Hex: small.md5Hex,
+    });
+    expect(await objectDigest(s3.endpoint, 'ws/nc/big.mp4')).toEqual({ size: big.size, md5Hex: big.md5Hex });
+  });
+
+  it('a store that ignores If-None-Match (s3rver here, Ceph RGW 16) is written as before: the last upload replaces the object', async () => {
+    const other = await makeFile(dir, 'other.jpg', 1000);
+    const up = uploader();
+    try {
+      await up.upload({ filePath: small.path, size: small.size, key: 'ws/ignored/x.jpg' });
+      await up.upload({ filePath: other.path, size: other.size, key: 'ws/ignored/x.jpg' });
+    } finally {
+      up.close();
+    }
+    expect(await objectDigest(s3.endpoint, 'ws/ignored/x.jpg')).toEqual({
+      size: other.size,
+      md5Hex: other.md5Hex,
+    });
+  });
+
   it('bucket down (closed port) → network', async () => {
     const up = uploader({}, `http://127.0.0.1:${await closedPort()}`);
     const err = await failure(up.upload({ filePath: small.path, size: small.size, key: 'ws/down.jpg' }));

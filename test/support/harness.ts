@@ -101,9 +101,13 @@ export async function getObject(sts: StsResult, key: string): Promise<Buffer> {
 }
 
 /** Polls until `check` holds, failing with what was awaited after `ms`. */
-export async function until(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 20_000,
+): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }

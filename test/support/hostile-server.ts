@@ -138,7 +138,7 @@ function toFault(answer: HostileAnswer): Fault {
 
 export async function startHostileServer(): Promise<HostileServer> {
   const rig: Rig = await startRig({ prefix: 'dms-hostile-' });
-  const ws = rig.workspace('Hostile');
+  const ws = await rig.workspace('Hostile');
   return {
     baseUrl: rig.service.url,
     workspaceId: ws.ws,

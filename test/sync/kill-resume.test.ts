@@ -110,7 +110,7 @@ it('SIGKILL mid-multipart: restart sends only the missing parts, object intact, 
   const partsAtKill = recordedParts(queueFile);
   expect(partsAtKill).toBeGreaterThanOrEqual(3);
   expect(partsAtKill).toBeLessThan(10); // 10 parts in all: it really was mid-upload
-  expect(svc.admin.mediaRecords().filter((r) => r.source === 'callback')).toHaveLength(0);
+  expect((await svc.admin.mediaRecords()).filter((r) => r.source === 'callback')).toHaveLength(0);
   // The bucket may hold one more part than the queue recorded: the one whose
   // answer the kill cut off. ListParts tells the restart; it is not sent again.
   const inBucket = await bucketParts(queueFile);
@@ -134,7 +134,7 @@ it('SIGKILL mid-multipart: restart sends only the missing parts, object intact, 
   expect(row.state).toBe('done');
   expect(row.bytes_sent).toBe(size - inBucket * 5 * MiB);
 
-  const records = svc.admin.mediaRecords().filter((r) => r.source === 'callback');
+  const records = (await svc.admin.mediaRecords()).filter((r) => r.source === 'callback');
   expect(records).toHaveLength(1);
   const sts = await new ApiClient({
     baseUrl: svc.baseUrl,

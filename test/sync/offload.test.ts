@@ -78,7 +78,7 @@ describe('an RTK survey card', () => {
     expect(run.status, run.stderr).toBe(0);
 
     // Photos by callback; RTK files stored, no callback (they carry no media metadata).
-    const records = svc.admin.mediaRecords(svc.workspaceId).filter((r) => r.source === 'callback');
+    const records = (await svc.admin.mediaRecords(svc.workspaceId)).filter((r) => r.source === 'callback');
     expect(records.map((r) => r.name).sort()).toEqual(c.photos.map((p) => path.basename(p.relPath)).sort());
     const q = new Queue(path.join(state, 'queue.db'));
     const rtk = q.list({ limit: 1000 }).filter((r) => r.kind === 'rtk');

@@ -73,15 +73,15 @@ function sync(
   return cli(['sync', ...roots, '--json', '--state', state, ...args, ...extra], env);
 }
 
-const callbacks = (svc: RunningService) =>
-  svc.admin.mediaRecords(svc.workspaceId).filter((r) => r.source === 'callback');
+const callbacks = async (svc: RunningService) =>
+  (await svc.admin.mediaRecords(svc.workspaceId)).filter((r) => r.source === 'callback');
 const sts = (svc: RunningService): Promise<StsResult> =>
   new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token }).getSts();
 const md5 = (buf: Buffer) => crypto.createHash('md5').update(buf).digest('hex');
 
 /** Every file of the card reached `svc` exactly once (callbacks after the first `since`), as a byte-identical object. */
 async function deliveredOnce(svc: RunningService, card: string, names: string[], since = 0): Promise<void> {
-  const records = callbacks(svc).slice(since);
+  const records = (await callbacks(svc)).slice(since);
   expect(records.map((r) => r.name).sort()).toEqual([...names].sort());
   const creds = await sts(svc);
   for (const r of records) {
@@ -101,7 +101,7 @@ describe('switching targets', () => {
     const state = path.join(dir, 'state-switch');
     const local = await sync(state, [card], null);
     expect(local.status, local.stderr).toBe(0);
-    const before = callbacks(a).length;
+    const before = (await callbacks(a)).length;
 
     const real = await sync(state, [card], a);
     expect(real.status, real.stderr).toBe(0);
@@ -116,7 +116,7 @@ describe('switching targets', () => {
     expect((await sync(state, [card], null)).status).toBe(0);
     const again = await sync(state, [card], a);
     expect(again.status, again.stderr).toBe(0);
-    expect(callbacks(a).length - before).toBe(DJI_FILES.length);
+    expect((await callbacks(a)).length - before).toBe(DJI_FILES.length);
     // status names the other target's history.
     const status = await cli(['status', '--state', state], process.env);
     expect(status.stdout).toMatch(/^For http:\/\/127\.0\.0\.1:\d+ \(workspace /);
@@ -148,7 +148,7 @@ describe('switching targets', () => {
     expect(aUpload?.upload_id).toBeTruthy();
 
     fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ partSizeMiB: 5 }));
-    const since = callbacks(b).length;
+    const since = (await callbacks(b)).length;
     const run = await sync(state, [card], b);
     expect(run.status, run.stderr).toBe(0);
     await deliveredOnce(b, card, ['M3T_IR.JPG', 'DJI_20230101120000_0002_W.MP4'], since);
@@ -209,7 +209,7 @@ describe('a hostile card', () => {
     );
     fs.symlinkSync(home, path.join(card, 'DCIM', 'HOME'));
 
-    const before = a.admin.mediaRecords(a.workspaceId).length;
+    const before = (await a.admin.mediaRecords(a.workspaceId)).length;
     const run = await sync(path.join(dir, 'state-links'), [card], a);
     expect(run.status, run.stderr).toBe(0);
     const lines = run.stdout
@@ -220,13 +220,10 @@ describe('a hostile card', () => {
     expect(skipped.map((s) => path.basename(s.path!)).sort()).toEqual(['DJI_0777.JPG', 'HOME']);
     expect(skipped[0]!.reason).toMatch(/outside .*nothing of it is read or sent/);
     // The card's own photo arrived; nothing of the key or the home folder did.
-    expect(
-      a.admin
-        .mediaRecords(a.workspaceId)
-        .slice(before)
-        .map((r) => r.name),
-    ).toEqual(['M3T_IR.JPG']);
-    const fingerprints = svcFingerprints(a);
+    expect((await a.admin.mediaRecords(a.workspaceId)).slice(before).map((r) => r.name)).toEqual([
+      'M3T_IR.JPG',
+    ]);
+    const fingerprints = await svcFingerprints(a);
     expect(fingerprints).not.toContain(md5(key));
     expect(fingerprints).not.toContain(md5(fs.readFileSync(path.join(home, 'Pictures', 'holiday.JPG'))));
     const bucketFiles = fs.readdirSync(a.bucket.dataDir, { recursive: true, encoding: 'utf8' });
@@ -237,8 +234,8 @@ describe('a hostile card', () => {
   });
 });
 
-function svcFingerprints(svc: RunningService): string[] {
-  return svc.admin.mediaRecords(svc.workspaceId).map((r) => (r.fingerprint ?? '').toLowerCase());
+async function svcFingerprints(svc: RunningService): Promise<string[]> {
+  return (await svc.admin.mediaRecords(svc.workspaceId)).map((r) => (r.fingerprint ?? '').toLowerCase());
 }
 
 describe('the restart nobody waits for', () => {
@@ -323,7 +320,7 @@ describe('one row per content in flight', () => {
       expect(summary.bytes_sent).toBe(
         DJI_FILES.reduce((n, f) => n + fs.statSync(path.join(FIXTURES, f)).size, 0),
       );
-      expect(callbacks(svc)).toHaveLength(DJI_FILES.length);
+      expect(await callbacks(svc)).toHaveLength(DJI_FILES.length);
     } finally {
       await svc.close();
     }

@@ -43,7 +43,7 @@ describe('sync against the reference service', () => {
     const run = await syncOnce({ queueFile, api: client(), roots: [card] });
 
     expect(run.events.map((e) => e.outcome).sort()).toEqual(['uploaded', 'uploaded', 'uploaded', 'uploaded']);
-    const records = svc.admin.mediaRecords().filter((r) => r.source === 'callback');
+    const records = (await svc.admin.mediaRecords()).filter((r) => r.source === 'callback');
     expect(records).toHaveLength(DJI_FILES.length);
 
     const sts = await client().getSts();
@@ -137,13 +137,13 @@ describe('sync against the reference service', () => {
     expect(counts.get('POST sts') ?? 0).toBe(0);
     expect(counts.get('POST upload-callback') ?? 0).toBe(0);
     // the server records the files under their new flight folder, pointing at the existing objects
-    const fast = svc.admin.mediaRecords().filter((r) => r.path === 'DJI_202209021600_002_Waypoint2');
+    const fast = (await svc.admin.mediaRecords()).filter((r) => r.path === 'DJI_202209021600_002_Waypoint2');
     expect(fast).toHaveLength(DJI_FILES.length);
   });
 
   it('a callback stored by the server whose answer is lost still leaves exactly one record', async () => {
-    const ws = svc.admin.createWorkspace('lost-answer');
-    const token = svc.admin.createToken({ workspaceId: ws });
+    const ws = await svc.admin.createWorkspace('lost-answer');
+    const token = await svc.admin.createToken({ workspaceId: ws });
     const card = path.join(dir, 'card-d');
     fs.mkdirSync(path.join(card, 'DCIM', '100MEDIA'), { recursive: true });
     fs.writeFileSync(path.join(card, 'DCIM', '100MEDIA', 'DJI_0001.JPG'), Buffer.alloc(300_000, 7));
@@ -180,7 +180,7 @@ describe('sync against the reference service', () => {
       if (c === 1) break;
     }
     expect(lost).toBe(1); // the second attempt asked fast-upload first and found it recorded
-    const records = svc.admin.mediaRecords(ws);
+    const records = await svc.admin.mediaRecords(ws);
     expect(records.filter((r) => r.source === 'callback')).toHaveLength(1);
     const q = new Queue(queueFile);
     expect(q.counts().done.files).toBe(1);

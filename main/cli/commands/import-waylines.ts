@@ -6,7 +6,10 @@ import { importWaylines } from '../../service/index.js';
 import { resolveStateDir } from '../context.js';
 import { requireWritable } from '../state-access.js';
 
-export function importWaylinesCommand(file: string, flags: { data?: string; state?: string }): number {
+export async function importWaylinesCommand(
+  file: string,
+  flags: { data?: string; state?: string },
+): Promise<number> {
   const dataDir = flags.data ? path.resolve(flags.data) : statePaths(resolveStateDir(flags)).service;
   let items: unknown;
   try {
@@ -19,7 +22,7 @@ export function importWaylinesCommand(file: string, flags: { data?: string; stat
   if (!Array.isArray(items))
     throw new DmsError('invalid-input', `${file} must hold a JSON array of waylines.`, { retryable: false });
   requireWritable(dataDir, 'the waylines');
-  const n = importWaylines(dataDir, items);
+  const n = await importWaylines(dataDir, items);
   process.stdout.write(`Imported ${n} wayline${n === 1 ? '' : 's'}.\n`);
   return 0;
 }

@@ -82,6 +82,8 @@ export interface PutRequest {
   contentType?: string;
   /** UploadPart when set; PutObject otherwise. */
   part?: { uploadId: string; partNumber: number };
+  /** Sends If-None-Match: * (PutObject only): the bucket refuses to replace an existing object. */
+  ifNoneMatch?: boolean;
   signal?: AbortSignal;
 }
 
@@ -118,6 +120,7 @@ export class SignedPut {
       'content-md5': req.md5,
       'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
       ...(req.contentType !== undefined && !req.part ? { 'content-type': req.contentType } : {}),
+      ...(req.ifNoneMatch === true && !req.part ? { 'if-none-match': '*' } : {}),
     };
     const signed = await signer.sign(
       {

@@ -102,6 +102,9 @@ export async function startEmbeddedBucket(opts: {
   // Answered by the handler itself, after the request passed its checks: a
   // refused upload never gets "100 Continue", so its body is never sent.
   server.on('checkContinue', handler);
+  // Any other Expect value: served as S3 serves it (HTTP lets a server ignore
+  // an expectation it does not know), not Node's bare 417 without S3's error.
+  server.on('checkExpectation', handler);
   server.timeout = limits.idleTimeoutMs;
   server.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {

@@ -9,6 +9,7 @@ import {
   TOKEN_TTL_SECONDS,
   verifyPassword,
 } from '../auth.js';
+import { findUser, type UserRow } from '../bootstrap.js';
 import type { ServiceContext } from '../context.js';
 import { CODES, ok, parseOrThrow, type Envelope, zInt } from '../envelope.js';
 import { LoginThrottle, ThrottledError } from '../throttle.js';
@@ -20,24 +21,9 @@ const loginSchema = z.object({
   flag: zInt().nullish(),
 });
 
-interface UserRow {
-  id: number;
-  username: string;
-  password_hash: string;
-  workspace_id: string;
-}
-
 /** Sign-in endpoints outside the contract, shaped like DJI's sample server so its clients work unchanged. */
 export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext): void {
-  const findUser = ctx.db.prepare<[string], UserRow>(
-    'SELECT id, username, password_hash, workspace_id FROM users WHERE username = ?',
-  );
-  const findUserById = ctx.db.prepare<[number], { username: string }>(
-    'SELECT username FROM users WHERE id = ?',
-  );
-
-  const updateHash = ctx.db.prepare<[string, number]>('UPDATE users SET password_hash = ? WHERE id = ?');
-  const throttle = new LoginThrottle({
+  const throttle = new LoginThrottle(ctx.db, {
     free: ctx.limits.loginFreeFailures,
     firstWaitSeconds: ctx.limits.loginFirstWaitSeconds,
     maxWaitSeconds: ctx.limits.loginMaxWaitSeconds,
@@ -50,7 +36,7 @@ export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext):
     // once throttled.
     const userKey = `user:${body.username.toLowerCase()}`;
     const keys = [`ip:${req.ip}`, userKey];
-    const wait = throttle.begin(keys);
+    const wait = await throttle.begin(keys);
     if (wait > 0) {
       throw new ThrottledError(
         CODES.LOGIN_THROTTLED,
@@ -61,17 +47,22 @@ export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext):
     let user: UserRow | undefined;
     let good = false;
     try {
-      user = findUser.get(body.username);
+      user = await findUser(ctx.db, body.username);
       good = (await verifyPassword(body.password, user?.password_hash ?? DUMMY_PASSWORD_HASH)) && !!user;
     } finally {
-      throttle.finish(keys, good, userKey);
+      await throttle.finish(keys, good, userKey);
     }
     if (!user || !good) {
       // HTTP 200 with code 401, as the sample server answers a failed login.
       return { code: CODES.LOGIN_FAILED, message: 'Wrong username or password.' } satisfies Envelope;
     }
-    if (needsRehash(user.password_hash)) updateHash.run(await hashPassword(body.password), user.id);
-    const token = ctx.tokens.issue(
+    if (needsRehash(user.password_hash)) {
+      await ctx.db.run('UPDATE users SET password_hash = ? WHERE id = ?', [
+        await hashPassword(body.password),
+        user.id,
+      ]);
+    }
+    const token = await ctx.tokens.issue(
       { workspaceId: user.workspace_id, userId: user.id, kind: 'login' },
       TOKEN_TTL_SECONDS,
     );
@@ -85,21 +76,23 @@ export function registerManageRoutes(app: FastifyInstance, ctx: ServiceContext):
 
   // A new token for a still-valid one, which is revoked: a stolen token
   // cannot be kept alive by refreshing it alongside its owner.
-  app.post('/manage/api/v1/token/refresh', (req) => {
-    const owner = authenticate(ctx.tokens, req);
-    const token = ctx.tokens.issue(
+  app.post('/manage/api/v1/token/refresh', async (req) => {
+    const owner = await authenticate(ctx.tokens, req);
+    const token = await ctx.tokens.issue(
       { workspaceId: owner.workspaceId, userId: owner.userId, kind: 'login' },
       TOKEN_TTL_SECONDS,
     );
-    ctx.tokens.revoke(requestToken(req) ?? '');
-    const username = owner.userId === null ? undefined : findUserById.get(owner.userId)?.username;
-    return Promise.resolve(
-      ok({
-        access_token: token,
-        workspace_id: owner.workspaceId,
-        ...(username ? { username } : {}),
-        expires_in: TOKEN_TTL_SECONDS,
-      }),
-    );
+    await ctx.tokens.revoke(requestToken(req) ?? '');
+    const username =
+      owner.userId === null
+        ? undefined
+        : (await ctx.db.get<{ username: string }>('SELECT username FROM users WHERE id = ?', [owner.userId]))
+            ?.username;
+    return ok({
+      access_token: token,
+      workspace_id: owner.workspaceId,
+      ...(username ? { username } : {}),
+      expires_in: TOKEN_TTL_SECONDS,
+    });
   });
 }

@@ -4,7 +4,7 @@ import { workspaceGuard } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { ApiError, CODES, ok, parseOrThrow, type Envelope, zInt } from '../envelope.js';
 import type { ObjectInfo } from '../bucket/types.js';
-import { MediaStore, workspacePrefix } from '../media-store.js';
+import { MAX_TINY_FINGERPRINTS, MediaStore, workspacePrefix } from '../media-store.js';
 
 // Optional fields accept null as "absent": the contract says nulls are left
 // out, but clients built on other serializers send them.
@@ -62,6 +62,10 @@ const fastUploadSchema = z.object({
   ext: extSchema.omit({ file_group_id: true }).nullish(),
 });
 
+const tinySchema = z.object({
+  tiny_fingerprints: z.array(z.string().min(1).max(256)).max(MAX_TINY_FINGERPRINTS),
+});
+
 /** The fingerprint is the file's MD5: true when the object has it, or when the bucket cannot tell. */
 function sameContent(fingerprint: string, info: ObjectInfo): boolean {
   return info.md5 === null || info.md5 === fingerprint.toLowerCase();
@@ -77,7 +81,7 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
     async (req) => {
       const body = parseOrThrow(callbackSchema, req.body);
       const workspaceId = req.params.workspace_id;
-      const prefix = workspacePrefix(ctx, workspaceId);
+      const prefix = await workspacePrefix(ctx, workspaceId);
       if (!body.object_key.startsWith(`${prefix}/`)) {
         throw new ApiError(
           400,
@@ -104,7 +108,7 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
           } satisfies Envelope;
         }
       }
-      media.insert({
+      await media.insert({
         workspaceId,
         // '' is what some clients send for "no fingerprint".
         fingerprint: body.fingerprint || null,
@@ -127,7 +131,7 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
     async (req) => {
       const body = parseOrThrow(fastUploadSchema, req.body);
       const workspaceId = req.params.workspace_id;
-      const known = media.findKnown(workspaceId, body.fingerprint);
+      const known = await media.findKnown(workspaceId, body.fingerprint);
       // Known only if the object is still in the bucket with that content: if
       // someone deleted or replaced it, the client must upload again.
       const info = known ? await ctx.bucket.objectInfo(known.object_key) : null;
@@ -139,7 +143,7 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
       }
       // The same content under this name and path now exists too: record it,
       // pointing at the object already stored (same metadata, it is the same file).
-      media.insert({
+      await media.insert({
         workspaceId,
         fingerprint: known.fingerprint,
         name: body.name ?? known.name,
@@ -152,6 +156,19 @@ export function registerMediaRoutes(app: FastifyInstance, ctx: ServiceContext): 
         source: 'fast-upload',
       });
       return ok({});
+    },
+  );
+
+  // Outside the contract, shaped like DJI's sample server (POST .../files/tiny-fingerprints):
+  // which of these tiny fingerprints the workspace already has, so a client can
+  // skip them without hashing whole files. One indexed query per batch.
+  app.post<{ Params: { workspace_id: string } }>(
+    '/media/api/v1/workspaces/:workspace_id/files/tiny-fingerprints',
+    { preHandler: guard },
+    async (req) => {
+      const body = parseOrThrow(tinySchema, req.body);
+      const known = await media.knownTiny(req.params.workspace_id, body.tiny_fingerprints);
+      return ok({ tiny_fingerprints: known });
     },
   );
 }

@@ -8,12 +8,15 @@ import { RateLimit, ThrottledError } from '../throttle.js';
 export function registerStorageRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   // Each issue is a row (embedded) or a call to the provider's STS (external):
   // limited per token, as a client needs a few per hour.
-  const perToken = new RateLimit({ burst: ctx.limits.stsBurst, refillSeconds: ctx.limits.stsRefillSeconds });
+  const perToken = new RateLimit(ctx.db, {
+    burst: ctx.limits.stsBurst,
+    refillSeconds: ctx.limits.stsRefillSeconds,
+  });
   app.post<{ Params: { workspace_id: string } }>(
     '/storage/api/v1/workspaces/:workspace_id/sts',
     { preHandler: workspaceGuard(ctx.tokens) },
     async (req) => {
-      const wait = perToken.take(hashToken(requestToken(req) ?? ''));
+      const wait = await perToken.take(`sts:${hashToken(requestToken(req) ?? '')}`);
       if (wait > 0) {
         throw new ThrottledError(
           CODES.STS_THROTTLED,
@@ -24,7 +27,7 @@ export function registerStorageRoutes(app: FastifyInstance, ctx: ServiceContext)
       const workspaceId = req.params.workspace_id;
       const sts = await ctx.bucket.issue({
         workspaceId,
-        prefix: workspacePrefix(ctx, workspaceId),
+        prefix: await workspacePrefix(ctx, workspaceId),
         expireSeconds: ctx.settings.stsExpireSeconds,
         requestHost: req.hostname,
       });

@@ -86,12 +86,10 @@ export function registerWaylineRoutes(app: FastifyInstance, ctx: ServiceContext)
   app.get<{ Params: { workspace_id: string }; Querystring: Query }>(
     '/wayline/api/v1/workspaces/:workspace_id/waylines',
     { preHandler: workspaceGuard(ctx.tokens) },
-    (req) => {
+    async (req) => {
       const filter = parseWaylineQuery(req.query);
-      const { list, total } = listWaylines(ctx.db, req.params.workspace_id, filter);
-      return Promise.resolve(
-        ok({ list, pagination: { page: filter.page, page_size: filter.pageSize, total } }),
-      );
+      const { list, total } = await listWaylines(ctx.db, req.params.workspace_id, filter);
+      return ok({ list, pagination: { page: filter.page, page_size: filter.pageSize, total } });
     },
   );
 }

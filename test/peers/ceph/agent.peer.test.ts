@@ -55,7 +55,7 @@ function stateDir(name: string, config: object = {}): string {
 }
 
 it('a fresh card: every object byte-identical in RGW, one callback per file; the same content again is fast-uploaded', async () => {
-  const crew = newCrew(svc, 'fresh card');
+  const crew = await newCrew(svc, 'fresh card');
   const card = path.join(dir, 'card-fresh');
   // 9 parts of 8 MiB and a short last one.
   const video = 64 * MiB + 54_321;
@@ -91,14 +91,14 @@ it('a fresh card: every object byte-identical in RGW, one callback per file; the
   const second = await syncAll(svc, crew, stateDir('state-copy'), copy);
   expect(second).toMatchObject({ uploaded: 0, fast_uploaded: files.length, failed: 0, bytes_sent: 0 });
   // Same names in the same flight folder: still one record per file, no second callback.
-  const records = svc.admin.mediaRecords(crew.ws);
+  const records = await svc.admin.mediaRecords(crew.ws);
   expect(records.map((m) => `${m.source} ${m.name}`).sort()).toEqual(
     files.map((f) => `callback ${path.basename(f)}`).sort(),
   );
 });
 
 it('SIGKILL mid-multipart: the restart sends only the parts RGW lacks, the object is intact, one callback', async () => {
-  const crew = newCrew(svc, 'killed agent');
+  const crew = await newCrew(svc, 'killed agent');
   const card = path.join(dir, 'card-kill');
   const size = 48 * MiB + 12_345;
   const files = makeDjiCard(card, size);
@@ -133,7 +133,9 @@ it('SIGKILL mid-multipart: the restart sends only the parts RGW lacks, the objec
   console.log(`killed with ${atKill.parts} parts in the queue, ${held.length} of ${total} in RGW`);
   expect(held.length).toBeGreaterThanOrEqual(atKill.parts);
   expect(held.length).toBeLessThan(total);
-  expect(svc.admin.mediaRecords(crew.ws).filter((m) => m.name === path.basename(video))).toHaveLength(0);
+  expect((await svc.admin.mediaRecords(crew.ws)).filter((m) => m.name === path.basename(video))).toHaveLength(
+    0,
+  );
 
   const { code, out, err } = await runSync(svc, crew, state, card).done;
   expect(code, `${out}\n${err}`).toBe(0);

@@ -47,7 +47,7 @@ it.each([20, -20])(
   'the bucket clock %i minutes off the laptop: every file uploads, photos and multipart alike',
   async (minutes) => {
     await rgw.setClockOffset(minutes * 60);
-    const crew = newCrew(svc, `clock ${minutes}`);
+    const crew = await newCrew(svc, `clock ${minutes}`);
     const card = path.join(dir, `card-${minutes}`);
     const files = makeDjiCard(card, 20 * MiB + 77);
     const state = path.join(dir, `state-${minutes}`);

@@ -70,7 +70,7 @@ async function logAfter(since: number, last: (log: string) => boolean): Promise<
 }
 
 it('the service says expire 3 s (RGW grants 900 s): the agent fetches new credentials from real AssumeRole calls ahead of time, and RGW takes each set', async () => {
-  const crew = newCrew(svc, 'short expire');
+  const crew = await newCrew(svc, 'short expire');
   const card = path.join(dir, 'card-short');
   const files = makeDjiCard(card, 24 * MiB + 999);
   // 24 MiB at 3 MiB/s: about 8 s, so several lifetimes of 3 s.
@@ -110,7 +110,7 @@ it('the service says expire 3 s (RGW grants 900 s): the agent fetches new creden
 
 it('RGW finds the token expired mid-multipart (its clock moved 920 s): AccessDenied, the agent gets new credentials and finishes, nothing sent twice', async () => {
   await rgw.setClockOffset(-280);
-  const crew = newCrew(svc, 'expired token');
+  const crew = await newCrew(svc, 'expired token');
   const card = path.join(dir, 'card-expired');
   const size = 40 * MiB + 4321;
   const files = makeDjiCard(card, size);

@@ -50,9 +50,9 @@ export interface Crew {
   token: string;
 }
 
-export function newCrew(svc: RunningService, name: string): Crew {
-  const ws = svc.admin.createWorkspace(name);
-  return { ws, token: svc.admin.createToken({ workspaceId: ws }) };
+export async function newCrew(svc: RunningService, name: string): Promise<Crew> {
+  const ws = await svc.admin.createWorkspace(name);
+  return { ws, token: await svc.admin.createToken({ workspaceId: ws }) };
 }
 
 export interface CliRun {
@@ -65,7 +65,12 @@ export interface CliRun {
  * `drone-media-sync sync <card> --json` against the service, as a crew's
  * script runs it: the token in DMS_TOKEN, never on the command line.
  */
-export function runSync(svc: RunningService, crew: Crew, state: string, card: string): CliRun {
+export function runSync(
+  svc: Pick<RunningService, 'baseUrl'>,
+  crew: Crew,
+  state: string,
+  card: string,
+): CliRun {
   const child = spawn(
     process.execPath,
     [BIN, 'sync', card, '--json', '--state', state, '--server', svc.baseUrl, '--workspace', crew.ws],
@@ -193,7 +198,7 @@ export async function expectCardInBucket(
   } finally {
     s3.destroy();
   }
-  const callbacks = svc.admin.mediaRecords(crew.ws).filter((m) => m.source === 'callback');
+  const callbacks = (await svc.admin.mediaRecords(crew.ws)).filter((m) => m.source === 'callback');
   expect(callbacks.map((m) => m.object_key).sort()).toEqual(rows.map((x) => x.object_key).sort());
   return rows;
 }

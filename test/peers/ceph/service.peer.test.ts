@@ -82,9 +82,9 @@ describe('the sts endpoint on Ceph RGW', () => {
   });
 
   it('RGW refuses writes outside the prefix, other workspaces, a wrong secret and a missing token', async () => {
-    const other = svc.admin.createWorkspace('other crew');
+    const other = await svc.admin.createWorkspace('other crew');
     const mine = await sts();
-    const theirs = await sts(other, svc.admin.createToken({ workspaceId: other }));
+    const theirs = await sts(other, await svc.admin.createToken({ workspaceId: other }));
     const theirKey = `${theirs.object_key_prefix}/flight/theirs.jpg`;
     const theirS3 = s3From(theirs);
     const s3 = s3From(mine);

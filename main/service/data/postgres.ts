@@ -1,0 +1,302 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { SchemaTooNewError } from '../db.js';
+import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
+import type { PostgresConfig } from './config.js';
+import { connectionOptions, describeDatabase } from './config.js';
+import { DatabaseUnavailableError, type SqlDb, type SqlValue } from './sql.js';
+
+/** Advisory lock keys (any bigint; 'dms' in ASCII, then a number). */
+const MIGRATE_LOCK = 0x646d73_0001;
+const INSTANCE_LOCK = 0x646d73_0002;
+
+// BIGINT (ms timestamps, ids, count(*)) as numbers: every value we keep is far below 2^53.
+const INT8 = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary'): unknown =>
+    oid === INT8 && format !== 'binary'
+      ? (v: string) => Number(v)
+      : (pg.types.getTypeParser(oid, format) as unknown)) as typeof pg.types.getTypeParser,
+};
+
+/** `?` placeholders to `$1, $2...` (our SQL has no `?` inside string literals). */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown: the server is stopping
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or in recovery
+  '53300', // too_many_connections
+]);
+
+/** True for failures of the connection, not of the statement: retrying later may succeed. */
+export function isUnavailable(err: unknown): boolean {
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (UNAVAILABLE_CODES.has(code) || code.startsWith('08'))) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|not queryable/i.test(
+    err.message,
+  );
+}
+
+/** The database could not be used at start: the message says why and what to do (never the password). */
+export class DatabaseStartError extends Error {
+  constructor(message: string, cause: unknown) {
+    super(message, { cause });
+    this.name = 'DatabaseStartError';
+  }
+}
+
+/** Why the first connection failed, in words an operator can act on (never the password). */
+export function explainConnectFailure(err: unknown, description: string): Error {
+  const code = (err as { code?: unknown }).code;
+  const text = err instanceof Error ? err.message : String(err);
+  let why: string;
+  if (/password must be a string|no password/i.test(text)) {
+    why =
+      'asks for a password and none was given: put it in the --database settings file ("password"), ' +
+      'in PGPASSWORD or in ~/.pgpass';
+  } else if (code === '28P01' || code === '28000') {
+    why = 'refused the user name or password';
+  } else if (code === '3D000') {
+    why = 'has no such database: create it first (createdb)';
+  } else if (isUnavailable(err) || err instanceof DatabaseUnavailableError) {
+    why = `cannot be reached (${typeof code === 'string' ? code : 'no answer'}): check that PostgreSQL runs and listens there`;
+  } else {
+    return err instanceof Error ? err : new Error(text);
+  }
+  return new DatabaseStartError(`The database server ${description} ${why}.`, err);
+}
+
+function translate(err: unknown): never {
+  throw isUnavailable(err) ? new DatabaseUnavailableError(err) : err;
+}
+
+async function exec<T>(
+  q: pg.Pool | pg.PoolClient,
+  sql: string,
+  params: readonly SqlValue[],
+): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
+  try {
+    return await q.query<T & pg.QueryResultRow>(numbered(sql), params as unknown[]);
+  } catch (err) {
+    return translate(err);
+  }
+}
+
+function over(q: pg.Pool | pg.PoolClient, tx: SqlDb['tx']): SqlDb {
+  return {
+    kind: 'postgres',
+    all: async <T>(sql: string, params: readonly SqlValue[] = []) => (await exec<T>(q, sql, params)).rows,
+    get: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+      (await exec<T>(q, sql, params)).rows[0] as T | undefined,
+    run: async (sql: string, params: readonly SqlValue[] = []) => (await exec(q, sql, params)).rowCount ?? 0,
+    tx,
+    ping: async () => void (await exec(q, 'SELECT 1', [])),
+    close: () => Promise.resolve(),
+  };
+}
+
+/**
+ * SqlDb on a pool of PostgreSQL connections. A connection that breaks (the
+ * server restarted) is dropped and the next query opens a new one: the service
+ * recovers by itself; meanwhile requests fail with DatabaseUnavailableError.
+ */
+export class PostgresDb implements SqlDb {
+  readonly kind = 'postgres' as const;
+  readonly pool: pg.Pool;
+  private readonly q: SqlDb;
+  /** The connection holding the instance lock (embedded-bucket or shared mode). */
+  private lockClient: pg.Client | null = null;
+  /**
+   * One connection of its own for /readyz: under load the main pool is busy,
+   * and a readiness check that waits behind requests would make a load
+   * balancer take every instance out at once.
+   */
+  private readonly healthPool: pg.Pool;
+
+  constructor(
+    readonly config: PostgresConfig,
+    private readonly log: Logger | null,
+  ) {
+    this.pool = new pg.Pool({
+      ...connectionOptions(config),
+      max: config.maxConnections ?? 10,
+      // A request waits at most this long for a connection, then gets 503001.
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: 'drone-media-sync',
+      types,
+    });
+    // An idle connection cut by a server restart: without a listener, the process would exit.
+    this.pool.on('error', (err) =>
+      this.log?.warn({ err: err.message }, 'database connection lost; reconnecting'),
+    );
+    this.q = over(this.pool, (fn) => this.tx(fn));
+    this.healthPool = new pg.Pool({
+      ...connectionOptions(config),
+      max: 1,
+      connectionTimeoutMillis: 2_000,
+      idleTimeoutMillis: 60_000,
+      application_name: 'drone-media-sync readiness',
+      types,
+    });
+    this.healthPool.on('error', () => undefined); // said by the main pool's listener already
+  }
+
+  all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
+    return this.q.all<T>(sql, params);
+  }
+  get<T>(sql: string, params?: readonly SqlValue[]): Promise<T | undefined> {
+    return this.q.get<T>(sql, params);
+  }
+  run(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.q.run(sql, params);
+  }
+  ping(): Promise<void> {
+    return over(this.healthPool, () => Promise.reject(new Error('no transactions here'))).ping();
+  }
+
+  async tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      return translate(err);
+    }
+    let broken: unknown = undefined;
+    try {
+      await exec(client, 'BEGIN', []);
+      const result = await fn(
+        over(client, () => Promise.reject(new Error('nested transactions are not supported'))),
+      );
+      await exec(client, 'COMMIT', []);
+      return result;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackErr) {
+        broken = rollbackErr;
+      }
+      throw err;
+    } finally {
+      // A connection that failed mid-transaction is not given back to the pool.
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  /**
+   * Brings the schema up to date, then runs `bootstrap` (default workspace,
+   * pilot user, dev token), holding an advisory lock: several instances
+   * starting at once take turns, and the second finds what the first made.
+   */
+  async startup<T>(bootstrap: () => Promise<T>): Promise<T> {
+    try {
+      return await this.withLock(MIGRATE_LOCK, async (client) => {
+        await this.migrate(client);
+        return bootstrap();
+      });
+    } catch (err) {
+      throw explainConnectFailure(err, describeDatabase(this.config.url));
+    }
+  }
+
+  private async migrate(client: pg.PoolClient): Promise<void> {
+    {
+      await client.query('CREATE TABLE IF NOT EXISTS dms_schema_version (version INTEGER NOT NULL)');
+      const row = (await client.query<{ version: number }>('SELECT version FROM dms_schema_version')).rows[0];
+      if (!row) await client.query('INSERT INTO dms_schema_version (version) VALUES (0)');
+      const current = row?.version ?? 0;
+      if (current > SCHEMA_VERSION)
+        throw new SchemaTooNewError(describeDatabase(this.config.url), current, SCHEMA_VERSION);
+      for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
+        const migration = MIGRATIONS[version - 1];
+        if (!migration) break;
+        // One transaction per step, as on SQLite: PostgreSQL's DDL is transactional.
+        await client.query('BEGIN');
+        try {
+          await client.query(migration.postgres);
+          await client.query('UPDATE dms_schema_version SET version = $1', [version]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw err;
+        }
+      }
+    }
+  }
+
+  /** Runs `fn` on one connection while holding a session advisory lock: one instance at a time. */
+  private async withLock<T>(key: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      return translate(err);
+    }
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [key]);
+      try {
+        return await fn(client);
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [key]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * The instance lock, held for the life of the service on its own
+   * connection: `exclusive` for an instance with the embedded bucket (its
+   * files are on this machine only), `shared` for instances with an external
+   * bucket. PostgreSQL grants an exclusive lock only when no one else holds
+   * it in any mode, so neither a second embedded-bucket instance nor a mix of
+   * the two kinds can start. Returns false when the lock is taken.
+   */
+  async holdInstanceLock(mode: 'exclusive' | 'shared'): Promise<boolean> {
+    const client = new pg.Client({
+      ...connectionOptions(this.config),
+      application_name: 'drone-media-sync instance lock',
+      keepAlive: true,
+      connectionTimeoutMillis: 5_000,
+    });
+    try {
+      await client.connect();
+    } catch (err) {
+      throw explainConnectFailure(err, describeDatabase(this.config.url));
+    }
+    const fn = mode === 'exclusive' ? 'pg_try_advisory_lock' : 'pg_try_advisory_lock_shared';
+    const got = (await client.query<{ ok: boolean }>(`SELECT ${fn}($1) AS ok`, [INSTANCE_LOCK])).rows[0]?.ok;
+    if (!got) {
+      await client.end();
+      return false;
+    }
+    // If the server restarts, the session and its lock are gone: say so; the
+    // instance keeps serving, and the operator sees why a second one could start.
+    client.on('error', (err) =>
+      this.log?.error({ err: err.message }, 'the database connection holding the instance lock was lost'),
+    );
+    this.lockClient = client;
+    return true;
+  }
+
+  async close(): Promise<void> {
+    await this.lockClient?.end().catch(() => undefined);
+    this.lockClient = null;
+    await this.healthPool.end();
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,381 @@
+/**
+ * `npm run bench:scale`: issue 24's load run, printed as a table.
+ *
+ * The same workload against two set-ups, one after the other, on this
+ * machine (loopback only):
+ *  - PostgreSQL 15 (durable: fsync on), two `serve` instances behind HAProxy;
+ *  - one `serve` instance on SQLite (the default), no load balancer.
+ * Both use the same Ceph RGW as their bucket, and both start with 1,000,000
+ * media records already in the workspace. Then AGENTS simulated agents at
+ * once, ROUNDS times each: sts, fast-upload of a new file (unknown), PUT of
+ * the object to RGW with the STS credentials, callback, fast-upload of the
+ * same content under another name (known: a HEAD on RGW), a waylines page.
+ * Meanwhile and after, batches of 1,000 tiny fingerprints (half of them
+ * known). Every answer is checked; anything unexpected counts as an error.
+ * Bounded: each phase stops at its deadline.
+ */
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import Database from 'better-sqlite3';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, request } from 'undici';
+import { it } from 'vitest';
+import { hashToken } from '../../main/service/auth.js';
+import { CODES, type DatabaseConfig } from '../../main/service/index.js';
+import { freePorts } from '../peers/ceph/daemons.js';
+import { rgwBucketConfig } from '../peers/ceph/peer.js';
+import { startRgw, type Rgw } from '../peers/ceph/rgw.js';
+import { startHaproxy, startInstance, stopInstance, type Instance } from '../peers/deployment.js';
+import { startPostgres, type PgCluster } from '../support/postgres.js';
+
+const AGENTS = Number(process.env.DMS_SCALE_AGENTS ?? 200);
+const ROUNDS = Number(process.env.DMS_SCALE_ROUNDS ?? 3);
+const PRELOAD = Number(process.env.DMS_SCALE_ROWS ?? 1_000_000);
+const TINY_BATCHES = 20;
+const PHASE_DEADLINE_MS = 180_000;
+
+const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
+const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+
+interface Side {
+  label: string;
+  url: string;
+  workspaceId: string;
+  /** Runs SQL on the side's database (setup and counting only). */
+  sql(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
+}
+
+type Timings = Record<string, number[]>;
+
+async function api(
+  url: string,
+  token: string,
+  method: 'GET' | 'POST',
+  p: string,
+  body?: unknown,
+): Promise<{ status: number; json: { code: number; data?: unknown } }> {
+  const res = await request(`${url}${p}`, {
+    method,
+    dispatcher,
+    headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.statusCode, json: (await res.body.json()) as { code: number; data?: unknown } };
+}
+
+const pct = (xs: number[], p: number): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+
+/** Tokens for the simulated agents, written as the service writes them (sha256 only). */
+async function agentTokens(side: Side): Promise<string[]> {
+  const tokens = Array.from({ length: AGENTS }, () => randomBytes(32).toString('base64url'));
+  for (const t of tokens) {
+    await side.sql(
+      "INSERT INTO tokens (hash, workspace_id, user_id, kind, created_at, expires_at) VALUES (?, ?, NULL, 'admin', ?, NULL)",
+      [hashToken(t), side.workspaceId, Date.now()],
+    );
+  }
+  return tokens;
+}
+
+async function runAgents(
+  side: Side,
+  tokens: string[],
+): Promise<{ timings: Timings; errors: string[]; ms: number }> {
+  const timings: Timings = { sts: [], 'fast-upload': [], callback: [], waylines: [] };
+  const errors: string[] = [];
+  const ws = side.workspaceId;
+  const deadline = Date.now() + PHASE_DEADLINE_MS;
+  const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    try {
+      return await f();
+    } finally {
+      timings[what]!.push(performance.now() - t0);
+    }
+  };
+  const expectCode = (what: string, got: { status: number; json: { code: number } }, code: number) => {
+    if (got.json.code !== code) errors.push(`${what}: HTTP ${got.status} code ${got.json.code}`);
+  };
+  const agent = async (i: number) => {
+    const token = tokens[i]!;
+    for (let round = 0; round < ROUNDS && Date.now() < deadline; round++) {
+      const sts = await timed('sts', () =>
+        api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`),
+      );
+      expectCode('sts', sts, 0);
+      if (sts.json.code !== 0) continue;
+      const d = sts.json.data as {
+        bucket: string;
+        endpoint: string;
+        region: string;
+        object_key_prefix: string;
+        credentials: { access_key_id: string; access_key_secret: string; security_token: string };
+      };
+      const content = randomBytes(4096);
+      const fp = md5(content);
+      const name = `DJI_20240301090000_${String(i).padStart(4, '0')}_${round}_W.JPG`;
+      const fu = await timed('fast-upload', () =>
+        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, { fingerprint: fp, name }),
+      );
+      expectCode('fast-upload (new)', fu, CODES.FINGERPRINT_UNKNOWN);
+      const key = `${d.object_key_prefix}/scale/${side.label}/${name}`;
+      const s3 = new S3Client({
+        endpoint: d.endpoint,
+        region: d.region,
+        forcePathStyle: true,
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+        credentials: {
+          accessKeyId: d.credentials.access_key_id,
+          secretAccessKey: d.credentials.access_key_secret,
+          sessionToken: d.credentials.security_token,
+        },
+      });
+      try {
+        await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: content }));
+      } catch (err) {
+        errors.push(`PUT: ${(err as Error).message}`);
+        continue;
+      } finally {
+        s3.destroy();
+      }
+      const cb = await timed('callback', () =>
+        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/upload-callback`, {
+          result: 0,
+          name,
+          object_key: key,
+          fingerprint: fp,
+          path: 'DJI_202403010900_001_Scale',
+          ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
+        }),
+      );
+      expectCode('callback', cb, 0);
+      const known = await timed('fast-upload', () =>
+        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
+          fingerprint: fp,
+          name: `copy-${name}`,
+        }),
+      );
+      expectCode('fast-upload (known)', known, 0);
+      const wl = await timed('waylines', () =>
+        api(
+          side.url,
+          token,
+          'GET',
+          `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
+        ),
+      );
+      expectCode('waylines', wl, 0);
+    }
+  };
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: AGENTS }, (_, i) => agent(i)));
+  return { timings, errors, ms: performance.now() - t0 };
+}
+
+async function tinyBatches(side: Side, token: string): Promise<{ times: number[]; errors: string[] }> {
+  const known = (
+    await side.sql('SELECT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 LIMIT 500', [
+      side.workspaceId,
+    ])
+  ).map((r) => String(r.tiny_fingerprint));
+  const times: number[] = [];
+  const errors: string[] = [];
+  for (let b = 0; b < TINY_BATCHES; b++) {
+    const unknown = Array.from(
+      { length: 1000 - known.length },
+      () => `${randomBytes(16).toString('hex')}_2024_1_1_0_0_0`,
+    );
+    const t0 = performance.now();
+    const r = await api(
+      side.url,
+      token,
+      'POST',
+      `/media/api/v1/workspaces/${side.workspaceId}/files/tiny-fingerprints`,
+      {
+        tiny_fingerprints: [...known, ...unknown],
+      },
+    );
+    times.push(performance.now() - t0);
+    const got = (r.json.data as { tiny_fingerprints?: string[] } | undefined)?.tiny_fingerprints ?? [];
+    if (r.json.code !== 0 || got.length !== known.length)
+      errors.push(`tiny: code ${r.json.code}, ${got.length} known`);
+  }
+  return { times, errors };
+}
+
+async function countTwice(side: Side): Promise<number> {
+  const rows = await side.sql(
+    "SELECT count(*) AS n FROM (SELECT name, path FROM media WHERE source = 'callback' AND name LIKE 'DJI_20240301090000_%' GROUP BY name, path HAVING count(*) > 1) t",
+  );
+  return Number(rows[0]!.n);
+}
+
+interface Result {
+  label: string;
+  agents: { timings: Timings; errors: string[]; ms: number };
+  tiny: { times: number[]; errors: string[] };
+  twice: number;
+  preloadS: number;
+}
+
+async function measure(side: Side, preloadS: number, adminToken: string): Promise<Result> {
+  const tokens = await agentTokens(side);
+  await tinyBatches(side, adminToken); // warm-up, not counted
+  const agents = await runAgents(side, tokens);
+  const tiny = await tinyBatches(side, adminToken);
+  return { label: side.label, agents, tiny, twice: await countTwice(side), preloadS };
+}
+
+async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop(): Promise<void> }> {
+  const pg: PgCluster = await startPostgres({ durable: true });
+  const db = await pg.createDatabase('scale');
+  const database: DatabaseConfig = pg.config(db);
+  const [p1, p2] = await freePorts(2);
+  const instances: Instance[] = [];
+  instances.push(
+    await startInstance({ name: 'pg1', dir, port: p1!, database, bucket: rgwBucketConfig(rgw) }),
+  );
+  const ws = instances[0]!.workspaceId;
+  const t0 = performance.now();
+  await pg.query(
+    `INSERT INTO media (workspace_id, fingerprint, name, path, object_key, result, source, created_at, tiny_fingerprint)
+     SELECT $1, md5(i::text), 'DJI_' || i || '.JPG', 'DJI_202401010800_001', $1 || '/preload/' || i, 0, 'callback', 0,
+            md5(i::text) || '_2024_1_1_8_0_0'
+       FROM generate_series(1, $2::int) i`,
+    [ws, PRELOAD],
+    db,
+  );
+  await pg.query('VACUUM ANALYZE media', [], db);
+  const preloadS = (performance.now() - t0) / 1000;
+  instances.push(
+    await startInstance({ name: 'pg2', dir, port: p2!, database, bucket: rgwBucketConfig(rgw) }),
+  );
+  const lb = await startHaproxy(dir, [p1!, p2!]);
+  const side: Side = {
+    label: 'PostgreSQL, 2 instances + HAProxy',
+    url: lb.url,
+    workspaceId: ws,
+    sql: async (sql, params = []) => {
+      let n = 0;
+      return pg.query(
+        sql.replace(/\?/g, () => `$${++n}`),
+        params,
+        db,
+      );
+    },
+  };
+  const result = await measure(side, preloadS, instances[0]!.token);
+  return {
+    result,
+    async stop() {
+      await lb.stop();
+      for (const i of instances) await stopInstance(i);
+      await pg.stop();
+    },
+  };
+}
+
+async function sqliteSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop(): Promise<void> }> {
+  const [port] = await freePorts(1);
+  const instance = await startInstance({
+    name: 'sqlite',
+    dir,
+    port: port!,
+    database: { kind: 'sqlite' },
+    bucket: rgwBucketConfig(rgw),
+  });
+  const file = path.join(dir, 'data-sqlite', 'service.db');
+  const db = new Database(file);
+  db.pragma('busy_timeout = 10000');
+  const t0 = performance.now();
+  // The same rows as on PostgreSQL (SQLite has no md5(): random hex instead), in one transaction beside the running service.
+  db.prepare(
+    `INSERT INTO media (workspace_id, fingerprint, name, path, object_key, result, source, created_at, tiny_fingerprint)
+     WITH RECURSIVE g(i, f) AS (SELECT 1, lower(hex(randomblob(16))) UNION ALL
+                                SELECT i + 1, lower(hex(randomblob(16))) FROM g WHERE i < ?)
+     SELECT ?, f, 'DJI_' || i || '.JPG', 'DJI_202401010800_001', ? || '/preload/' || i, 0, 'callback', 0,
+            f || '_2024_1_1_8_0_0' FROM g`,
+  ).run(PRELOAD, instance.workspaceId, instance.workspaceId);
+  db.exec('ANALYZE');
+  const preloadS = (performance.now() - t0) / 1000;
+  const side: Side = {
+    label: 'SQLite, 1 instance',
+    url: instance.baseUrl,
+    workspaceId: instance.workspaceId,
+    sql: (sql, params = []) => {
+      const stmt = db.prepare(sql);
+      return Promise.resolve(
+        stmt.reader ? (stmt.all(...params) as Record<string, unknown>[]) : (stmt.run(...params), []),
+      );
+    },
+  };
+  const result = await measure(side, preloadS, instance.token);
+  return {
+    result,
+    async stop() {
+      db.close();
+      await stopInstance(instance);
+    },
+  };
+}
+
+function table(results: Result[]): string {
+  const f = (n: number) => (Number.isNaN(n) ? '–' : n < 10 ? n.toFixed(1) : n.toFixed(0));
+  const row = (name: string, cell: (r: Result) => string) => `| ${name} | ${results.map(cell).join(' | ')} |`;
+  const lat = (k: string) => (r: Result) =>
+    `${f(pct(r.agents.timings[k]!, 50))} / ${f(pct(r.agents.timings[k]!, 99))}`;
+  return [
+    `| ${AGENTS} agents × ${ROUNDS} rounds, ${PRELOAD.toLocaleString('en')} rows | ${results.map((r) => r.label).join(' | ')} |`,
+    `| --- | ${results.map(() => '---').join(' | ')} |`,
+    row('fast-upload p50 / p99 ms (target p99 < 50)', lat('fast-upload')),
+    row('sts p50 / p99 ms', lat('sts')),
+    row('upload-callback p50 / p99 ms', lat('callback')),
+    row('waylines page p50 / p99 ms', lat('waylines')),
+    row(
+      `1,000 tiny fingerprints p50 / max ms (${TINY_BATCHES} batches; target < 100)`,
+      (r) => `${f(pct(r.tiny.times, 50))} / ${f(Math.max(...r.tiny.times))}`,
+    ),
+    row('requests answered', (r) =>
+      String(Object.values(r.agents.timings).reduce((n, xs) => n + xs.length, 0) + r.tiny.times.length),
+    ),
+    row('agents wall time s', (r) => (r.agents.ms / 1000).toFixed(1)),
+    row('errors', (r) => String(r.agents.errors.length + r.tiny.errors.length)),
+    row('callbacks recorded twice', (r) => String(r.twice)),
+    row('pre-load of the rows s', (r) => r.preloadS.toFixed(0)),
+  ].join('\n');
+}
+
+it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-scale-'));
+  const rgw = await startRgw();
+  const results: Result[] = [];
+  try {
+    for (const side of [postgresSide, sqliteSide]) {
+      const s = await side(dir, rgw);
+      results.push(s.result);
+      await s.stop();
+    }
+  } finally {
+    await rgw.stop();
+    await dispatcher.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  const load = os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' / ');
+  console.log(
+    `\n${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at end ${load}\n\n${table(results)}\n`,
+  );
+  for (const r of results) {
+    const errs = [...r.agents.errors, ...r.tiny.errors];
+    if (errs.length) console.log(`${r.label}: first errors:\n  ${errs.slice(0, 10).join('\n  ')}`);
+  }
+});
