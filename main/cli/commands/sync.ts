@@ -7,13 +7,15 @@ import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
 import type { FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
-import { offloadJson, offloadText } from '../offload-text.js';
+import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, writeLines } from '../output.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
   aircraft?: string;
   aircraftSerial?: string;
+  /** Local destinations for this run (archive). */
+  copyTo?: string[];
 }
 
 /** Exit codes (also in program.ts, which must not load this module to know them). */
@@ -41,6 +43,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       ...ctx.config,
       ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
       ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
+      // --copy-to: archive destinations for this run, beside the settings' own.
+      destinations: [...ctx.config.destinations, ...(flags.copyTo ?? []).map((p) => ({ path: p }))],
     },
     'options',
   );
@@ -76,14 +80,26 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         ...(e.error ? { error: e.error } : {}),
       });
   });
+  // Found on a card and kept nowhere (a name that is not text, a file that cannot be read): not done.
+  let lost = 0;
   agent.on('source', (e) => {
     if (e.type !== 'scanned') return;
     counts.skipped += e.alreadyDone;
+    lost += e.skipped.filter((w) => w.blocking).length;
     // Links out of the card are never read: named, so nobody wonders where a file went.
     for (const w of e.skipped) {
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
       else writeLines([`Skipped: ${w.message}`], process.stderr);
     }
+  });
+  // Copied to every local destination and read back: the card may be pulled; said at once.
+  agent.on('local', ({ offload }) => {
+    if (flags.json) printJson(localJson(offload));
+    else process.stdout.write(localText(offload));
+  });
+  agent.on('destination-stopped', ({ message }) => {
+    if (flags.json) printJson({ type: 'destination-stopped', message });
+    else writeLines([message], process.stderr);
   });
   // Each folder at rest: checked in the bucket, its verdict and manifest.
   agent.on('offload', (done) => {
@@ -146,5 +162,5 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
   // Halted (disk full...): not everything may even be recorded yet.
-  return leftovers.length === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
+  return leftovers.length === 0 && lost === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
 }

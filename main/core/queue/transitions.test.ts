@@ -115,7 +115,7 @@ function rowIn(state: FileState): QueueRow {
     case 'uploaded':
       return { ...base, ...id, ...upload, multipart: null, objectKey: 'p/k', state };
     case 'done':
-      return { ...base, ...id, state, outcome: 'uploaded', doneAt: 1, objectKey: 'p/k' };
+      return { ...base, ...id, state, outcome: 'uploaded', doneAt: 1, objectKey: 'p/k', serverKey: null };
     case 'failed':
     case 'waiting-for-source':
       return { ...base, ...id, ...upload, resumeState: 'uploading', state };

@@ -118,6 +118,8 @@ export type ObjectStat = { size: number; etag: string | null } | null;
  * nothing more (it never sees the engine).
  */
 export interface BucketPort {
+  /** The current target's object key prefix (the workspace's folder in the bucket). */
+  prefix(signal?: AbortSignal): Promise<string>;
   stat(key: string, signal?: AbortSignal): Promise<ObjectStat>;
   /** Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`; returns the key. */
   put(

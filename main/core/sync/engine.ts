@@ -12,7 +12,7 @@ import {
   type QueueRow,
   type TargetRef,
 } from '../queue/queue.js';
-import type { CheckedRow, Outcome, UploadedRow, WorkingRow } from '../queue/rows.js';
+import type { CheckedRow, DiscoveredRow, Outcome, UploadedRow, WorkingRow } from '../queue/rows.js';
 import { IllegalTransition, type Change } from '../queue/transitions.js';
 import { serverTarget } from '../session/target.js';
 import type { Source } from '../sources/source.js';
@@ -25,15 +25,21 @@ import { Limiter } from './limiter.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
+import { cardRootOn, destinationsOf, spaceProblem } from '../copies/destinations.js';
+import type { Destination } from '../queue/copies.js';
+import type { WorkingState } from '../queue/states.js';
 import {
   callbackStep,
+  cardPlace,
   checkBeforeRepost,
+  copyStep,
   fastUploadStep,
   hashStep,
   storeStep,
   twinStep,
   uploadStep,
   type PartLog,
+  type Place,
   type StepContext,
 } from './steps.js';
 
@@ -57,6 +63,10 @@ export interface EngineEvents {
   progress: [ProgressSnapshot];
   /** The run state changed (from, to); `to.error` says why when it is an error state. */
   state: [RunStateChange];
+  /** Every file of a source found so far is read (with local copies: copied and read back). */
+  copied: [{ sourceId: string }];
+  /** A destination stopped for a card (full, unplugged, read-only): its reason. */
+  'destination-stopped': [{ sourceId: string; destination: Destination; message: string }];
 }
 
 export interface EngineOptions {
@@ -84,6 +94,12 @@ export interface RunOptions {
   /** until-idle: attempts per file in this run before leaving it for the next run. */
   maxAttempts?: number;
 }
+
+/** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
+const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
+
+/** Files of a card in the copy lane at once: two copying (both cores), two being read back. */
+const COPY_LANE_WIDTH = 4;
 
 /** How long a row waits for another row with the same content before it goes on by itself. */
 const TWIN_MAX_WAIT_MS = 10 * 60_000;
@@ -116,6 +132,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly apiLimiter: Limiter;
   private readonly uploadLimiter: Limiter;
   private readonly dispatcher: Dispatcher;
+  /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
+  private readonly copyLane: Dispatcher;
+  private destinations: Destination[];
+  /** Destinations stopped for a source in this run (full, unplugged, read-only), by source id. */
+  private readonly stops = new Map<string, Set<number>>();
   /** Content (fingerprint) -> the row carrying it to the server: at most one row per content in flight. */
   private readonly claims = new Map<string, number>();
   private readonly tracked = new Set<number>();
@@ -142,7 +163,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
     this.uploadLimiter = new Limiter(opts.config.concurrency.files);
-    this.dispatcher = new Dispatcher(this.queue);
+    this.destinations = destinationsOf(opts.config, this.queue.copies);
+    this.dispatcher = new Dispatcher(this.queue, this.destinations.length ? AFTER_READ : undefined);
+    this.copyLane = new Dispatcher(this.queue, ['discovered']);
   }
 
   /** The run state's name (derived from `status`). */
@@ -161,6 +184,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
+    this.destinations = destinationsOf(config, this.queue.copies);
     this.uploadLimiter.setLimit(config.concurrency.files);
     this.bucket.updateConfig(config);
   }
@@ -174,7 +198,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let result: ScanResult;
     try {
       this.queue.sources.seen(source.sourceId, source.label);
+      // Destinations that stopped for this card (full, unplugged) are tried again.
+      this.stops.delete(source.sourceId);
+      this.queue.copies.clearStops(source.sourceId);
       result = await scanSource(this.queue, source, this.config, signal, opts);
+      if (this.destinations.length) this.checkSpace(source.sourceId, result.pending);
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -192,10 +220,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const fresh = rows.filter((r) => !this.tracked.has(r.id));
     // New work is listed afresh; rows seen before (a card that came back) still need the loop to look again.
     this.dispatcher.forget();
+    this.copyLane.forget();
     this.wake();
     if (fresh.length === 0) return;
     if (
-      this.dispatcher.inFlight === 0 &&
+      this.inFlight === 0 &&
       this.progress.filesDone + this.progress.filesFailed >= this.progress.filesTotal
     ) {
       this.progress.reset();
@@ -212,11 +241,53 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Parks every unfinished file of a source that went away (card pulled). */
   sourceRemoved(sourceId: string, message: string): number {
     // Stop reading from it at once: parts already acknowledged stay recorded
-    // and are reused when the card is back.
-    this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message));
-    const n = this.queue.parkSource(sourceId, message);
+    // and are reused when the card is back. Files with a verified local copy
+    // go on from it: that is what a locally safe card is for.
+    this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
+    this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
+      const row = this.queue.get(id);
+      return !row || this.placeOf(row).copyOn === undefined;
+    });
+    const n = this.queue.parkSource(sourceId, message, (row) => this.placeOf(row).copyOn !== undefined);
     this.wake();
     return n;
+  }
+
+  /** The local destinations cards are copied to (settings and `--copy-to`). */
+  get localDestinations(): readonly Destination[] {
+    return this.destinations;
+  }
+
+  /** Rows in flight in both lanes. */
+  private get inFlight(): number {
+    return this.dispatcher.inFlight + this.copyLane.inFlight;
+  }
+
+  /**
+   * Where a row's file is read from: its first verified copy still there as
+   * written (size, time), else the card. A copy changed or removed since it
+   * was verified is never read.
+   */
+  placeOf(row: QueueRow): Place {
+    for (const c of this.destinations.length || row.state !== 'discovered' ? this.queue.copies.of(row) : []) {
+      if (c.state !== 'verified' || c.copySize === null || c.copyMtimeMs === null) continue;
+      const on = this.queue.copies.destinationLabel(c.destinationId);
+      try {
+        const st = fs.statSync(c.path);
+        if (st.size !== c.copySize || Math.trunc(st.mtimeMs) !== c.copyMtimeMs) continue;
+      } catch {
+        continue;
+      }
+      return {
+        path: c.path,
+        root: c.path.slice(0, c.path.length - row.relPath.length - 1),
+        relPath: row.relPath,
+        size: c.copySize,
+        mtimeMs: c.copyMtimeMs,
+        copyOn: on,
+      };
+    }
+    return cardPlace(row);
   }
 
   pause(): void {
@@ -251,13 +322,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (opts.mode === 'until-idle' && blocked && this.state !== 'paused') break;
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
-        if (!blocked && holdMs > 0 && this.dispatcher.inFlight === 0) {
+        if (!blocked && holdMs > 0 && this.inFlight === 0) {
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
           continue;
         }
-        if (this.dispatcher.inFlight === 0 && !blocked) {
+        if (this.inFlight === 0 && !blocked) {
           const next = this.queue.nextWakeAt(limit);
           if (next === null) {
             if (opts.mode === 'until-idle') break;
@@ -270,7 +341,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      await this.dispatcher.settled();
+      await Promise.all([this.dispatcher.settled(), this.copyLane.settled()]);
       this.emitProgress(true);
       if (this.state === 'syncing') this.status.set('idle');
     }
@@ -294,6 +365,63 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
           this.wake();
         },
       );
+    }
+    if (this.destinations.length === 0) return;
+    // The card read and copied at the speed of the card: two files copying
+    // (both cores), two more read back, whatever the uplink does meanwhile.
+    for (const row of this.copyLane.take(COPY_LANE_WIDTH, maxAttempts)) {
+      this.status.set('syncing');
+      this.copyLane.start(
+        row,
+        (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
+        () => {
+          if (!this.queue.hasUnread(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
+          this.wake();
+        },
+      );
+    }
+  }
+
+  /** The destinations a row's file is still to be copied to (not stopped for its card, no verified copy yet). */
+  private targetsFor(row: QueueRow): Array<{ destination: Destination; root: string }> {
+    const stopped = this.stops.get(row.sourceId);
+    const done = new Set(
+      this.queue.copies
+        .of(row)
+        .filter((c) => c.state === 'verified')
+        .map((c) => c.destinationId),
+    );
+    const card = { label: this.queue.sources.labelOf(row.sourceId), sourceId: row.sourceId };
+    return this.destinations
+      .filter((d) => !stopped?.has(d.id) && !done.has(d.id))
+      .map((destination) => ({ destination, root: cardRootOn(destination, card) }));
+  }
+
+  /** A destination failed for a card: no more of it goes there in this run; said once. */
+  private stopDestination(sourceId: string, destination: Destination, message: string): void {
+    const set = this.stops.get(sourceId) ?? new Set<number>();
+    if (set.has(destination.id)) return;
+    set.add(destination.id);
+    this.stops.set(sourceId, set);
+    this.queue.copies.stop(destination.id, sourceId, message);
+    this.log.warn({ source: sourceId, destination: destination.label }, message);
+    this.emit('destination-stopped', { sourceId, destination, message });
+  }
+
+  /** Stops, before any byte is written, the destinations that cannot hold what a card still needs. */
+  private checkSpace(sourceId: string, pending: readonly QueueRow[]): void {
+    const unread = pending.filter((r) => r.sourceId === sourceId && r.state === 'discovered');
+    for (const destination of this.destinations) {
+      const needed = unread
+        .filter(
+          (r) =>
+            !this.queue.copies
+              .of(r)
+              .some((c) => c.destinationId === destination.id && c.state === 'verified'),
+        )
+        .reduce((n, r) => n + r.size, 0);
+      const problem = spaceProblem(destination, needed);
+      if (problem) this.stopDestination(sourceId, destination, problem);
     }
   }
 
@@ -323,7 +451,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       if (row.state === 'discovered') {
         const discovered = row;
-        to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+        if (this.destinations.length === 0) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+        else {
+          to(await this.hashLimiter.run(() => this.copy(ctx, discovered)));
+          // The copy lane only reads and copies: the upload lane takes the row from here.
+          return;
+        }
       }
       if (row.state === 'discovered') return;
       // At most one row per content on its way to the server: a copy of the
@@ -337,7 +470,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (known) return this.finished(to(known));
       }
       // RTK/PPK files are not media: no fast-upload (its answer is about media records).
-      if (row.state === 'hashed' && row.kind === 'rtk') to({ type: 'check-skipped' });
+      if (row.state === 'hashed' && row.kind !== 'media') to({ type: 'check-skipped' });
       if (row.state === 'hashed') {
         const hashed = row;
         const answer = to(await this.apiLimiter.run(() => fastUploadStep(ctx, hashed)));
@@ -347,7 +480,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const log = this.partLog(row, to);
         to(await this.uploadLimiter.run(() => uploadStep(ctx, log)));
       }
-      if (row.state === 'uploaded' && row.kind === 'rtk') {
+      if (row.state === 'uploaded' && row.kind !== 'media') {
         const uploaded = row;
         return this.finished(to(await this.apiLimiter.run(() => storeStep(ctx, uploaded))));
       }
@@ -360,6 +493,20 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     } finally {
       if (claimed !== null) this.release(claimed, row.id);
     }
+  }
+
+  /**
+   * discovered -> hashed with local copies: copied to each destination still
+   * to have it (one read of the card), or, when every destination already
+   * holds a verified copy of this version, read from a copy (never the card).
+   */
+  private async copy(ctx: StepContext, row: DiscoveredRow): Promise<Change> {
+    const targets = this.targetsFor(row);
+    // Every destination holds it already, or none can take more of this card: read it where it is.
+    if (targets.length === 0) return hashStep(ctx, row, this.placeOf(row));
+    const { change, stopped } = await copyStep(ctx, row, targets);
+    for (const s of stopped) this.stopDestination(row.sourceId, s.destination, s.message);
+    return change;
   }
 
   /**
@@ -395,6 +542,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   private context(signal: AbortSignal): StepContext {
     return {
+      place: (row) => this.placeOf(row),
       queue: this.queue,
       api: this.api,
       bucket: this.bucket,
@@ -446,7 +594,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.progress.fileDone(row.size);
     this.emit('file', { ...fileBase(row), outcome: row.outcome });
     // The last file of a batch always reaches the UI, however soon after the previous one.
-    this.emitProgress(this.dispatcher.inFlight <= 1);
+    this.emitProgress(this.inFlight <= 1);
   }
 
   /** A step failed: the failure ladder decides (disposition.ts), the store and the run state carry it out. */
@@ -464,7 +612,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       now: Date.now(),
       settleMs: this.config.callbackSettleSeconds * 1000,
       backoff: this.backoff,
-      disk: () => diskNow(row),
+      disk: () => (this.placeOf(row).copyOn !== undefined ? 'same' : diskNow(row)),
     });
     try {
       if (d.act === 'ignore') return;
