@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { HAVE_XSD, validateMhl } from '../../../test/support/ascmhl-xsd.js';
 import { tempDir } from '../../../test/support/harness.js';
-import { copyFileTo } from '../hash/hash-worker.js';
+import { copyFileTo, pageAlignedBuffers } from '../hash/hash-worker.js';
 import type { CopyRecord, Destination } from '../queue/copies.js';
 import { Queue } from '../queue/queue.js';
 import { copyAndVerify, readBack } from './copy-file.js';
@@ -46,6 +46,20 @@ function cardFile(rel: string, bytes: Buffer): { source: string; size: number; m
   fs.utimesSync(source, 1_700_000_000, 1_700_000_000);
   const st = fs.statSync(source);
   return { source, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) };
+}
+
+/** Whether this folder's file system takes O_DIRECT writes (tmpfs on older kernels does not). */
+function directIoHere(folder: string): boolean {
+  const probe = path.join(folder, '.direct-probe');
+  try {
+    const fd = fs.openSync(probe, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_DIRECT);
+    fs.closeSync(fd);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    fs.rmSync(probe, { force: true });
+  }
 }
 
 describe('copyAndVerify', () => {
@@ -93,7 +107,7 @@ describe('copyAndVerify', () => {
     const failures: string[] = [];
     await readBack(
       { targets: [{ destination: a, root: path.join(a.path, 'CARD-1') }], size: f.size },
-      out!.md5,
+      out!,
       [{ i: 0, final }],
       records,
       (_i, _err, stops) => failures.push(stops ? 'stopped' : 'differs'),
@@ -108,6 +122,43 @@ describe('copyAndVerify', () => {
       targets: [{ destination: a, root: path.join(a.path, 'CARD-1') }],
     });
     expect(ok.records[0]!.state).toBe('verified');
+  });
+
+  it('several reads and a short last one, written past the cache where the disk allows: byte-identical, exact size, its SHA-1 the card’s', async () => {
+    // 9 MiB + 5 bytes in 4 MiB chunks: two whole chunks, then one that is not a whole number of disk blocks.
+    const bytes = Buffer.alloc(9 * 1024 * 1024 + 5);
+    for (let i = 0; i < bytes.length; i += 4096) bytes.writeUInt32LE(i / 4096, i);
+    const f = cardFile('DCIM/100MEDIA/DJI_0010.MP4', bytes);
+    const a = dest('SSD');
+    const b = dest('T7_BACKUP');
+    const targets = [a, b].map((d) => {
+      const final = path.join(d.path, 'DJI_0010.MP4');
+      return { temp: `${final}.dms-partial`, final };
+    });
+    const size = 4 * 1024 * 1024;
+    const out = await copyFileTo(f.source, targets, {
+      ...f,
+      bufferSize: size,
+      buffers: pageAlignedBuffers(size),
+      direct: true,
+      stopped: () => false,
+    });
+    expect(out).toEqual({
+      md5: md5(bytes),
+      sha1: createHash('sha1').update(bytes).digest('hex'),
+      errors: [null, null],
+    });
+    for (const t of targets) {
+      // Written straight to the disk: none of the copy sits in the OS's cache (fincore, util-linux; before
+      // anything reads it), where the file system takes O_DIRECT (ext4, xfs, btrfs do; tmpfs may not).
+      const fincore = spawnSync('fincore', ['--noheadings', '--bytes', '--output', 'RES', t.final], {
+        encoding: 'utf8',
+      });
+      if (fincore.status === 0 && directIoHere(path.dirname(t.final)))
+        expect(Number(fincore.stdout.trim())).toBe(0);
+      expect(fs.readFileSync(t.final).equals(bytes)).toBe(true);
+      expect(fs.existsSync(t.temp)).toBe(false);
+    }
   });
 
   it('a destination that is gone stops with its reason, never made again; the other copy goes on', async () => {

@@ -1,15 +1,17 @@
 /**
  * One card file to every destination: read once (the same read feeds the
- * MD5 and every copy), each copy written under a temporary name, flushed to
- * disk, given the card file's time and renamed into place; then each copy is
- * read back from the disk (O_DIRECT on Linux; through the OS's cache where
- * the system refuses that, and the record says so) and its MD5 compared with
- * the card's. A destination that fails stops with its reason; the others go on.
+ * MD5, the SHA-1 the copies are checked with, and every copy), each copy
+ * written under a temporary name (past the OS's cache where it allows),
+ * flushed to disk, given the card file's time and renamed into place; then
+ * each copy is read back from the disk (O_DIRECT on Linux; through the OS's
+ * cache where the system refuses that, and the record says so) and its SHA-1
+ * compared with the card's. A destination that fails stops with its reason;
+ * the others go on.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { DmsError } from '../errors.js';
-import { copyFileTo, readBackMd5, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
+import { copyFileTo, readBackDigest, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
 import { copyInWorker, readBackInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
 import type { CopyRecord, Destination } from '../queue/copies.js';
 import { destinationProblem } from './destinations.js';
@@ -45,28 +47,31 @@ type Fail = (i: number, err: unknown, stops: boolean) => void;
 
 /**
  * Each copy written, read back from the disk and compared with the card's
- * MD5: verified (its size and time as it now is on the disk), or failed.
+ * digest (`card`: what the one read of the card gave), all copies at once:
+ * verified (its size and time as it now is on the disk), or failed.
  */
 export async function readBack(
   job: Pick<CopyJob, 'targets' | 'size'>,
-  md5: string,
+  card: { md5: string; sha1: string },
   written: ReadonlyArray<{ i: number; final: string }>,
   records: Array<CopyRecord | null>,
   fail: Fail,
 ): Promise<void> {
-  for (const { i, final } of written) {
+  const { md5 } = card;
+  const here = (final: string) => readBackDigest(final, { bufferSize: BUFFER });
+  const one = async ({ i, final }: { i: number; final: string }): Promise<void> => {
     const dest = job.targets[i] as CopyJob['targets'][number];
     try {
       const back = useHashWorkers(job.size)
         ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
-            if (err instanceof WorkersUnavailable) return readBackMd5(final, BUFFER);
+            if (err instanceof WorkersUnavailable) return here(final);
             throw err;
           })
-        : readBackMd5(final, BUFFER);
+        : await here(final);
       const st = fs.statSync(final);
-      if (back.md5 !== md5 || st.size !== job.size) {
+      if (back.sha1 !== card.sha1 || st.size !== job.size) {
         fail(i, null, false);
-        continue;
+        return;
       }
       records[i] = {
         destinationId: dest.destination.id,
@@ -82,7 +87,9 @@ export async function readBack(
     } catch (err) {
       fail(i, err, true);
     }
-  }
+  };
+  // Each copy on its own job: two destinations are read back at the same time.
+  await Promise.all(written.map(one));
 }
 
 /** The copy (worker or this thread), then the read-back of each copy. */
@@ -126,11 +133,12 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   });
   const expected = { size: job.size, mtimeMs: job.mtimeMs };
   let md5: string;
+  let sha1: string;
   let errors: Array<unknown>;
   try {
     if (useHashWorkers(job.size)) {
       try {
-        ({ md5, errors } = await copyInWorker(job.source, targets, expected, {
+        ({ md5, sha1, errors } = await copyInWorker(job.source, targets, expected, {
           bufferSize: BUFFER,
           ...(job.signal ? { signal: job.signal } : {}),
           ...(job.onBytes ? { onBytes: job.onBytes } : {}),
@@ -138,9 +146,9 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
         }));
       } catch (err) {
         if (!(err instanceof WorkersUnavailable)) throw err;
-        ({ md5, errors } = await copyHere(job, targets));
+        ({ md5, sha1, errors } = await copyHere(job, targets));
       }
-    } else ({ md5, errors } = await copyHere(job, targets));
+    } else ({ md5, sha1, errors } = await copyHere(job, targets));
   } catch (err) {
     if (err instanceof SourceChangedSignal)
       throw new DmsError(
@@ -153,7 +161,7 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   const written = targets.flatMap((t, k) =>
     records[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
   );
-  await readBack(job, md5, written, records, fail);
+  await readBack(job, { md5, sha1 }, written, records, fail);
   return { md5, records: records as CopyRecord[], stopped: halt };
 }
 
@@ -161,7 +169,7 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
 async function copyHere(
   job: CopyJob,
   targets: CopyTarget[],
-): Promise<{ md5: string; errors: Array<unknown> }> {
+): Promise<{ md5: string; sha1: string; errors: Array<unknown> }> {
   const out = await copyFileTo(job.source, targets, {
     size: job.size,
     mtimeMs: job.mtimeMs,
@@ -170,5 +178,5 @@ async function copyHere(
     ...(job.onBytes ? { onBytes: job.onBytes } : {}),
   });
   if (out === null) throw stopped(job.signal?.reason)();
-  return { md5: out.md5, errors: out.errors };
+  return { md5: out.md5, sha1: out.sha1, errors: out.errors };
 }

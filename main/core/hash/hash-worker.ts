@@ -14,17 +14,15 @@ import { createHash } from 'node:crypto';
 import {
   closeSync,
   constants,
-  fdatasyncSync,
-  fstatSync,
   fsyncSync,
+  ftruncateSync,
   openSync,
-  readSync,
   renameSync,
   unlinkSync,
   utimesSync,
-  writeSync,
+  write,
 } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -141,8 +139,131 @@ export interface CopyTarget {
 export interface CopyOutcome {
   /** MD5 of the bytes read from the source, lowercase hex. */
   md5: string;
+  /** SHA-1 of the same bytes, lowercase hex: what each copy read back is compared with (see CHECK). */
+  sha1: string;
   /** Per target, in order: null when written, flushed and renamed, else what went wrong. */
   errors: Array<ErrorInfo | null>;
+}
+
+/** What copyFileTo needs beyond a hash: the version of the source expected, and how to write. */
+export interface CopyFileOptions extends HashFileOptions {
+  size: number;
+  mtimeMs: number;
+  /**
+   * `buffers` are page-aligned (pageAlignedBuffers): each copy is then written
+   * straight to the disk (O_DIRECT) where its file system allows it.
+   */
+  direct?: boolean;
+}
+
+/** Reads and writes that bypass the cache are multiples of this, from memory aligned to it: what O_DIRECT asks. */
+const ALIGN = 4096;
+const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
+
+// What this file uses of WebAssembly (its types come with the DOM library, which the build leaves out).
+const Wasm = (
+  globalThis as unknown as {
+    WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => { buffer: ArrayBuffer } };
+  }
+).WebAssembly;
+
+/**
+ * Two buffers of `size` bytes (a multiple of ALIGN) at page-aligned
+ * addresses, as O_DIRECT needs: JavaScript cannot ask for an address, but a
+ * WebAssembly memory is made of whole pages from the system's page allocator.
+ */
+export function pageAlignedBuffers(size: number): [Buffer, Buffer] {
+  const pages = Math.ceil((2 * size) / 65536);
+  const mem = new Wasm.Memory({ initial: pages, maximum: pages });
+  return [Buffer.from(mem.buffer, 0, size), Buffer.from(mem.buffer, size, size)];
+}
+
+/**
+ * Reads until `buf` is full or the file ends (at `at`, else from the current
+ * position): a short result means the end of the file.
+ */
+async function readFull(fh: FileHandle, buf: Buffer, at: number | null = null): Promise<number> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesRead } = await fh.read(buf, done, buf.length - done, at === null ? null : at + done);
+    if (bytesRead === 0) break;
+    done += bytesRead;
+  }
+  return done;
+}
+
+/**
+ * One copy being written: straight to the disk (O_DIRECT) while its file
+ * system takes it, else through the cache. Writing past the cache matters:
+ * on Linux, filling the cache with the copies and flushing them cost more
+ * CPU than hashing them (benchmark scenario 6), and nothing reads them soon.
+ * Writes run in the thread pool, while the caller hashes the same chunk.
+ */
+class CopyWriter {
+  fd: number;
+  direct = false;
+  private readonly path: string;
+  private pos = 0;
+  private padded = false;
+
+  // No parameter properties: Node runs this file with its types stripped (tests), and strips no more.
+  constructor(path: string, direct: boolean) {
+    this.path = path;
+    if (direct && O_DIRECT !== undefined) {
+      try {
+        this.fd = openSync(
+          path,
+          constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | O_DIRECT,
+          0o644,
+        );
+        this.direct = true;
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+      }
+    }
+    this.fd = openSync(path, 'w', 0o644);
+  }
+
+  /**
+   * `chunk` is the start of `room`; a direct write of the last, short chunk
+   * writes whole blocks from `room` (the end cut off by finish()).
+   */
+  async write(chunk: Buffer, room: Buffer): Promise<void> {
+    if (this.direct) {
+      const len = Math.min(room.length, Math.ceil(chunk.length / ALIGN) * ALIGN);
+      try {
+        await writeAll(this.fd, room.subarray(0, len), this.pos);
+        this.padded = len !== chunk.length;
+        this.pos += chunk.length;
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+        // Opened O_DIRECT but its writes refused (some FUSE and network file systems): through the cache.
+        closeSync(this.fd);
+        this.fd = openSync(this.path, 'r+');
+        ftruncateSync(this.fd, this.pos);
+        this.direct = false;
+      }
+    }
+    await writeAll(this.fd, chunk, this.pos);
+    this.pos += chunk.length;
+  }
+
+  /** The file its exact size, flushed to the disk (data, size, and the drive's own cache). */
+  finish(): void {
+    if (this.padded) ftruncateSync(this.fd, this.pos);
+    fsyncSync(this.fd);
+  }
+}
+
+async function writeAll(fd: number, buf: Buffer, at: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    done += await new Promise<number>((resolve, reject) => {
+      write(fd, buf, done, buf.length - done, at + done, (err, n) => (err ? reject(err) : resolve(n)));
+    });
+  }
 }
 
 /**
@@ -156,18 +277,18 @@ export interface CopyOutcome {
 export async function copyFileTo(
   source: string,
   targets: readonly CopyTarget[],
-  opts: HashFileOptions & { size: number; mtimeMs: number },
+  opts: CopyFileOptions,
 ): Promise<CopyOutcome | null> {
   const fh = await open(source, 'r');
   const errors: Array<ErrorInfo | null> = targets.map(() => null);
-  const fds: Array<number | null> = targets.map(() => null);
+  const writers: Array<CopyWriter | null> = targets.map(() => null);
   const drop = (i: number, err: unknown): void => {
     errors[i] = errorInfo(err);
-    const fd = fds[i];
-    fds[i] = null;
-    if (fd !== null && fd !== undefined) {
+    const w = writers[i];
+    writers[i] = null;
+    if (w) {
       try {
-        closeSync(fd);
+        closeSync(w.fd);
       } catch {
         // closing a descriptor of a gone disk may fail too: the error above says why
       }
@@ -178,14 +299,15 @@ export async function copyFileTo(
       // nothing left behind to remove, or the disk is gone
     }
   };
-  let pending: Promise<{ bytesRead: number }> | undefined;
+  let pending: Promise<number> | undefined;
   try {
     const same = (st: { size: number; mtimeMs: number }) =>
       st.size === opts.size && Math.trunc(st.mtimeMs) === Math.trunc(opts.mtimeMs);
     if (!same(await fh.stat())) throw new SourceChangedSignal();
+    const direct = opts.direct === true && opts.buffers !== undefined && opts.bufferSize % ALIGN === 0;
     targets.forEach((t, i) => {
       try {
-        fds[i] = openSync(t.temp, 'w', 0o644);
+        writers[i] = new CopyWriter(t.temp, direct);
       } catch (err) {
         drop(i, err);
       }
@@ -193,8 +315,9 @@ export async function copyFileTo(
     let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
     let spare: Buffer | undefined = opts.buffers?.[1];
     const hash = createHash('md5');
-    const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
-      const p = fh.read(buf, 0, buf.length, null);
+    const check = createHash(CHECK);
+    const readInto = (buf: Buffer): Promise<number> => {
+      const p = readFull(fh, buf);
       p.catch(() => undefined);
       pending = p;
       return p;
@@ -202,40 +325,36 @@ export async function copyFileTo(
     let next = readInto(current);
     for (;;) {
       if (opts.stopped()) return null;
-      const { bytesRead } = await next;
+      const bytesRead = await next;
       pending = undefined;
       if (bytesRead === 0) break;
       const chunk = current.subarray(0, bytesRead);
-      // The next read runs (in the thread pool) while this chunk is hashed and written here.
-      const other: Buffer =
-        bytesRead === current.length ? (spare ??= Buffer.allocUnsafe(current.length)) : current;
-      if (other !== current) next = readInto(other);
+      // A buffer read short is the end of the file; else the next read runs (in
+      // the thread pool) while this chunk is hashed and written here.
+      const last = bytesRead < current.length;
+      const other: Buffer = last ? current : (spare ??= Buffer.allocUnsafe(current.length));
+      if (!last) next = readInto(other);
+      // The copies are written (thread pool) while the chunk is hashed here.
+      const writes = writers.flatMap((w, i) =>
+        w === null ? [] : [w.write(chunk, current).catch((err: unknown) => drop(i, err))],
+      );
       hash.update(chunk);
-      fds.forEach((fd, i) => {
-        if (fd === null) return;
-        try {
-          let done = 0;
-          while (done < chunk.length) done += writeSync(fd, chunk, done, chunk.length - done);
-        } catch (err) {
-          drop(i, err);
-        }
-      });
-      if (other === current) next = readInto(current);
-      else {
-        spare = current;
-        current = other;
-      }
+      check.update(chunk);
+      await Promise.all(writes);
       opts.onBytes?.(bytesRead);
+      if (last) break;
+      spare = current;
+      current = other;
     }
     if (!same(await fh.stat())) throw new SourceChangedSignal();
     const seconds = opts.mtimeMs / 1000;
-    fds.forEach((fd, i) => {
-      if (fd === null) return;
+    writers.forEach((w, i) => {
+      if (w === null) return;
       const t = targets[i] as CopyTarget;
       try {
-        fsyncSync(fd);
-        closeSync(fd);
-        fds[i] = null;
+        w.finish();
+        closeSync(w.fd);
+        writers[i] = null;
         utimesSync(t.temp, seconds, seconds);
         renameSync(t.temp, t.final);
         // The rename itself on disk: the folder's entry flushed too.
@@ -249,13 +368,13 @@ export async function copyFileTo(
         drop(i, err);
       }
     });
-    return opts.stopped() ? null : { md5: hash.digest('hex'), errors };
+    return opts.stopped() ? null : { md5: hash.digest('hex'), sha1: check.digest('hex'), errors };
   } finally {
     await pending?.catch(() => undefined);
     await fh.close().catch(() => undefined);
     // Stopped or failed half-way: no partial copy stays behind.
-    fds.forEach((fd, i) => {
-      if (fd !== null) drop(i, new Error('stopped'));
+    writers.forEach((w, i) => {
+      if (w !== null) drop(i, new Error('stopped'));
     });
   }
 }
@@ -263,78 +382,81 @@ export async function copyFileTo(
 /** How a copy was read back: from the disk itself (O_DIRECT), or through the OS's cache. */
 export type ReadBack = 'direct' | 'cache';
 
-/** Reads are a multiple of this, into memory aligned to it: what O_DIRECT asks. */
-const ALIGN = 4096;
-let aligned: Buffer | undefined;
+/**
+ * The digest a copy read back is compared with, computed in the same read of
+ * the card as its MD5. SHA-1: 160 bits, as MD5 never slower, and more than
+ * twice as fast where the CPU has SHA instructions (x86 since 2017-2019,
+ * Apple silicon); the read-backs (one per copy) hashed with MD5 were most of
+ * a card's offload CPU (benchmark scenario 6). ASC MHL knows it too.
+ */
+export const CHECK = 'sha1';
 
 /**
- * A buffer of `size` bytes (a multiple of ALIGN) whose address is a multiple
- * of ALIGN. JavaScript cannot ask for an address, so a larger buffer is
- * probed: the first offset at which an O_DIRECT read of `fd` succeeds.
+ * The SHA-1 (CHECK) of a copy read back from the disk, not from the page
+ * cache: on Linux with O_DIRECT (the kernel writes out any cached pages
+ * first, then reads the device); where the system or file system refuses it
+ * (macOS, Windows, tmpfs) through the cache after fdatasync, and it says
+ * which. The next read runs while this one is hashed; `buffers`: two
+ * page-aligned buffers the caller reuses (a worker), else its own.
  */
-function alignedBuffer(fd: number, size: number): Buffer | null {
-  if (aligned && aligned.length >= size) return aligned.subarray(0, size);
-  const big = Buffer.allocUnsafeSlow(size + ALIGN);
-  for (let off = 0; off < ALIGN; off += 16) {
+export async function readBackDigest(
+  path: string,
+  opts: { bufferSize: number; buffers?: [Buffer, Buffer] },
+): Promise<{ sha1: string; readBack: ReadBack }> {
+  const size = Math.max(ALIGN, Math.floor(opts.bufferSize / ALIGN) * ALIGN);
+  let fh: FileHandle | undefined;
+  let direct = false;
+  if (O_DIRECT !== undefined) {
     try {
-      readSync(fd, big, off, ALIGN, 0);
-      aligned = big.subarray(off, off + size);
-      return aligned;
+      fh = await open(path, constants.O_RDONLY | O_DIRECT);
+      direct = true;
     } catch (err) {
       if ((err as { code?: string }).code !== 'EINVAL') throw err;
     }
   }
-  return null;
-}
-
-/**
- * MD5 of a file read back from the disk, not from the page cache: on Linux
- * with O_DIRECT (the kernel writes out any cached pages first, then reads the
- * device); where the system or file system refuses it (macOS, Windows, tmpfs)
- * through the cache after fdatasync, and it says which.
- */
-export function readBackMd5(path: string, bufferSize: number): { md5: string; readBack: ReadBack } {
-  const size = Math.max(ALIGN, Math.floor(bufferSize / ALIGN) * ALIGN);
-  let fd: number;
-  let direct = false;
-  const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
+  fh ??= await open(path, 'r');
+  let pending: Promise<number> | undefined;
   try {
-    if (O_DIRECT === undefined) throw Object.assign(new Error('no O_DIRECT'), { code: 'EINVAL' });
-    fd = openSync(path, constants.O_RDONLY | O_DIRECT);
-    direct = true;
-  } catch (err) {
-    if ((err as { code?: string }).code !== 'EINVAL') throw err;
-    fd = openSync(path, 'r');
-  }
-  try {
-    let buf: Buffer | null = null;
-    if (direct && fstatSync(fd).size > 0) {
+    const [a, b] = opts.buffers ?? pageAlignedBuffers(size);
+    let current = a.subarray(0, size);
+    let spare = b.subarray(0, size);
+    if (direct) {
       try {
-        buf = alignedBuffer(fd, size);
+        // O_DIRECT taken at open; the file system refuses its reads in some cases (EINVAL): through the cache.
+        await fh.read(current, 0, Math.min(size, ALIGN), 0);
       } catch (err) {
         if ((err as { code?: string }).code !== 'EINVAL') throw err;
-      }
-      if (buf === null) {
-        // The file system takes O_DIRECT at open but not for reads: through the cache.
-        closeSync(fd);
-        fd = openSync(path, 'r');
+        await fh.close();
+        fh = await open(path, 'r');
         direct = false;
       }
     }
-    if (!direct) fdatasyncSync(fd);
-    buf ??= scratchBuffers(size)[0];
-    const hash = createHash('md5');
+    if (!direct) await fh.datasync();
+    const file = fh;
+    const hash = createHash(CHECK);
     let pos = 0;
+    const readAt = (buf: Buffer, at: number): Promise<number> => {
+      const p = readFull(file, buf, at);
+      p.catch(() => undefined);
+      pending = p;
+      return p;
+    };
+    let next = readAt(current, 0);
     for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, pos);
+      const n = await next;
+      pending = undefined;
       if (n === 0) break;
-      hash.update(buf.subarray(0, n));
       pos += n;
-      if (direct && n < buf.length) break; // the end: O_DIRECT reads whole blocks until the last one
+      // A short read is the end (O_DIRECT reads whole blocks until the last one).
+      if (n === current.length) next = readAt(spare, pos);
+      hash.update(current.subarray(0, n));
+      if (n < current.length) break;
+      [current, spare] = [spare, current];
     }
-    return { md5: hash.digest('hex'), readBack: direct ? 'direct' : 'cache' };
+    return { sha1: hash.digest('hex'), readBack: direct ? 'direct' : 'cache' };
   } finally {
-    closeSync(fd);
+    await pending?.catch(() => undefined);
+    await fh.close().catch(() => undefined);
   }
 }
 
@@ -372,6 +494,8 @@ export interface Reply {
   /** A read of the file job: its size. */
   bytes?: number;
   md5?: string;
+  /** A copy job: the CHECK digest of the bytes read; a read-back job: that of the copy as read back. */
+  sha1?: string;
   body?: ArrayBuffer;
   changed?: boolean;
   aborted?: boolean;
@@ -402,8 +526,8 @@ function errorInfo(e: unknown): ErrorInfo {
 let scratch: [Buffer, Buffer] | undefined;
 
 function scratchBuffers(size: number): [Buffer, Buffer] {
-  if (!scratch || scratch[0].length < size)
-    scratch = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
+  // Page-aligned, so that a copy job can write them straight to the disk.
+  if (!scratch || scratch[0].length < size) scratch = pageAlignedBuffers(Math.ceil(size / ALIGN) * ALIGN);
   return [scratch[0].subarray(0, size), scratch[1].subarray(0, size)];
 }
 
@@ -425,13 +549,19 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
         mtimeMs: job.mtimeMs,
         bufferSize: job.bufferSize,
         buffers: scratchBuffers(job.bufferSize),
+        direct: true,
         stopped: () => Atomics.load(job.flag, 0) !== 0,
         onBytes: (bytes) => post({ id, bytes }),
       });
-      post(out === null ? { id, aborted: true } : { id, md5: out.md5, copyErrors: out.errors });
+      post(
+        out === null ? { id, aborted: true } : { id, md5: out.md5, sha1: out.sha1, copyErrors: out.errors },
+      );
     } else if (job.op === 'readback') {
-      const { md5, readBack } = readBackMd5(job.path, job.bufferSize);
-      post({ id, md5, readBack });
+      const { sha1, readBack } = await readBackDigest(job.path, {
+        bufferSize: job.bufferSize,
+        buffers: scratchBuffers(job.bufferSize),
+      });
+      post({ id, sha1, readBack });
     } else {
       // A buffer of its own (never a slice of Node's pool), not zero-filled:
       // its memory is handed over to the caller without a copy.
