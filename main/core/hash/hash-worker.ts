@@ -139,26 +139,48 @@ export interface CopyTarget {
 export interface CopyOutcome {
   /** MD5 of the bytes read from the source, lowercase hex. */
   md5: string;
-  /** SHA-1 of the same bytes, lowercase hex: what each copy read back is compared with (see CHECK). */
-  sha1: string;
+  /**
+   * What each copy read back is compared with: the card's bytes themselves,
+   * kept whole in `keep` (a file that fits), else their SHA-1 (see CHECK).
+   */
+  expected: Expected;
   /** Per target, in order: null when written, flushed and renamed, else what went wrong. */
   errors: Array<ErrorInfo | null>;
 }
+
+/** The card file as read: its bytes (kept whole), or their SHA-1 in lowercase hex. */
+export type Expected = { bytes: Buffer } | { sha1: string };
 
 /** What copyFileTo needs beyond a hash: the version of the source expected, and how to write. */
 export interface CopyFileOptions extends HashFileOptions {
   size: number;
   mtimeMs: number;
   /**
-   * `buffers` are page-aligned (pageAlignedBuffers): each copy is then written
-   * straight to the disk (O_DIRECT) where its file system allows it.
+   * `buffers` (and `keep`) are page-aligned (pageAlignedBuffers): each copy
+   * is then written straight to the disk (O_DIRECT) where its file system
+   * allows it.
    */
   direct?: boolean;
+  /**
+   * Room (a multiple of `bufferSize`) for a whole file: one shorter is read
+   * into it and kept there, so that its copies are compared with the card's
+   * bytes themselves, not with a digest that must be computed twice more.
+   */
+  keep?: Buffer;
 }
 
 /** Reads and writes that bypass the cache are multiples of this, from memory aligned to it: what O_DIRECT asks. */
 const ALIGN = 4096;
 const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
+
+/**
+ * The digest a copy that is not kept whole is compared with, computed in the
+ * same read of the card as its MD5. SHA-1: 160 bits, never slower than MD5,
+ * and more than twice as fast where the CPU has SHA instructions (x86 since
+ * 2017-2019, Apple silicon); read-backs hashed with MD5 were most of a card's
+ * offload CPU (benchmark scenario 6). ASC MHL knows it too.
+ */
+export const CHECK = 'sha1';
 
 // What this file uses of WebAssembly (its types come with the DOM library, which the build leaves out).
 const Wasm = (
@@ -168,14 +190,25 @@ const Wasm = (
 ).WebAssembly;
 
 /**
- * Two buffers of `size` bytes (a multiple of ALIGN) at page-aligned
- * addresses, as O_DIRECT needs: JavaScript cannot ask for an address, but a
- * WebAssembly memory is made of whole pages from the system's page allocator.
+ * Buffers of the given sizes (multiples of ALIGN) at page-aligned addresses,
+ * as O_DIRECT needs: JavaScript cannot ask for an address, but a WebAssembly
+ * memory is made of whole pages from the system's page allocator.
  */
-export function pageAlignedBuffers(size: number): [Buffer, Buffer] {
-  const pages = Math.ceil((2 * size) / 65536);
+export function pageAligned(...sizes: number[]): Buffer[] {
+  const total = sizes.reduce((n, x) => n + x, 0);
+  const pages = Math.max(1, Math.ceil(total / 65536));
   const mem = new Wasm.Memory({ initial: pages, maximum: pages });
-  return [Buffer.from(mem.buffer, 0, size), Buffer.from(mem.buffer, size, size)];
+  let at = 0;
+  return sizes.map((x) => {
+    const b = Buffer.from(mem.buffer, at, x);
+    at += x;
+    return b;
+  });
+}
+
+/** Two page-aligned buffers of `size` bytes. */
+export function pageAlignedBuffers(size: number): [Buffer, Buffer] {
+  return pageAligned(size, size) as [Buffer, Buffer];
 }
 
 /**
@@ -268,11 +301,12 @@ async function writeAll(fd: number, buf: Buffer, at: number): Promise<void> {
 
 /**
  * Reads `source` once and writes every chunk to each target: the same read
- * feeds the MD5 and every copy. Each target is flushed to disk (fsync), given
- * the source's modification time, renamed into place and its folder flushed.
- * A target that fails (disk full, unplugged, read-only) is dropped with its
- * reason; the others go on. SourceChangedSignal when the source is not the
- * version expected (size, mtime) before or after the read. null when stopped.
+ * feeds the MD5, what the copies are checked with, and every copy. Each
+ * target is flushed to disk (fsync), given the source's modification time,
+ * renamed into place and its folder flushed. A target that fails (disk full,
+ * unplugged, read-only) is dropped with its reason; the others go on.
+ * SourceChangedSignal when the source is not the version expected (size,
+ * mtime) before or after the read. null when stopped.
  */
 export async function copyFileTo(
   source: string,
@@ -304,7 +338,12 @@ export async function copyFileTo(
     const same = (st: { size: number; mtimeMs: number }) =>
       st.size === opts.size && Math.trunc(st.mtimeMs) === Math.trunc(opts.mtimeMs);
     if (!same(await fh.stat())) throw new SourceChangedSignal();
-    const direct = opts.direct === true && opts.buffers !== undefined && opts.bufferSize % ALIGN === 0;
+    const size = opts.bufferSize;
+    // Room to spare: the read that finds the end of a file needs a buffer too.
+    const keep =
+      opts.keep && opts.keep.length > opts.size && opts.keep.length % size === 0 ? opts.keep : null;
+    const direct =
+      opts.direct === true && size % ALIGN === 0 && (keep !== null || opts.buffers !== undefined);
     targets.forEach((t, i) => {
       try {
         writers[i] = new CopyWriter(t.temp, direct);
@@ -312,16 +351,26 @@ export async function copyFileTo(
         drop(i, err);
       }
     });
-    let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
-    let spare: Buffer | undefined = opts.buffers?.[1];
+    // A kept file is read chunk after chunk into its room; another into two buffers in turn.
+    const room = (k: number): Buffer => {
+      if (keep === null) return (k % 2 ? opts.buffers?.[1] : opts.buffers?.[0]) ?? Buffer.allocUnsafe(size);
+      // Longer than its size said: it changed (the check after the read says so).
+      if ((k + 1) * size > keep.length) throw new SourceChangedSignal();
+      return keep.subarray(k * size, (k + 1) * size);
+    };
+    const spares = keep === null ? [room(0), room(1)] : [];
+    const bufferOf = (k: number): Buffer => (keep === null ? (spares[k % 2] as Buffer) : room(k));
     const hash = createHash('md5');
-    const check = createHash(CHECK);
+    const check = keep === null ? createHash(CHECK) : null;
     const readInto = (buf: Buffer): Promise<number> => {
       const p = readFull(fh, buf);
       p.catch(() => undefined);
       pending = p;
       return p;
     };
+    let total = 0;
+    let k = 0;
+    let current = bufferOf(0);
     let next = readInto(current);
     for (;;) {
       if (opts.stopped()) return null;
@@ -332,19 +381,20 @@ export async function copyFileTo(
       // A buffer read short is the end of the file; else the next read runs (in
       // the thread pool) while this chunk is hashed and written here.
       const last = bytesRead < current.length;
-      const other: Buffer = last ? current : (spare ??= Buffer.allocUnsafe(current.length));
+      const other = last ? current : bufferOf(k + 1);
       if (!last) next = readInto(other);
       // The copies are written (thread pool) while the chunk is hashed here.
       const writes = writers.flatMap((w, i) =>
         w === null ? [] : [w.write(chunk, current).catch((err: unknown) => drop(i, err))],
       );
       hash.update(chunk);
-      check.update(chunk);
+      check?.update(chunk);
       await Promise.all(writes);
+      total += bytesRead;
       opts.onBytes?.(bytesRead);
       if (last) break;
-      spare = current;
       current = other;
+      k++;
     }
     if (!same(await fh.stat())) throw new SourceChangedSignal();
     const seconds = opts.mtimeMs / 1000;
@@ -368,7 +418,11 @@ export async function copyFileTo(
         drop(i, err);
       }
     });
-    return opts.stopped() ? null : { md5: hash.digest('hex'), sha1: check.digest('hex'), errors };
+    if (opts.stopped()) return null;
+    const expected: Expected = check
+      ? { sha1: check.digest('hex') }
+      : { bytes: (keep as Buffer).subarray(0, total) };
+    return { md5: hash.digest('hex'), expected, errors };
   } finally {
     await pending?.catch(() => undefined);
     await fh.close().catch(() => undefined);
@@ -383,26 +437,19 @@ export async function copyFileTo(
 export type ReadBack = 'direct' | 'cache';
 
 /**
- * The digest a copy read back is compared with, computed in the same read of
- * the card as its MD5. SHA-1: 160 bits, as MD5 never slower, and more than
- * twice as fast where the CPU has SHA instructions (x86 since 2017-2019,
- * Apple silicon); the read-backs (one per copy) hashed with MD5 were most of
- * a card's offload CPU (benchmark scenario 6). ASC MHL knows it too.
+ * A copy read back from the disk, not from the page cache, and compared with
+ * the card file as read (its bytes, or their SHA-1): on Linux with O_DIRECT
+ * (the kernel writes out any cached pages first, then reads the device);
+ * where the system or file system refuses it (macOS, Windows, tmpfs) through
+ * the cache after fdatasync, and it says which. The next read runs while this
+ * one is compared; `buffers`: two page-aligned buffers the caller reuses (a
+ * worker), else its own.
  */
-export const CHECK = 'sha1';
-
-/**
- * The SHA-1 (CHECK) of a copy read back from the disk, not from the page
- * cache: on Linux with O_DIRECT (the kernel writes out any cached pages
- * first, then reads the device); where the system or file system refuses it
- * (macOS, Windows, tmpfs) through the cache after fdatasync, and it says
- * which. The next read runs while this one is hashed; `buffers`: two
- * page-aligned buffers the caller reuses (a worker), else its own.
- */
-export async function readBackDigest(
+export async function verifyCopy(
   path: string,
+  expected: Expected,
   opts: { bufferSize: number; buffers?: [Buffer, Buffer] },
-): Promise<{ sha1: string; readBack: ReadBack }> {
+): Promise<{ same: boolean; readBack: ReadBack }> {
   const size = Math.max(ALIGN, Math.floor(opts.bufferSize / ALIGN) * ALIGN);
   let fh: FileHandle | undefined;
   let direct = false;
@@ -423,7 +470,7 @@ export async function readBackDigest(
     if (direct) {
       try {
         // O_DIRECT taken at open; the file system refuses its reads in some cases (EINVAL): through the cache.
-        await fh.read(current, 0, Math.min(size, ALIGN), 0);
+        await fh.read(current, 0, ALIGN, 0);
       } catch (err) {
         if ((err as { code?: string }).code !== 'EINVAL') throw err;
         await fh.close();
@@ -433,31 +480,76 @@ export async function readBackDigest(
     }
     if (!direct) await fh.datasync();
     const file = fh;
-    const hash = createHash(CHECK);
-    let pos = 0;
+    const readBack: ReadBack = direct ? 'direct' : 'cache';
+    const bytes = 'bytes' in expected ? expected.bytes : null;
+    const hash = bytes === null ? createHash(CHECK) : null;
     const readAt = (buf: Buffer, at: number): Promise<number> => {
       const p = readFull(file, buf, at);
       p.catch(() => undefined);
       pending = p;
       return p;
     };
+    let pos = 0;
     let next = readAt(current, 0);
     for (;;) {
       const n = await next;
       pending = undefined;
       if (n === 0) break;
-      pos += n;
+      const chunk = current.subarray(0, n);
       // A short read is the end (O_DIRECT reads whole blocks until the last one).
-      if (n === current.length) next = readAt(spare, pos);
-      hash.update(current.subarray(0, n));
+      if (n === current.length) next = readAt(spare, pos + n);
+      if (bytes !== null && !chunk.equals(bytes.subarray(pos, pos + n))) return { same: false, readBack };
+      hash?.update(chunk);
+      pos += n;
       if (n < current.length) break;
       [current, spare] = [spare, current];
     }
-    return { sha1: hash.digest('hex'), readBack: direct ? 'direct' : 'cache' };
+    const same =
+      bytes !== null ? pos === bytes.length : hash?.digest('hex') === (expected as { sha1: string }).sha1;
+    return { same, readBack };
   } finally {
     await pending?.catch(() => undefined);
     await fh.close().catch(() => undefined);
   }
+}
+
+/** One copy checked after it was written: how it was read back, and whether it is the card's. */
+export interface CopyCheck {
+  same: boolean;
+  readBack: ReadBack;
+}
+
+/**
+ * copyFileTo, then each copy written read back (verifyCopy), one after the
+ * other with the same two buffers. A read-back that fails (the disk gone)
+ * is that target's error. null when stopped.
+ */
+export async function copyAndCheck(
+  source: string,
+  targets: readonly CopyTarget[],
+  opts: CopyFileOptions & { readBuffers?: [Buffer, Buffer] },
+): Promise<{ md5: string; errors: Array<ErrorInfo | null>; checks: Array<CopyCheck | null> } | null> {
+  const out = await copyFileTo(source, targets, opts);
+  if (out === null) return null;
+  const checks: Array<CopyCheck | null> = [];
+  for (const [i, t] of targets.entries()) {
+    if (out.errors[i] !== null) {
+      checks.push(null);
+      continue;
+    }
+    try {
+      checks.push(
+        await verifyCopy(t.final, out.expected, {
+          bufferSize: opts.bufferSize,
+          ...(opts.readBuffers ? { buffers: opts.readBuffers } : {}),
+        }),
+      );
+    } catch (err) {
+      out.errors[i] = errorInfo(err);
+      checks.push(null);
+    }
+  }
+  return { md5: out.md5, errors: out.errors, checks };
 }
 
 // ---------- the worker's side of the messages (workers.ts is the other) ----------
@@ -477,8 +569,7 @@ export type Job =
       mtimeMs: number;
       bufferSize: number;
       flag: Int32Array;
-    }
-  | { op: 'readback'; id: number; path: string; bufferSize: number };
+    };
 
 export interface ErrorInfo {
   message: string;
@@ -494,16 +585,13 @@ export interface Reply {
   /** A read of the file job: its size. */
   bytes?: number;
   md5?: string;
-  /** A copy job: the CHECK digest of the bytes read; a read-back job: that of the copy as read back. */
-  sha1?: string;
   body?: ArrayBuffer;
   changed?: boolean;
   aborted?: boolean;
   error?: ErrorInfo;
-  /** A copy job: what happened to each target. */
+  /** A copy job: what happened to each target, and how each written copy read back. */
   copyErrors?: Array<ErrorInfo | null>;
-  /** A read-back job: how the copy was read. */
-  readBack?: ReadBack;
+  checks?: Array<CopyCheck | null>;
 }
 
 function errorInfo(e: unknown): ErrorInfo {
@@ -526,9 +614,25 @@ function errorInfo(e: unknown): ErrorInfo {
 let scratch: [Buffer, Buffer] | undefined;
 
 function scratchBuffers(size: number): [Buffer, Buffer] {
-  // Page-aligned, so that a copy job can write them straight to the disk.
+  // Page-aligned, so that a copy job can read its copies back past the cache.
   if (!scratch || scratch[0].length < size) scratch = pageAlignedBuffers(Math.ceil(size / ALIGN) * ALIGN);
   return [scratch[0].subarray(0, size), scratch[1].subarray(0, size)];
+}
+
+/**
+ * A file up to this size is kept whole in a copy worker while it is copied,
+ * and its copies compared with its bytes (photos, RTK files, SRTs); a larger
+ * one (videos) with its SHA-1. 16 MiB: a 45 MP photo.
+ */
+export const KEEP_BYTES = 16 * 1024 * 1024;
+
+/** This copy worker's room for a kept file (page-aligned), reused from one file to the next. */
+let keepRoom: Buffer | undefined;
+
+function keepBuffer(bufferSize: number): Buffer {
+  const size = Math.max(2, Math.ceil(KEEP_BYTES / bufferSize)) * bufferSize;
+  if (!keepRoom || keepRoom.length < size) [keepRoom] = pageAligned(size) as [Buffer];
+  return keepRoom.subarray(0, size);
 }
 
 async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => void): Promise<void> {
@@ -544,24 +648,24 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
       });
       post(md5 === null ? { id, aborted: true } : { id, md5 });
     } else if (job.op === 'copy') {
-      const out = await copyFileTo(job.path, job.targets, {
+      const keep = keepBuffer(job.bufferSize);
+      const out = await copyAndCheck(job.path, job.targets, {
         size: job.size,
         mtimeMs: job.mtimeMs,
         bufferSize: job.bufferSize,
-        buffers: scratchBuffers(job.bufferSize),
+        keep,
+        // A file too large to keep is read into the start of the same room, two buffers in turn.
+        buffers: [keep.subarray(0, job.bufferSize), keep.subarray(job.bufferSize, 2 * job.bufferSize)],
+        readBuffers: scratchBuffers(job.bufferSize),
         direct: true,
         stopped: () => Atomics.load(job.flag, 0) !== 0,
         onBytes: (bytes) => post({ id, bytes }),
       });
       post(
-        out === null ? { id, aborted: true } : { id, md5: out.md5, sha1: out.sha1, copyErrors: out.errors },
+        out === null
+          ? { id, aborted: true }
+          : { id, md5: out.md5, copyErrors: out.errors, checks: out.checks },
       );
-    } else if (job.op === 'readback') {
-      const { sha1, readBack } = await readBackDigest(job.path, {
-        bufferSize: job.bufferSize,
-        buffers: scratchBuffers(job.bufferSize),
-      });
-      post({ id, sha1, readBack });
     } else {
       // A buffer of its own (never a slice of Node's pool), not zero-filled:
       // its memory is handed over to the caller without a copy.
