@@ -590,7 +590,11 @@ function figures(res) {
       device,
       cache,
       uplink_kibps: uplinkKiBps,
-      agent: { ...runFigures(runs.agent, bytes, files), threads: threadFigures(runs.agent) },
+      agent: {
+        ...runFigures(runs.agent, bytes, files),
+        threads: threadFigures(runs.agent),
+        wait_for_cpu_s: pick(runs.agent, (r) => r.waitForCpuS ?? NaN),
+      },
       cp: runFigures(runs.cp, bytes, files),
       rclone: runFigures(runs.rclone, bytes, files),
       plain_agent: runFigures(runs.plain_agent, bytes, files),
@@ -848,7 +852,8 @@ function offloadText(o) {
       `page cache ${o.cache === 'cold' ? 'dropped' : 'NOT dropped (not root)'} before every run of every tool, destinations emptied. ` +
       `The agent is timed from its start to its \`local-verdict\` line, with the upload going on from the copies over a ${o.uplink_kibps / 1024} MiB/s uplink (its bandwidth limit), then killed.`,
     `Agent during the copy phase: ${fmt(o.agent.tool_cores)} cores (CPU s / wall s); CPU s by thread: main ${fmt(th.MainThread)}, ` +
-      `copy/hash workers ${fmt(th.WorkerThread)}, libuv pool ${fmt(th['libuv-worker'])}, V8 helpers ${fmt(th.V8Worker)}, other ${fmt(th.other)}.`,
+      `copy/hash workers ${fmt(th.WorkerThread)}, libuv pool ${fmt(th['libuv-worker'])}, V8 helpers ${fmt(th.V8Worker)}, other ${fmt(th.other)}; ` +
+      `its threads waited ${fmt(o.agent.wait_for_cpu_s)} s in all for a core (runnable, another process on it: the shared machine).`,
   ];
   const p = o.proof;
   if (p)

@@ -248,6 +248,7 @@ async function runToVerdict(h, root, dests, cardRead) {
         svcCpuS: m.svcCpuS,
         ioReadBytes: m.ioReadBytes,
         threads: m.threads,
+        waitForCpuS: m.waitForCpuS,
         mark: m,
         verdict,
         error,

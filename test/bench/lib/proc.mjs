@@ -74,6 +74,27 @@ export function threadCpu(pid) {
   return out;
 }
 
+/**
+ * Seconds the threads of a live process spent runnable but waiting for a
+ * core (/proc/<pid>/task/<tid>/schedstat, second field): on a shared machine,
+ * the CPU other work took from it.
+ */
+export function waitForCpuS(pid) {
+  let total = 0;
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    return null;
+  }
+  return total;
+}
+
 /** Keeps the last `max` characters of a stream. */
 function tail(max) {
   let text = '';
@@ -96,7 +117,7 @@ function tail(max) {
  * as `mark` and it is killed; `onMark` is called at that moment, before the
  * kill, for figures of the caller's own).
  * Resolves { code, wallS, cpuS, peakRssMiB, svcCpuS, mark, stdoutTail, stderrTail };
- * mark: { wallS, cpuS, peakRssMiB, ioReadBytes, threads, svcCpuS } or null.
+ * mark: { wallS, cpuS, peakRssMiB, ioReadBytes, threads, waitForCpuS, svcCpuS } or null.
  */
 export function measure(cmd, args, opts = {}) {
   return new Promise((resolve, reject) => {
@@ -121,6 +142,7 @@ export function measure(cmd, args, opts = {}) {
         peakRssMiB: peakRssMiB(child.pid),
         ioReadBytes: ioReadBytes(child.pid),
         threads: threadCpu(child.pid),
+        waitForCpuS: waitForCpuS(child.pid),
         svcCpuS: opts.svcPid && svc0 !== null ? cpuSeconds(opts.svcPid) - svc0 : null,
         ...opts.onMark?.(),
       };
