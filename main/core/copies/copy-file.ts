@@ -1,24 +1,16 @@
 /**
  * One card file to every destination: read once (the same read feeds the
- * MD5 and every copy), each copy written under a temporary name (past the
- * OS's cache where it allows), flushed to disk, given the card file's time
- * and renamed into place; then each copy is read back from the disk
- * (O_DIRECT on Linux; through the OS's cache where the system refuses that,
- * and the record says so) and compared with the card file as read: its bytes
- * when they were kept (files up to KEEP_BYTES), else their SHA-1. A
- * destination that fails stops with its reason; the others go on.
+ * MD5 and every copy), each copy written under a temporary name, flushed to
+ * disk, given the card file's time and renamed into place; then each copy is
+ * read back from the disk (O_DIRECT on Linux; through the OS's cache where
+ * the system refuses that, and the record says so) and its MD5 compared with
+ * the card's. A destination that fails stops with its reason; the others go on.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { DmsError } from '../errors.js';
-import {
-  copyAndCheck,
-  pageAlignedBuffers,
-  SourceChangedSignal,
-  type CopyCheck,
-  type CopyTarget,
-} from '../hash/hash-worker.js';
-import { copyInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
+import { copyFileTo, readBackMd5, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
+import { copyInWorker, readBackInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
 import type { CopyRecord, Destination } from '../queue/copies.js';
 import { destinationProblem } from './destinations.js';
 
@@ -49,9 +41,51 @@ export interface CopyResult {
 const stopped = (reason: unknown) => () =>
   reason instanceof Error ? reason : new DmsError('cancelled', 'The copy was stopped.');
 
-type CopyChecked = { md5: string; errors: Array<unknown>; checks: Array<CopyCheck | null> };
+type Fail = (i: number, err: unknown, stops: boolean) => void;
 
-/** The copy and its read-backs (worker or this thread), then a record per destination. */
+/**
+ * Each copy written, read back from the disk and compared with the card's
+ * MD5: verified (its size and time as it now is on the disk), or failed.
+ */
+export async function readBack(
+  job: Pick<CopyJob, 'targets' | 'size'>,
+  md5: string,
+  written: ReadonlyArray<{ i: number; final: string }>,
+  records: Array<CopyRecord | null>,
+  fail: Fail,
+): Promise<void> {
+  for (const { i, final } of written) {
+    const dest = job.targets[i] as CopyJob['targets'][number];
+    try {
+      const back = useHashWorkers(job.size)
+        ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
+            if (err instanceof WorkersUnavailable) return readBackMd5(final, BUFFER);
+            throw err;
+          })
+        : readBackMd5(final, BUFFER);
+      const st = fs.statSync(final);
+      if (back.md5 !== md5 || st.size !== job.size) {
+        fail(i, null, false);
+        continue;
+      }
+      records[i] = {
+        destinationId: dest.destination.id,
+        path: final,
+        state: 'verified',
+        md5,
+        copySize: st.size,
+        copyMtimeMs: Math.trunc(st.mtimeMs),
+        readBack: back.readBack,
+        at: Date.now(),
+        error: null,
+      };
+    } catch (err) {
+      fail(i, err, true);
+    }
+  }
+}
+
+/** The copy (worker or this thread), then the read-back of each copy. */
 export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   const at = Date.now();
   const records: Array<CopyRecord | null> = job.targets.map(() => null);
@@ -91,21 +125,22 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
     }
   });
   const expected = { size: job.size, mtimeMs: job.mtimeMs };
-  let out: CopyChecked;
+  let md5: string;
+  let errors: Array<unknown>;
   try {
     if (useHashWorkers(job.size)) {
       try {
-        out = await copyInWorker(job.source, targets, expected, {
+        ({ md5, errors } = await copyInWorker(job.source, targets, expected, {
           bufferSize: BUFFER,
           ...(job.signal ? { signal: job.signal } : {}),
           ...(job.onBytes ? { onBytes: job.onBytes } : {}),
           abortReason: stopped(job.signal?.reason),
-        });
+        }));
       } catch (err) {
         if (!(err instanceof WorkersUnavailable)) throw err;
-        out = await copyHere(job, targets);
+        ({ md5, errors } = await copyHere(job, targets));
       }
-    } else out = await copyHere(job, targets);
+    } else ({ md5, errors } = await copyHere(job, targets));
   } catch (err) {
     if (err instanceof SourceChangedSignal)
       throw new DmsError(
@@ -114,50 +149,26 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
       );
     throw err;
   }
-  targets.forEach((t, k) => {
-    const i = index[k] as number;
-    const err = out.errors[k];
-    const check = out.checks[k];
-    if (err) return fail(i, err, true);
-    if (!check?.same) return fail(i, null, false);
-    try {
-      const st = fs.statSync(t.final);
-      if (st.size !== job.size) return fail(i, null, false);
-      records[i] = {
-        destinationId: (job.targets[i] as CopyJob['targets'][number]).destination.id,
-        path: t.final,
-        state: 'verified',
-        md5: out.md5,
-        copySize: st.size,
-        copyMtimeMs: Math.trunc(st.mtimeMs),
-        readBack: check.readBack,
-        at: Date.now(),
-        error: null,
-      };
-    } catch (e) {
-      fail(i, e, true);
-    }
-  });
-  return { md5: out.md5, records: records as CopyRecord[], stopped: halt };
+  for (const [k, err] of errors.entries()) if (err) fail(index[k] as number, err, true);
+  const written = targets.flatMap((t, k) =>
+    records[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
+  );
+  await readBack(job, md5, written, records, fail);
+  return { md5, records: records as CopyRecord[], stopped: halt };
 }
 
-/** This thread's read-back buffers (page-aligned, for O_DIRECT) not in use: one pair per copy at a time. */
-const spareBuffers: Array<[Buffer, Buffer]> = [];
-
-/** The same copy and read-backs on this thread (small files, or no worker). */
-async function copyHere(job: CopyJob, targets: CopyTarget[]): Promise<CopyChecked> {
-  const bufferSize = Math.min(BUFFER, Math.max(64 * 1024, job.size));
-  const readBuffers = spareBuffers.pop() ?? pageAlignedBuffers(BUFFER);
-  const out = await copyAndCheck(job.source, targets, {
+/** The same copy on this thread (small files, or no worker). */
+async function copyHere(
+  job: CopyJob,
+  targets: CopyTarget[],
+): Promise<{ md5: string; errors: Array<unknown> }> {
+  const out = await copyFileTo(job.source, targets, {
     size: job.size,
     mtimeMs: job.mtimeMs,
-    bufferSize,
-    // Small files: kept whole, their copies compared with them.
-    ...(job.size <= bufferSize ? { keep: Buffer.allocUnsafe(2 * bufferSize) } : {}),
-    readBuffers,
+    bufferSize: Math.min(BUFFER, Math.max(64 * 1024, job.size)),
     stopped: () => job.signal?.aborted === true,
     ...(job.onBytes ? { onBytes: job.onBytes } : {}),
-  }).finally(() => spareBuffers.push(readBuffers));
+  });
   if (out === null) throw stopped(job.signal?.reason)();
-  return out;
+  return { md5: out.md5, errors: out.errors };
 }

@@ -14,15 +14,17 @@ import { createHash } from 'node:crypto';
 import {
   closeSync,
   constants,
+  fdatasyncSync,
+  fstatSync,
   fsyncSync,
-  ftruncateSync,
   openSync,
+  readSync,
   renameSync,
   unlinkSync,
   utimesSync,
-  write,
+  writeSync,
 } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -139,190 +141,33 @@ export interface CopyTarget {
 export interface CopyOutcome {
   /** MD5 of the bytes read from the source, lowercase hex. */
   md5: string;
-  /**
-   * What each copy read back is compared with: the card's bytes themselves,
-   * kept whole in `keep` (a file that fits), else their SHA-1 (see CHECK).
-   */
-  expected: Expected;
   /** Per target, in order: null when written, flushed and renamed, else what went wrong. */
   errors: Array<ErrorInfo | null>;
 }
 
-/** The card file as read: its bytes (kept whole), or their SHA-1 in lowercase hex. */
-export type Expected = { bytes: Buffer } | { sha1: string };
-
-/** What copyFileTo needs beyond a hash: the version of the source expected, and how to write. */
-export interface CopyFileOptions extends HashFileOptions {
-  size: number;
-  mtimeMs: number;
-  /**
-   * `buffers` (and `keep`) are page-aligned (pageAlignedBuffers): each copy
-   * is then written straight to the disk (O_DIRECT) where its file system
-   * allows it.
-   */
-  direct?: boolean;
-  /**
-   * Room (a multiple of `bufferSize`) for a whole file: one shorter is read
-   * into it and kept there, so that its copies are compared with the card's
-   * bytes themselves, not with a digest that must be computed twice more.
-   */
-  keep?: Buffer;
-}
-
-/** Reads and writes that bypass the cache are multiples of this, from memory aligned to it: what O_DIRECT asks. */
-const ALIGN = 4096;
-const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
-
-/**
- * The digest a copy that is not kept whole is compared with, computed in the
- * same read of the card as its MD5. SHA-1: 160 bits, never slower than MD5,
- * and more than twice as fast where the CPU has SHA instructions (x86 since
- * 2017-2019, Apple silicon); read-backs hashed with MD5 were most of a card's
- * offload CPU (benchmark scenario 6). ASC MHL knows it too.
- */
-export const CHECK = 'sha1';
-
-// What this file uses of WebAssembly (its types come with the DOM library, which the build leaves out).
-const Wasm = (
-  globalThis as unknown as {
-    WebAssembly: { Memory: new (d: { initial: number; maximum: number }) => { buffer: ArrayBuffer } };
-  }
-).WebAssembly;
-
-/**
- * Buffers of the given sizes (multiples of ALIGN) at page-aligned addresses,
- * as O_DIRECT needs: JavaScript cannot ask for an address, but a WebAssembly
- * memory is made of whole pages from the system's page allocator.
- */
-export function pageAligned(...sizes: number[]): Buffer[] {
-  const total = sizes.reduce((n, x) => n + x, 0);
-  const pages = Math.max(1, Math.ceil(total / 65536));
-  const mem = new Wasm.Memory({ initial: pages, maximum: pages });
-  let at = 0;
-  return sizes.map((x) => {
-    const b = Buffer.from(mem.buffer, at, x);
-    at += x;
-    return b;
-  });
-}
-
-/** Two page-aligned buffers of `size` bytes. */
-export function pageAlignedBuffers(size: number): [Buffer, Buffer] {
-  return pageAligned(size, size) as [Buffer, Buffer];
-}
-
-/**
- * Reads until `buf` is full or the file ends (at `at`, else from the current
- * position): a short result means the end of the file.
- */
-async function readFull(fh: FileHandle, buf: Buffer, at: number | null = null): Promise<number> {
-  let done = 0;
-  while (done < buf.length) {
-    const { bytesRead } = await fh.read(buf, done, buf.length - done, at === null ? null : at + done);
-    if (bytesRead === 0) break;
-    done += bytesRead;
-  }
-  return done;
-}
-
-/**
- * One copy being written: straight to the disk (O_DIRECT) while its file
- * system takes it, else through the cache. Writing past the cache matters:
- * on Linux, filling the cache with the copies and flushing them cost more
- * CPU than hashing them (benchmark scenario 6), and nothing reads them soon.
- * Writes run in the thread pool, while the caller hashes the same chunk.
- */
-class CopyWriter {
-  fd: number;
-  direct = false;
-  private readonly path: string;
-  private pos = 0;
-  private padded = false;
-
-  // No parameter properties: Node runs this file with its types stripped (tests), and strips no more.
-  constructor(path: string, direct: boolean) {
-    this.path = path;
-    if (direct && O_DIRECT !== undefined) {
-      try {
-        this.fd = openSync(
-          path,
-          constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | O_DIRECT,
-          0o644,
-        );
-        this.direct = true;
-        return;
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'EINVAL') throw err;
-      }
-    }
-    this.fd = openSync(path, 'w', 0o644);
-  }
-
-  /**
-   * `chunk` is the start of `room`; a direct write of the last, short chunk
-   * writes whole blocks from `room` (the end cut off by finish()).
-   */
-  async write(chunk: Buffer, room: Buffer): Promise<void> {
-    if (this.direct) {
-      const len = Math.min(room.length, Math.ceil(chunk.length / ALIGN) * ALIGN);
-      try {
-        await writeAll(this.fd, room.subarray(0, len), this.pos);
-        this.padded = len !== chunk.length;
-        this.pos += chunk.length;
-        return;
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'EINVAL') throw err;
-        // Opened O_DIRECT but its writes refused (some FUSE and network file systems): through the cache.
-        closeSync(this.fd);
-        this.fd = openSync(this.path, 'r+');
-        ftruncateSync(this.fd, this.pos);
-        this.direct = false;
-      }
-    }
-    await writeAll(this.fd, chunk, this.pos);
-    this.pos += chunk.length;
-  }
-
-  /** The file its exact size, flushed to the disk (data, size, and the drive's own cache). */
-  finish(): void {
-    if (this.padded) ftruncateSync(this.fd, this.pos);
-    fsyncSync(this.fd);
-  }
-}
-
-async function writeAll(fd: number, buf: Buffer, at: number): Promise<void> {
-  let done = 0;
-  while (done < buf.length) {
-    done += await new Promise<number>((resolve, reject) => {
-      write(fd, buf, done, buf.length - done, at + done, (err, n) => (err ? reject(err) : resolve(n)));
-    });
-  }
-}
-
 /**
  * Reads `source` once and writes every chunk to each target: the same read
- * feeds the MD5, what the copies are checked with, and every copy. Each
- * target is flushed to disk (fsync), given the source's modification time,
- * renamed into place and its folder flushed. A target that fails (disk full,
- * unplugged, read-only) is dropped with its reason; the others go on.
- * SourceChangedSignal when the source is not the version expected (size,
- * mtime) before or after the read. null when stopped.
+ * feeds the MD5 and every copy. Each target is flushed to disk (fsync), given
+ * the source's modification time, renamed into place and its folder flushed.
+ * A target that fails (disk full, unplugged, read-only) is dropped with its
+ * reason; the others go on. SourceChangedSignal when the source is not the
+ * version expected (size, mtime) before or after the read. null when stopped.
  */
 export async function copyFileTo(
   source: string,
   targets: readonly CopyTarget[],
-  opts: CopyFileOptions,
+  opts: HashFileOptions & { size: number; mtimeMs: number },
 ): Promise<CopyOutcome | null> {
   const fh = await open(source, 'r');
   const errors: Array<ErrorInfo | null> = targets.map(() => null);
-  const writers: Array<CopyWriter | null> = targets.map(() => null);
+  const fds: Array<number | null> = targets.map(() => null);
   const drop = (i: number, err: unknown): void => {
     errors[i] = errorInfo(err);
-    const w = writers[i];
-    writers[i] = null;
-    if (w) {
+    const fd = fds[i];
+    fds[i] = null;
+    if (fd !== null && fd !== undefined) {
       try {
-        closeSync(w.fd);
+        closeSync(fd);
       } catch {
         // closing a descriptor of a gone disk may fail too: the error above says why
       }
@@ -333,78 +178,64 @@ export async function copyFileTo(
       // nothing left behind to remove, or the disk is gone
     }
   };
-  let pending: Promise<number> | undefined;
+  let pending: Promise<{ bytesRead: number }> | undefined;
   try {
     const same = (st: { size: number; mtimeMs: number }) =>
       st.size === opts.size && Math.trunc(st.mtimeMs) === Math.trunc(opts.mtimeMs);
     if (!same(await fh.stat())) throw new SourceChangedSignal();
-    const size = opts.bufferSize;
-    // Room to spare: the read that finds the end of a file needs a buffer too.
-    const keep =
-      opts.keep && opts.keep.length > opts.size && opts.keep.length % size === 0 ? opts.keep : null;
-    const direct =
-      opts.direct === true && size % ALIGN === 0 && (keep !== null || opts.buffers !== undefined);
     targets.forEach((t, i) => {
       try {
-        writers[i] = new CopyWriter(t.temp, direct);
+        fds[i] = openSync(t.temp, 'w', 0o644);
       } catch (err) {
         drop(i, err);
       }
     });
-    // A kept file is read chunk after chunk into its room; another into two buffers in turn.
-    const room = (k: number): Buffer => {
-      if (keep === null) return (k % 2 ? opts.buffers?.[1] : opts.buffers?.[0]) ?? Buffer.allocUnsafe(size);
-      // Longer than its size said: it changed (the check after the read says so).
-      if ((k + 1) * size > keep.length) throw new SourceChangedSignal();
-      return keep.subarray(k * size, (k + 1) * size);
-    };
-    const spares = keep === null ? [room(0), room(1)] : [];
-    const bufferOf = (k: number): Buffer => (keep === null ? (spares[k % 2] as Buffer) : room(k));
+    let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
+    let spare: Buffer | undefined = opts.buffers?.[1];
     const hash = createHash('md5');
-    const check = keep === null ? createHash(CHECK) : null;
-    const readInto = (buf: Buffer): Promise<number> => {
-      const p = readFull(fh, buf);
+    const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
+      const p = fh.read(buf, 0, buf.length, null);
       p.catch(() => undefined);
       pending = p;
       return p;
     };
-    let total = 0;
-    let k = 0;
-    let current = bufferOf(0);
     let next = readInto(current);
     for (;;) {
       if (opts.stopped()) return null;
-      const bytesRead = await next;
+      const { bytesRead } = await next;
       pending = undefined;
       if (bytesRead === 0) break;
       const chunk = current.subarray(0, bytesRead);
-      // A buffer read short is the end of the file; else the next read runs (in
-      // the thread pool) while this chunk is hashed and written here.
-      const last = bytesRead < current.length;
-      const other = last ? current : bufferOf(k + 1);
-      if (!last) next = readInto(other);
-      // The copies are written (thread pool) while the chunk is hashed here.
-      const writes = writers.flatMap((w, i) =>
-        w === null ? [] : [w.write(chunk, current).catch((err: unknown) => drop(i, err))],
-      );
+      // The next read runs (in the thread pool) while this chunk is hashed and written here.
+      const other: Buffer =
+        bytesRead === current.length ? (spare ??= Buffer.allocUnsafe(current.length)) : current;
+      if (other !== current) next = readInto(other);
       hash.update(chunk);
-      check?.update(chunk);
-      await Promise.all(writes);
-      total += bytesRead;
+      fds.forEach((fd, i) => {
+        if (fd === null) return;
+        try {
+          let done = 0;
+          while (done < chunk.length) done += writeSync(fd, chunk, done, chunk.length - done);
+        } catch (err) {
+          drop(i, err);
+        }
+      });
+      if (other === current) next = readInto(current);
+      else {
+        spare = current;
+        current = other;
+      }
       opts.onBytes?.(bytesRead);
-      if (last) break;
-      current = other;
-      k++;
     }
     if (!same(await fh.stat())) throw new SourceChangedSignal();
     const seconds = opts.mtimeMs / 1000;
-    writers.forEach((w, i) => {
-      if (w === null) return;
+    fds.forEach((fd, i) => {
+      if (fd === null) return;
       const t = targets[i] as CopyTarget;
       try {
-        w.finish();
-        closeSync(w.fd);
-        writers[i] = null;
+        fsyncSync(fd);
+        closeSync(fd);
+        fds[i] = null;
         utimesSync(t.temp, seconds, seconds);
         renameSync(t.temp, t.final);
         // The rename itself on disk: the folder's entry flushed too.
@@ -418,17 +249,13 @@ export async function copyFileTo(
         drop(i, err);
       }
     });
-    if (opts.stopped()) return null;
-    const expected: Expected = check
-      ? { sha1: check.digest('hex') }
-      : { bytes: (keep as Buffer).subarray(0, total) };
-    return { md5: hash.digest('hex'), expected, errors };
+    return opts.stopped() ? null : { md5: hash.digest('hex'), errors };
   } finally {
     await pending?.catch(() => undefined);
     await fh.close().catch(() => undefined);
     // Stopped or failed half-way: no partial copy stays behind.
-    writers.forEach((w, i) => {
-      if (w !== null) drop(i, new Error('stopped'));
+    fds.forEach((fd, i) => {
+      if (fd !== null) drop(i, new Error('stopped'));
     });
   }
 }
@@ -436,120 +263,79 @@ export async function copyFileTo(
 /** How a copy was read back: from the disk itself (O_DIRECT), or through the OS's cache. */
 export type ReadBack = 'direct' | 'cache';
 
+/** Reads are a multiple of this, into memory aligned to it: what O_DIRECT asks. */
+const ALIGN = 4096;
+let aligned: Buffer | undefined;
+
 /**
- * A copy read back from the disk, not from the page cache, and compared with
- * the card file as read (its bytes, or their SHA-1): on Linux with O_DIRECT
- * (the kernel writes out any cached pages first, then reads the device);
- * where the system or file system refuses it (macOS, Windows, tmpfs) through
- * the cache after fdatasync, and it says which. The next read runs while this
- * one is compared; `buffers`: two page-aligned buffers the caller reuses (a
- * worker), else its own.
+ * A buffer of `size` bytes (a multiple of ALIGN) whose address is a multiple
+ * of ALIGN. JavaScript cannot ask for an address, so a larger buffer is
+ * probed: the first offset at which an O_DIRECT read of `fd` succeeds.
  */
-export async function verifyCopy(
-  path: string,
-  expected: Expected,
-  opts: { bufferSize: number; buffers?: [Buffer, Buffer] },
-): Promise<{ same: boolean; readBack: ReadBack }> {
-  const size = Math.max(ALIGN, Math.floor(opts.bufferSize / ALIGN) * ALIGN);
-  let fh: FileHandle | undefined;
-  let direct = false;
-  if (O_DIRECT !== undefined) {
+function alignedBuffer(fd: number, size: number): Buffer | null {
+  if (aligned && aligned.length >= size) return aligned.subarray(0, size);
+  const big = Buffer.allocUnsafeSlow(size + ALIGN);
+  for (let off = 0; off < ALIGN; off += 16) {
     try {
-      fh = await open(path, constants.O_RDONLY | O_DIRECT);
-      direct = true;
+      readSync(fd, big, off, ALIGN, 0);
+      aligned = big.subarray(off, off + size);
+      return aligned;
     } catch (err) {
       if ((err as { code?: string }).code !== 'EINVAL') throw err;
     }
   }
-  fh ??= await open(path, 'r');
-  let pending: Promise<number> | undefined;
-  try {
-    const [a, b] = opts.buffers ?? pageAlignedBuffers(size);
-    let current = a.subarray(0, size);
-    let spare = b.subarray(0, size);
-    if (direct) {
-      try {
-        // O_DIRECT taken at open; the file system refuses its reads in some cases (EINVAL): through the cache.
-        await fh.read(current, 0, ALIGN, 0);
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'EINVAL') throw err;
-        await fh.close();
-        fh = await open(path, 'r');
-        direct = false;
-      }
-    }
-    if (!direct) await fh.datasync();
-    const file = fh;
-    const readBack: ReadBack = direct ? 'direct' : 'cache';
-    const bytes = 'bytes' in expected ? expected.bytes : null;
-    const hash = bytes === null ? createHash(CHECK) : null;
-    const readAt = (buf: Buffer, at: number): Promise<number> => {
-      const p = readFull(file, buf, at);
-      p.catch(() => undefined);
-      pending = p;
-      return p;
-    };
-    let pos = 0;
-    let next = readAt(current, 0);
-    for (;;) {
-      const n = await next;
-      pending = undefined;
-      if (n === 0) break;
-      const chunk = current.subarray(0, n);
-      // A short read is the end (O_DIRECT reads whole blocks until the last one).
-      if (n === current.length) next = readAt(spare, pos + n);
-      if (bytes !== null && !chunk.equals(bytes.subarray(pos, pos + n))) return { same: false, readBack };
-      hash?.update(chunk);
-      pos += n;
-      if (n < current.length) break;
-      [current, spare] = [spare, current];
-    }
-    const same =
-      bytes !== null ? pos === bytes.length : hash?.digest('hex') === (expected as { sha1: string }).sha1;
-    return { same, readBack };
-  } finally {
-    await pending?.catch(() => undefined);
-    await fh.close().catch(() => undefined);
-  }
-}
-
-/** One copy checked after it was written: how it was read back, and whether it is the card's. */
-export interface CopyCheck {
-  same: boolean;
-  readBack: ReadBack;
+  return null;
 }
 
 /**
- * copyFileTo, then each copy written read back (verifyCopy), one after the
- * other with the same two buffers. A read-back that fails (the disk gone)
- * is that target's error. null when stopped.
+ * MD5 of a file read back from the disk, not from the page cache: on Linux
+ * with O_DIRECT (the kernel writes out any cached pages first, then reads the
+ * device); where the system or file system refuses it (macOS, Windows, tmpfs)
+ * through the cache after fdatasync, and it says which.
  */
-export async function copyAndCheck(
-  source: string,
-  targets: readonly CopyTarget[],
-  opts: CopyFileOptions & { readBuffers?: [Buffer, Buffer] },
-): Promise<{ md5: string; errors: Array<ErrorInfo | null>; checks: Array<CopyCheck | null> } | null> {
-  const out = await copyFileTo(source, targets, opts);
-  if (out === null) return null;
-  const checks: Array<CopyCheck | null> = [];
-  for (const [i, t] of targets.entries()) {
-    if (out.errors[i] !== null) {
-      checks.push(null);
-      continue;
-    }
-    try {
-      checks.push(
-        await verifyCopy(t.final, out.expected, {
-          bufferSize: opts.bufferSize,
-          ...(opts.readBuffers ? { buffers: opts.readBuffers } : {}),
-        }),
-      );
-    } catch (err) {
-      out.errors[i] = errorInfo(err);
-      checks.push(null);
-    }
+export function readBackMd5(path: string, bufferSize: number): { md5: string; readBack: ReadBack } {
+  const size = Math.max(ALIGN, Math.floor(bufferSize / ALIGN) * ALIGN);
+  let fd: number;
+  let direct = false;
+  const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
+  try {
+    if (O_DIRECT === undefined) throw Object.assign(new Error('no O_DIRECT'), { code: 'EINVAL' });
+    fd = openSync(path, constants.O_RDONLY | O_DIRECT);
+    direct = true;
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EINVAL') throw err;
+    fd = openSync(path, 'r');
   }
-  return { md5: out.md5, errors: out.errors, checks };
+  try {
+    let buf: Buffer | null = null;
+    if (direct && fstatSync(fd).size > 0) {
+      try {
+        buf = alignedBuffer(fd, size);
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+      }
+      if (buf === null) {
+        // The file system takes O_DIRECT at open but not for reads: through the cache.
+        closeSync(fd);
+        fd = openSync(path, 'r');
+        direct = false;
+      }
+    }
+    if (!direct) fdatasyncSync(fd);
+    buf ??= scratchBuffers(size)[0];
+    const hash = createHash('md5');
+    let pos = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, pos);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      pos += n;
+      if (direct && n < buf.length) break; // the end: O_DIRECT reads whole blocks until the last one
+    }
+    return { md5: hash.digest('hex'), readBack: direct ? 'direct' : 'cache' };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 // ---------- the worker's side of the messages (workers.ts is the other) ----------
@@ -569,7 +355,8 @@ export type Job =
       mtimeMs: number;
       bufferSize: number;
       flag: Int32Array;
-    };
+    }
+  | { op: 'readback'; id: number; path: string; bufferSize: number };
 
 export interface ErrorInfo {
   message: string;
@@ -589,9 +376,10 @@ export interface Reply {
   changed?: boolean;
   aborted?: boolean;
   error?: ErrorInfo;
-  /** A copy job: what happened to each target, and how each written copy read back. */
+  /** A copy job: what happened to each target. */
   copyErrors?: Array<ErrorInfo | null>;
-  checks?: Array<CopyCheck | null>;
+  /** A read-back job: how the copy was read. */
+  readBack?: ReadBack;
 }
 
 function errorInfo(e: unknown): ErrorInfo {
@@ -614,25 +402,9 @@ function errorInfo(e: unknown): ErrorInfo {
 let scratch: [Buffer, Buffer] | undefined;
 
 function scratchBuffers(size: number): [Buffer, Buffer] {
-  // Page-aligned, so that a copy job can read its copies back past the cache.
-  if (!scratch || scratch[0].length < size) scratch = pageAlignedBuffers(Math.ceil(size / ALIGN) * ALIGN);
+  if (!scratch || scratch[0].length < size)
+    scratch = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
   return [scratch[0].subarray(0, size), scratch[1].subarray(0, size)];
-}
-
-/**
- * A file up to this size is kept whole in a copy worker while it is copied,
- * and its copies compared with its bytes (photos, RTK files, SRTs); a larger
- * one (videos) with its SHA-1. 16 MiB: a 45 MP photo.
- */
-export const KEEP_BYTES = 16 * 1024 * 1024;
-
-/** This copy worker's room for a kept file (page-aligned), reused from one file to the next. */
-let keepRoom: Buffer | undefined;
-
-function keepBuffer(bufferSize: number): Buffer {
-  const size = Math.max(2, Math.ceil(KEEP_BYTES / bufferSize)) * bufferSize;
-  if (!keepRoom || keepRoom.length < size) [keepRoom] = pageAligned(size) as [Buffer];
-  return keepRoom.subarray(0, size);
 }
 
 async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => void): Promise<void> {
@@ -648,24 +420,18 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
       });
       post(md5 === null ? { id, aborted: true } : { id, md5 });
     } else if (job.op === 'copy') {
-      const keep = keepBuffer(job.bufferSize);
-      const out = await copyAndCheck(job.path, job.targets, {
+      const out = await copyFileTo(job.path, job.targets, {
         size: job.size,
         mtimeMs: job.mtimeMs,
         bufferSize: job.bufferSize,
-        keep,
-        // A file too large to keep is read into the start of the same room, two buffers in turn.
-        buffers: [keep.subarray(0, job.bufferSize), keep.subarray(job.bufferSize, 2 * job.bufferSize)],
-        readBuffers: scratchBuffers(job.bufferSize),
-        direct: true,
+        buffers: scratchBuffers(job.bufferSize),
         stopped: () => Atomics.load(job.flag, 0) !== 0,
         onBytes: (bytes) => post({ id, bytes }),
       });
-      post(
-        out === null
-          ? { id, aborted: true }
-          : { id, md5: out.md5, copyErrors: out.errors, checks: out.checks },
-      );
+      post(out === null ? { id, aborted: true } : { id, md5: out.md5, copyErrors: out.errors });
+    } else if (job.op === 'readback') {
+      const { md5, readBack } = readBackMd5(job.path, job.bufferSize);
+      post({ id, md5, readBack });
     } else {
       // A buffer of its own (never a slice of Node's pool), not zero-filled:
       // its memory is handed over to the caller without a copy.
