@@ -21,7 +21,6 @@ import { fmt, sizeText, summarize, table, verdict } from './lib/report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
-const BIN = path.join(REPO, 'dist', 'main', 'cli', 'bin.js');
 const EXIT_HOOK = pathToFileURL(path.join(HERE, 'exit-stats.mjs')).href;
 
 const { values: opt } = parseArgs({
@@ -35,8 +34,12 @@ const { values: opt } = parseArgs({
     'agent-config': { type: 'string' },
     'agent-node-args': { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'agent-dist': { type: 'string' },
   },
 });
+// Another build of the agent (e.g. main's, copied into a folder of this checkout so that its
+// packages resolve): before/after figures of a change, with the peers in the same run.
+const BIN = path.join(path.resolve(REPO, opt['agent-dist'] ?? 'dist'), 'main', 'cli', 'bin.js');
 const ROUNDS = Math.max(1, Number(opt.rounds ?? (opt.quick ? 1 : 3)));
 const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert,offload').split(',').map((s) => s.trim()));
 const AGENT_CONFIG = opt['agent-config'] ? JSON.parse(opt['agent-config']) : null;
