@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { cardOffload } from '../../core/offload/card.js';
 import { statePaths } from '../../core/paths.js';
+import { WORKING_STATES } from '../../core/queue/states.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
 import { resolveStateDir } from '../context.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
@@ -86,6 +87,9 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     }
     for (const r of problems)
       lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
+    // Files on their way that wait for a reason (the server unreachable...): why, in a line per reason.
+    for (const [reason, n] of waitingReasons(queue))
+      lines.push(`  ${n === 1 ? '1 file waits' : `${n} files wait`}: ${reason}`);
     if (problems.some((r) => r.state === 'failed'))
       lines.push('Fix the cause, then run: drone-media-sync retry --all');
     // Each recent card (or folder): safe to format, or why not.
@@ -107,6 +111,14 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
   } finally {
     opened.close();
   }
+}
+
+/** The last error of files still on their way (retried later), by how many carry it. */
+function waitingReasons(queue: Queue): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const r of queue.list({ states: WORKING_STATES, limit: 100_000 }))
+    if (r.errorMessage) counts.set(r.errorMessage, (counts.get(r.errorMessage) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5);
 }
 
 /** The failed rows a path names: the file itself, or every failed file under a folder (a card). */

@@ -95,6 +95,9 @@ export interface RunOptions {
   maxAttempts?: number;
 }
 
+/** Tries per file in a one-shot run (`sync`) before it is left for the next run. */
+export const ONE_SHOT_TRIES = 4;
+
 /** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
 const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
 
@@ -311,7 +314,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   async run(opts: RunOptions): Promise<void> {
     const signal = opts.signal;
-    const maxAttempts = opts.maxAttempts ?? 4;
+    const maxAttempts = opts.maxAttempts ?? ONE_SHOT_TRIES;
     const limit = opts.mode === 'until-idle' ? maxAttempts : undefined;
     const onAbort = () => this.wake();
     signal?.addEventListener('abort', onAbort);
@@ -323,6 +326,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
+          // A one-shot run whose files have all had their tries ends now, not after the wait.
+          if (opts.mode === 'until-idle' && this.queue.nextWakeAt(limit) === null) break;
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
@@ -439,7 +444,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private async process(start: WorkingRow, signals: readonly AbortSignal[]): Promise<void> {
     // One AbortSignal.any per row (the row, the run, a pause): it showed in
     // profiles of thousands of small files.
-    const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]));
+    const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]), start.id);
     // The row as the store last wrote it: every change goes through `to`.
     let row: WorkingRow = start;
     const to = (change: Change): QueueRow => {
@@ -540,7 +545,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     };
   }
 
-  private context(signal: AbortSignal): StepContext {
+  private context(signal: AbortSignal, id: number): StepContext {
     return {
       place: (row) => this.placeOf(row),
       queue: this.queue,
@@ -550,7 +555,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       config: this.config,
       kept: this.kept,
       onBytes: (n, sent) => {
-        this.progress.moved(n, sent);
+        this.progress.moved(n, sent, id);
         this.emitProgress(false);
       },
     };
@@ -591,7 +596,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private finished(row: QueueRow): void {
     if (row.state !== 'done') return;
     this.status.recovered();
-    this.progress.fileDone(row.size);
+    this.progress.fileDone(row.size, row.id);
     this.emit('file', { ...fileBase(row), outcome: row.outcome });
     // The last file of a batch always reaches the UI, however soon after the previous one.
     this.emitProgress(this.inFlight <= 1);
@@ -625,10 +630,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
       if (d.act === 'reread') return this.reread(row);
       this.queue.apply(row, d.change);
+      this.progress.dropPartial(row.id);
       if (d.offline) this.status.setError(err);
       if (d.report === null) return;
       if (d.report === 'failed') {
-        this.progress.fileFailed();
+        this.progress.fileFailed(row.id);
         this.log.warn({ file: row.relPath, kind: err.kind }, err.message);
       } else this.log.info({ file: row.relPath, kind: err.kind }, err.message);
       this.emit('file', {
