@@ -5,7 +5,7 @@ import { StorageProviderError } from './bucket/types.js';
 import { answerClientError, guardConnections } from './connections.js';
 import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
-import { ThrottledError } from './throttle.js';
+import { ThrottledError } from './client-limits.js';
 import { ApiError, CODES, type Envelope } from './envelope.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerManageRoutes } from './routes/manage.js';
