@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { cardOffload } from '../../core/offload/card.js';
+import { unlabelled } from '../offload-text.js';
 import { statePaths } from '../../core/paths.js';
 import { WORKING_STATES } from '../../core/queue/states.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
@@ -73,6 +74,8 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
               safe: o.verdict.safe,
               message: o.verdict.message,
               reasons: o.verdict.reasons,
+              // With local copies: the card's second verdict (every file copied and read back).
+              local: o.local && { safe: o.local.safe, message: o.local.message, reasons: o.local.reasons },
             };
           }),
       });
@@ -95,7 +98,14 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     // Each recent card (or folder): safe to format, or why not.
     for (const sourceId of queue.recentSources().slice(0, 5)) {
       const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
-      lines.push(o.verdict.message);
+      if (o.local) {
+        // Two verdicts: the card's local copies, then the workspace.
+        lines.push(
+          o.message,
+          `  Local copies: ${unlabelled(o.local.message, o.card.label)}`,
+          `  In the workspace: ${unlabelled(o.verdict.message, o.card.label)}`,
+        );
+      } else lines.push(o.verdict.message);
       for (const f of o.flights.filter((x) => x.incomplete))
         lines.push(
           `  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}`,
