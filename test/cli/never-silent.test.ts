@@ -83,6 +83,34 @@ describe('sync is never silent', () => {
     expect(status.out).toMatch(/files? waits?: Could not reach the server .*refused the connection/);
   }, 120_000);
 
+  it('the next sync, once the server answers, tries every file again: a run that stopped trying leaves nothing stuck', async () => {
+    // The service's data and port first, to know its workspace; then down while the first sync runs.
+    const data = path.join(dir, 'svc-later');
+    let svc: RunningService | null = await startService({ dataDir: data, host: '127.0.0.1', logger: false });
+    const port = Number(new URL(svc.baseUrl).port);
+    const { workspaceId, token } = svc;
+    await svc.close();
+    svc = null;
+    try {
+      const home = path.join(dir, 'home-later');
+      fs.mkdirSync(home);
+      const card = makeCard(path.join(dir, 'card-later'));
+      const args = ['sync', card, '--server', `http://127.0.0.1:${port}`, '--workspace', workspaceId];
+      const first = timedCli(args, { DMS_TOKEN: token }, home);
+      expect((await first.done).code).toBe(1);
+      expect(first.lines.map((l) => l.line).join('\n')).toMatch(/Stopped trying for now/);
+      // The server is back (same data, same port): the crew runs sync again, as the last line said.
+      svc = await startService({ dataDir: data, host: '127.0.0.1', port, logger: false });
+      const again = timedCli(args, { DMS_TOKEN: svc.token }, home);
+      const { code } = await again.done;
+      const shown = again.lines.map((l) => `${l.at} ${l.stream} ${l.line}`).join('\n');
+      expect(code, shown).toBe(0);
+      expect(shown).toMatch(/Done with .*: [1-9]\d* uploaded, .* 0 failed, 0 left for later/);
+    } finally {
+      await svc?.close();
+    }
+  }, 180_000);
+
   it('without a terminal, a slow upload shows plain progress lines, and the bytes move with the upload', async () => {
     let svc: RunningService | null = null;
     try {

@@ -90,7 +90,7 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** 'until-idle' returns when nothing is left to do now; 'forever' keeps waiting for work. */
   mode: 'until-idle' | 'forever';
-  /** until-idle: attempts per file in this run before leaving it for the next run. */
+  /** until-idle: tries per file in this run before leaving it for the next run (which tries it again). */
   maxAttempts?: number;
 }
 
@@ -285,6 +285,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const signal = opts.signal;
     const maxAttempts = opts.maxAttempts ?? ONE_SHOT_TRIES;
     const limit = opts.mode === 'until-idle' ? maxAttempts : undefined;
+    // A one-shot run is the crew's "try again": each file its full count of tries, now.
+    try {
+      if (opts.mode === 'until-idle') this.queue.freshTries();
+    } catch (err) {
+      if (!isQueueFailure(err)) throw err;
+      this.halt(err);
+    }
     const onAbort = () => this.wake();
     signal?.addEventListener('abort', onAbort);
     try {
