@@ -8,6 +8,7 @@ const input = (engine: AppStateInput['engine'], more: Partial<AppStateInput> = {
   engine,
   signedIn: true,
   serverLabel: 'https://media.example',
+  account: { kind: 'server', server: 'https://media.example', workspaceId: 'ws-1', user: 'crew' },
   startError: null,
   failedCount: 0,
   progress: null,

@@ -10,11 +10,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DIST, ROOT, VIEWPORT, openPage, startUi, type Opened, type Ui } from './browser.js';
+import { DIST, openPage, startUi, type Opened, type Ui } from './browser.js';
+import { banner, noHorizontalScroll, shot, SHOTS, tab, text } from './page-helpers.js';
 import { TERMINAL_CONTROLS } from '../support/cli.js';
 import { GOOD_SERVER, TEST_PASSWORD, type DmsTestControl, type Scenario } from './test-bridge.js';
-
-const SHOTS = path.join(ROOT, 'test-results', 'ui');
 
 type TestWindow = { __dmsTest: DmsTestControl };
 
@@ -71,43 +70,12 @@ async function lastRequest(page: Page, channel: string): Promise<Record<string, 
   return list.at(-1)?.request as Record<string, unknown> | undefined;
 }
 
-/** The element's text as rendered, '' when it is not there (does not wait: use inside expect.poll). */
-async function text(page: Page, selector: string): Promise<string> {
-  const el = page.locator(selector).first();
-  if ((await el.count()) === 0) return '';
-  return (await el.innerText()).replace(/\s+/g, ' ').trim();
-}
-
 /** Texts of one column of the waylines table. */
 async function column(page: Page, index: number): Promise<string[]> {
   return page
     .locator(`[data-testid=wl-table] tbody tr td:nth-child(${index})`)
     .evaluateAll((tds) => tds.map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()));
 }
-
-async function noHorizontalScroll(page: Page): Promise<void> {
-  const { scroll, width } = await page.evaluate(() => ({
-    scroll: document.documentElement.scrollWidth,
-    width: document.documentElement.clientWidth,
-  }));
-  expect(scroll, 'page must fit 1366 px without horizontal scrolling').toBeLessThanOrEqual(width);
-}
-
-/** What the crew sees at 1366x768 (`name`), plus the whole scrolled page (`<name>-full.png`). */
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(SHOTS, name) });
-  // A taller window rather than fullPage, so sticky bars sit where they belong.
-  const height = await page.evaluate(() => document.documentElement.scrollHeight);
-  await page.setViewportSize({ width: VIEWPORT.width, height });
-  await page.screenshot({ path: path.join(SHOTS, name.replace(/\.png$/, '-full.png')) });
-  await page.setViewportSize(VIEWPORT);
-}
-
-function tab(page: Page, name: string) {
-  return page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name, exact: false });
-}
-
-const banner = (page: Page) => page.getByTestId('banner');
 
 const byLowerCase = (a: string, b: string): number => (a.toLowerCase() < b.toLowerCase() ? -1 : 1);
 
