@@ -194,7 +194,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       startError: rt ? null : (waiting?.attention() ?? this.startError ?? 'The sync engine is not running.'),
       failedCount: counts?.failed.files ?? 0,
       waitingForCard: counts?.['waiting-for-source'].files ?? 0,
-      synced: (counts?.done.files ?? 0) > 0,
+      hasFiles: counts ? Object.values(counts).some((c) => c.files > 0) : false,
       destinations: rt?.agent.engine.localDestinations.map((d) => d.label) ?? [],
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],

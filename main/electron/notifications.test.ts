@@ -139,7 +139,7 @@ describe('notification policy', () => {
     expect(p.flushDue()).toEqual([]); // not yet
     c.advance(120_000);
     const [n] = p.flushDue();
-    expect(n!.body).toBe('10 files synced (10 B uploaded).');
+    expect(n!.body).toBe('10 files synced (10 bytes uploaded).');
     expect(p.dueAt).toBeNull();
     expect(p.flushDue()).toEqual([]);
   });
@@ -254,7 +254,7 @@ describe('notification policy', () => {
   });
 
   it('formats sizes', () => {
-    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(0)).toBe('0 bytes');
     expect(formatBytes(1536)).toBe('1.5 KB');
     expect(formatBytes(250 * 1024 * 1024)).toBe('250 MB');
     expect(formatBytes(3.4 * 1024 ** 3)).toBe('3.4 GB');

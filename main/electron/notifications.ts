@@ -5,6 +5,7 @@
  * goes idle, and problems that need the user are said once until resolved.
  */
 import type { HaltReason, RunStateName } from '../shared/ipc.js';
+import { formatBytes } from '../shared/sizes.js';
 
 /** What the controller reports (plain data, no secrets). */
 export type Activity =
@@ -46,17 +47,7 @@ interface CardScan {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
-}
+export { formatBytes };
 
 /** "Waypoint1" from "DJI_202209021517_001_Waypoint1" (a manual flight has no name part). */
 function missionOf(folder: string): string {

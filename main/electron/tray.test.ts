@@ -29,7 +29,7 @@ const state = (s: Partial<AppStateView> = {}): AppStateView => ({
   serverLabel: 'the built-in local service',
   signedIn: true,
   account: { kind: 'local', server: null, workspaceId: null, user: null },
-  synced: true,
+  hasFiles: true,
   destinations: [],
   cards: [],
   ...s,

@@ -183,7 +183,7 @@ export interface AppStateInput {
   startError: string | null;
   failedCount: number;
   waitingForCard?: number;
-  synced?: boolean;
+  hasFiles?: boolean;
   destinations?: readonly string[];
   progress: ProgressView | null;
   /** Inserted cards; `files`: counted and waiting for a sign-in (no server chosen yet). */
@@ -226,7 +226,7 @@ export function appStateView(i: AppStateInput): AppStateView {
     serverLabel: i.serverLabel,
     signedIn: i.signedIn,
     account: i.account,
-    synced: i.synced ?? false,
+    hasFiles: i.hasFiles ?? false,
     destinations: [...(i.destinations ?? [])],
     cards: i.cards.map((c) => ({
       id: c.id,

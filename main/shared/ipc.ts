@@ -105,8 +105,8 @@ export interface AppStateView {
   serverLabel: string;
   signedIn: boolean;
   account: AccountView;
-  /** Something was ever synced to the current target (the first-run steps end with the first card). */
-  synced: boolean;
+  /** A card or folder was read for the current target (files recorded): the first-run steps are over. */
+  hasFiles: boolean;
   /** The local destinations in force (labels), copied to before the upload. */
   destinations: string[];
   /** Cards currently inserted. */

@@ -46,18 +46,31 @@ function CardVerdicts({ card, state }: { card: CardView; state: AppStateView }) 
       <p class="card-headline" data-testid="card-headline">
         {h ? visible(h.message) : pendingLine(card, state)}
       </p>
-      <div class="verdicts">
-        <LocalPart card={card} state={state} />
-        <WorkspacePart card={card} state={state} />
-      </div>
+      {/* Nothing to show on either side yet (no copies to make, no verdict): the line above says it all. */}
+      {card.local || card.workspace || state.destinations.length > 0 ? (
+        <div class="verdicts">
+          <LocalPart card={card} state={state} />
+          <WorkspacePart card={card} />
+        </div>
+      ) : null}
     </article>
   );
 }
+
+/** The engine not moving: what the card waits for (its reason is in the banner above). */
+const STILL: Partial<Record<AppStateView['engine'], string>> = {
+  halted: 'Syncing stopped (see above): keep it in.',
+  paused: 'Paused: keep it in, and press Resume to go on.',
+  offline: 'Waiting for the server: keep it in.',
+  'auth-required': 'Waiting for a sign-in: keep it in.',
+};
 
 /** Before the first verdict: what is happening to the card, from the data. */
 function pendingLine(card: CardView, state: AppStateView): string {
   if (card.waitingForSignIn !== null)
     return `${plural(card.waitingForSignIn, 'file')} found on it. Nothing is copied or uploaded until you sign in.`;
+  const still = STILL[state.engine];
+  if (still) return still;
   if (state.destinations.length > 0)
     return `Being copied to ${listOf(state.destinations)}: it can come out once it is locally safe.`;
   return 'Being uploaded: keep it in until it is safe to format.';
@@ -91,11 +104,9 @@ function LocalPart({ card, state }: { card: CardView; state: AppStateView }) {
   const l = card.local;
   if (!l) {
     const text =
-      card.waitingForSignIn !== null
-        ? 'Not copied: nothing is done with a card before you sign in.'
-        : state.destinations.length > 0
-          ? `Being copied to ${listOf(state.destinations)} and read back…`
-          : 'No local copies: add a copy destination in Settings to free a card before its upload is done.';
+      state.destinations.length > 0
+        ? `Being copied to ${listOf(state.destinations)} and read back…`
+        : 'No local copies: add a copy destination in Settings to free a card before its upload is done.';
     return (
       <div class="verdict" data-testid="local-verdict">
         <p class="verdict-title">
@@ -121,7 +132,7 @@ function LocalPart({ card, state }: { card: CardView; state: AppStateView }) {
   );
 }
 
-function WorkspacePart({ card }: { card: CardView; state: AppStateView }) {
+function WorkspacePart({ card }: { card: CardView }) {
   const w = card.workspace;
   if (!w) {
     return (
@@ -129,11 +140,7 @@ function WorkspacePart({ card }: { card: CardView; state: AppStateView }) {
         <p class="verdict-title">
           <span class="verdict-name">In the workspace</span>
         </p>
-        <p class="muted">
-          {card.waitingForSignIn !== null
-            ? 'Not uploaded: sign in first.'
-            : 'Said once the upload of this card is done and checked.'}
-        </p>
+        <p class="muted">Said once the upload of this card is done and checked.</p>
       </div>
     );
   }

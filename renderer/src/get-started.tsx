@@ -2,7 +2,7 @@
  * A new user's first hour: choose the server, sign in, insert a card. Each
  * step says what it is waiting for and leads to where it is done; a step
  * done says with what (the server, who signed in). Shown until the first
- * card is in and nothing was synced yet, from main's data only.
+ * card is in and no card was read yet, from main's data only.
  */
 import { visible } from '../../main/shared/visible.js';
 import type { AppStateView } from '../../main/shared/ipc.js';
@@ -20,7 +20,7 @@ export function firstRunSteps(s: AppStateView): Step[] | null {
   const server = a.kind !== 'none';
   const signedIn = s.signedIn;
   const card = s.cards.length > 0;
-  if (s.synced || (server && signedIn && card)) return null;
+  if (s.hasFiles || (server && signedIn && card)) return null;
   const where =
     a.kind === 'local'
       ? 'The built-in local service on this computer (for trying the app: nothing leaves this computer).'

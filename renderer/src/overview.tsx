@@ -306,7 +306,9 @@ function QueueTable(props: { items: QueueItemView[]; engine: RunStateName }) {
                   />
                 ) : null}
               </td>
-              <td class="problem">{item.error ? visible(item.error.plain) : ''}</td>
+              <td class={item.state === 'failed' ? 'problem' : 'problem problem-wait'}>
+                {item.error ? visible(item.error.plain) : ''}
+              </td>
             </tr>
           ))}
         </tbody>

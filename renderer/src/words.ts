@@ -23,8 +23,10 @@ export function failedTitle(count: number): string {
 export function progressSentence(s: AppStateView): string {
   const p = s.progress;
   const engine = s.engine;
-  if (p.filesTotal === 0)
+  if (p.filesTotal === 0) {
+    if (s.waitingForCard > 0) return `Waiting for the card: ${plural(s.waitingForCard, 'file')}`;
     return engine === 'syncing' ? 'Looking for new files…' : 'Nothing to upload right now.';
+  }
   const total = p.filesTotal.toLocaleString();
   const done = p.filesDone.toLocaleString();
   const left = Math.max(0, p.filesTotal - p.filesDone - p.filesFailed);
@@ -145,7 +147,9 @@ export function banners(s: AppStateView): Banner[] {
       tone: 'warn',
       title: `${plural(s.waitingForCard, 'file')} ${s.waitingForCard === 1 ? 'waits' : 'wait'} for the card`,
       detail:
-        'The card (or folder) was taken out before these were done. Insert it again: they continue where they stopped; nothing is lost.',
+        s.waitingForCard === 1
+          ? 'The card (or folder) was taken out before it was done. Insert it again: it continues where it stopped; nothing is lost.'
+          : 'The card (or folder) was taken out before these were done. Insert it again: they continue where they stopped; nothing is lost.',
       action: null,
     });
   }
