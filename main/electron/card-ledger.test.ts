@@ -66,7 +66,10 @@ describe('a card’s two verdicts, kept from the agent’s events', () => {
       safe: true,
       files: 10,
       verified: 10,
-      destinations: ['SSD', 'T7_BACKUP'],
+      destinations: [
+        { label: 'SSD', verified: 10 },
+        { label: 'T7_BACKUP', verified: 10 },
+      ],
     });
     expect(v.workspace).toMatchObject({
       safe: false,

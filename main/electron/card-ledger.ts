@@ -33,7 +33,7 @@ function localView(o: CardOffload): LocalVerdictView | null {
     reasons: [...l.reasons],
     files: l.counts.files,
     verified: l.counts.everywhere,
-    destinations: l.counts.perDestination.map((d) => d.label),
+    destinations: l.counts.perDestination.map((d) => ({ label: d.label, verified: d.verified })),
   };
 }
 

@@ -189,7 +189,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       signedIn: rt ? canUpload(rt.conn) : false,
       serverLabel:
         rt?.conn.label ??
-        (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'no server yet')),
+        (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'No server chosen yet')),
       account: this.account(),
       startError: rt ? null : (waiting?.attention() ?? this.startError ?? 'The sync engine is not running.'),
       failedCount: counts?.failed.files ?? 0,

@@ -77,7 +77,10 @@ describe('trayView', () => {
       reasons: [],
       files: 1214,
       verified: 1214,
-      destinations: ['SSD', 'T7_BACKUP'],
+      destinations: [
+        { label: 'SSD', verified: 1214 },
+        { label: 'T7_BACKUP', verified: 1214 },
+      ],
     };
     const workspace = {
       safe: false,

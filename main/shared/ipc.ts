@@ -44,8 +44,8 @@ export interface LocalVerdictView extends VerdictView {
   files: number;
   /** Files verified on every destination (the bar: verified / files). */
   verified: number;
-  /** The destinations' labels ("SSD", "T7_BACKUP"). */
-  destinations: string[];
+  /** Each destination ("SSD", "T7_BACKUP") with its files verified there. */
+  destinations: Array<{ label: string; verified: number }>;
 }
 
 /** In the workspace: acknowledged by the server and checked in its bucket. */

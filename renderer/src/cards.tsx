@@ -116,7 +116,13 @@ function LocalPart({ card, state }: { card: CardView; state: AppStateView }) {
       </div>
     );
   }
-  const text = `${l.verified.toLocaleString()} of ${plural(l.files, 'file')} verified on ${listOf(l.destinations)}`;
+  // One count when every drive holds the same; else each drive's own, so a stopped one is not blamed on the others.
+  const same = l.destinations.every((d) => d.verified === l.verified);
+  const text = same
+    ? `${l.verified.toLocaleString()} of ${plural(l.files, 'file')} verified on ${listOf(l.destinations.map((d) => d.label))}`
+    : `${l.verified.toLocaleString()} of ${plural(l.files, 'file')} verified on every drive: ${l.destinations
+        .map((d) => `${d.label} ${d.verified.toLocaleString()}`)
+        .join(', ')}`;
   return (
     <div class="verdict" data-testid="local-verdict">
       <p class="verdict-title">

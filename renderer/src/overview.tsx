@@ -183,6 +183,8 @@ function ProgressPanel(props: {
   const source = p.currentSource ?? state.cards[0]?.label ?? null;
   const pct = p.bytesTotal > 0 ? Math.min(100, Math.floor((p.bytesDone / p.bytesTotal) * 100)) : 0;
   const eta = formatEta(p.etaSeconds);
+  // A speed and a time left only while something moves: a finished batch shows neither.
+  const moving = state.engine === 'syncing' && p.filesDone + p.filesFailed < p.filesTotal;
 
   return (
     <section class="panel progress-panel" aria-labelledby="progress-h">
@@ -245,11 +247,11 @@ function ProgressPanel(props: {
             </div>
             <div>
               <dt>Speed</dt>
-              <dd data-testid="stat-rate">{paused ? still : formatRate(p.rate)}</dd>
+              <dd data-testid="stat-rate">{paused ? still : moving ? formatRate(p.rate) : '–'}</dd>
             </div>
             <div>
               <dt>Time left</dt>
-              <dd data-testid="stat-eta">{paused ? '–' : eta || '–'}</dd>
+              <dd data-testid="stat-eta">{moving ? eta || '–' : '–'}</dd>
             </div>
           </dl>
         </>

@@ -373,6 +373,12 @@ describe('a card’s two verdicts (issue 20)', () => {
     expect(await workspace.locator('.state').innerText()).toBe('Verified');
     expect(await text(page, '[data-testid=workspace-amount]')).toBe('4.5 MB of 4.5 MB in the workspace');
     expect(await local.locator('.state').innerText()).toBe('Locally safe');
+    // The list and the history catch up with the verdict (each fetched again when main says it moved).
+    await expect
+      .poll(() => page.locator('[data-testid=file-state]').allInnerTexts())
+      .toEqual(['Done', 'Done', 'Done', 'Done']);
+    expect(await page.locator('td.problem').allInnerTexts()).toEqual(['', '', '', '']);
+    await expect.poll(() => page.locator(`tr[data-folder="${FOLDER}"]`).count(), { timeout: 10_000 }).toBe(1);
     await shot(page, 'cards-both-verdicts.png');
   });
 
@@ -398,7 +404,10 @@ describe('a card’s two verdicts (issue 20)', () => {
     const local = page.getByTestId('local-verdict');
     expect(await local.locator('.state').innerText()).toBe('Not yet');
     expect(await text(page, '[data-testid=local-reasons]')).toContain('T7_BACKUP is not there any more');
-    expect(await text(page, '[data-testid=local-amount]')).toBe('0 of 4 files verified on SSD and T7_BACKUP');
+    // Each drive's own count: the stopped one is not blamed on the other.
+    expect(await text(page, '[data-testid=local-amount]')).toBe(
+      '0 of 4 files verified on every drive: SSD 4, T7_BACKUP 0',
+    );
     await noHorizontalScroll(page);
     await shot(page, 'overview-destination-stopped.png');
   });

@@ -15,6 +15,7 @@ import { banner, noHorizontalScroll, shot, SHOTS, tab, text } from './page-helpe
 import { TERMINAL_CONTROLS } from '../support/cli.js';
 import { DmsError, QueueWriteError } from '../../main/core/errors.js';
 import { Progress } from '../../main/core/sync/progress.js';
+import { toFailure } from '../../main/electron/failures.js';
 import { appStateView } from '../../main/electron/views.js';
 import { m3eCard } from './card-views.js';
 import { GOOD_SERVER, TEST_PASSWORD, type DmsTestControl, type Scenario } from './test-bridge.js';
@@ -554,19 +555,20 @@ describe('waylines', () => {
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await expect.poll(() => text(page, '[data-testid=wl-total]')).toBe('35 waylines');
 
-    await page.evaluate(() =>
-      (window as unknown as TestWindow).__dmsTest.failNext('waylines:list', {
-        kind: 'network',
-        message:
-          'The server cannot be reached. Check the connection; uploads continue by themselves when it is back.',
-      }),
+    // The failure as main's IPC answers it (failures.ts), for a connection cut after it was made.
+    const failure = toFailure(new DmsError('network', 'socket hang up')).error;
+    expect(failure.message).not.toMatch(/upload/i);
+    await page.evaluate(
+      (f) => (window as unknown as TestWindow).__dmsTest.failNext('waylines:list', f),
+      failure,
     );
     await page.getByRole('button', { name: 'Next ›' }).click();
     await expect
       .poll(() => text(page, '[data-testid=wl-error]'))
-      .toContain('Could not load the waylines: The server cannot be reached.');
+      .toContain(`Could not load the waylines: ${failure.message}`);
+    expect(await text(page, '[data-testid=wl-error]')).not.toMatch(/upload/i);
     expect(await page.locator('[data-testid=wl-table]').count()).toBe(0);
-    await shot(page, 'waylines-error.png');
+    await shot(page, 'waylines-error-fake.png');
     await page.getByTestId('wl-error').getByRole('button', { name: 'Retry' }).click();
     await expect.poll(() => text(page, '[data-testid=wl-page]')).toBe('Page 2 of 2');
     expect(await page.locator('[data-testid=wl-error]').count()).toBe(0);
