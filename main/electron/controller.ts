@@ -290,6 +290,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
 
   /** The flights of a card (source id), or of the recent ones. */
   flights(cardId?: string): FlightSummaryView[] {
+    if (this.waiting) return []; // nothing is read of a card before a sign-in
     const queue = this.requireQueue();
     const ids = cardId ? [cardId] : queue.recentSources().slice(0, 20);
     return flightSummaries(

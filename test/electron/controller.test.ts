@@ -356,6 +356,7 @@ describe('before any sign-in, and beside the command line', () => {
       // Nothing recorded before a sign-in: the lists are empty (the window says why), never an error.
       expect(c.queueList('all', 10)).toEqual([]);
       expect(c.history(10)).toEqual([]);
+      expect(c.flights()).toEqual([]);
       await expect(c.waylines({ orderBy: 'name asc', page: 1, pageSize: 5 })).rejects.toThrow(
         'Sign in (Settings, Sign in) to see the waylines of your workspace.',
       );

@@ -115,6 +115,10 @@ describe('the first hour of a new user', () => {
       .toContain('Sign in (Settings, Sign in) to see the waylines of your workspace.');
     expect(await text(page, '[data-testid=wl-error]')).not.toMatch(/upload/i);
     await shot(page, 'waylines-before-sign-in.png');
+    // The flights: none yet, said as such (never an error about uploads).
+    await tab(page, 'Flights').click();
+    await expect.poll(() => text(page, '.flight-list')).toContain('No flight on the cards seen so far.');
+    expect(await page.getByRole('alert').count()).toBe(0);
     await tab(page, 'Overview').click();
 
     // A card before any sign-in: counted, waiting; nothing says "uploaded", nothing is Done.
