@@ -25,8 +25,6 @@ export async function noHorizontalScroll(page: Page): Promise<void> {
 /** What the crew sees at 1366x768 (`name`), plus the whole scrolled page (`<name>-full.png`). */
 export async function shot(page: Page, name: string): Promise<void> {
   fs.mkdirSync(SHOTS, { recursive: true });
-  // The window as it opens on that screen: from the top (another screen may have been scrolled).
-  await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: path.join(SHOTS, name) });
   // A taller window rather than fullPage, so sticky bars sit where they belong.
   const height = await page.evaluate(() => document.documentElement.scrollHeight);
