@@ -123,7 +123,7 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
   );
   const message = safe
     ? `${card.label}: ${count(files.length, 'file')} copied and verified on ${where} — safe to format`
-    : `${card.label}: not safe to format from the copies yet — ${count(everywhere.size, 'file')} of ${files.length} verified on ${where}`;
+    : `${card.label}: not safe to format from the copies yet — ${count(everywhere.size, 'file')} of ${files.length.toLocaleString('en-US')} verified on ${where}`;
   return {
     safe,
     reasons,
