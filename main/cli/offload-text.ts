@@ -20,6 +20,11 @@ export function flightLines(f: FlightCompleteness): string[] {
   ];
 }
 
+/** A verdict's sentence under a headline that already names the card: without the card's name again. */
+export function unlabelled(message: string, label: string): string {
+  return message.startsWith(`${label}: `) ? message.slice(label.length + 2) : message;
+}
+
 /** The printable report in a card's manifest folder. */
 export const reportFile = (manifestDir: string): string => path.join(manifestDir, 'report.html');
 
@@ -32,9 +37,9 @@ export function offloadText(o: CardOffload, manifestDir?: string): string {
   const lines = [o.message];
   if (o.local) {
     // Two verdicts, each with its reasons: the local copies, then the workspace.
-    lines.push(`  Local copies: ${o.local.message}`);
+    lines.push(`  Local copies: ${unlabelled(o.local.message, o.card.label)}`);
     for (const r of o.local.reasons) lines.push(`    - ${r}`);
-    lines.push(`  In the workspace: ${o.verdict.message}`);
+    lines.push(`  In the workspace: ${unlabelled(o.verdict.message, o.card.label)}`);
     for (const r of o.verdict.reasons) lines.push(`    - ${r}`);
   } else for (const r of o.verdict.reasons) lines.push(`  - ${r}`);
   for (const n of o.verdict.notes) lines.push(`  Note: ${n}`);

@@ -232,14 +232,14 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE json_valid(ext) AND json_type(ext, '$.tinny_fingerprint') = 'text';
       CREATE INDEX media_by_tiny_fingerprint ON media(workspace_id, tiny_fingerprint) WHERE result = 0;
 
-      -- Wrong passwords per client address or per username (throttle.ts).
+      -- Wrong passwords per client address or per username (client-limits.ts).
       CREATE TABLE login_failures (
         key TEXT PRIMARY KEY,
         count INTEGER NOT NULL,
         blocked_until INTEGER NOT NULL,
         last_at INTEGER NOT NULL
       );
-      -- Token buckets: sts issues per API token (throttle.ts).
+      -- Token buckets: sts issues per API token (client-limits.ts).
       CREATE TABLE rate_limits (
         key TEXT PRIMARY KEY,
         tokens REAL NOT NULL,

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODES, InstanceConflictError, startService, type RunningService } from '../../main/service/index.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
 import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
-import { LoginThrottle, RateLimit } from '../../main/service/throttle.js';
+import { LoginThrottle, RateLimit } from '../../main/service/client-limits.js';
 import {
   call,
   onPostgres,

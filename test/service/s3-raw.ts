@@ -29,6 +29,8 @@ export interface RawRequest {
    * latin1, and our SHA-256 would hash them as UTF-8 again).
    */
   utf8Headers?: boolean;
+  /** Sends from this local address (127.0.0.x: another client of the same machine). */
+  localAddress?: string;
 }
 
 export interface RawAnswer {
@@ -104,7 +106,7 @@ export async function rawS3(sts: Loose, r: RawRequest): Promise<RawAnswer> {
     headers,
   });
   const qs = new URLSearchParams(r.query ?? {}).toString().replace(/\+/g, '%20');
-  return send(endpoint, r.method, `${r.path}${qs ? `?${qs}` : ''}`, signed.headers, body);
+  return send(endpoint, r.method, `${r.path}${qs ? `?${qs}` : ''}`, signed.headers, body, r.localAddress);
 }
 
 export function send(
@@ -113,10 +115,19 @@ export function send(
   path: string,
   headers: Record<string, string>,
   body?: Buffer,
+  localAddress?: string,
 ): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: endpoint.hostname, port: endpoint.port, method, path, headers, agent: false },
+      {
+        host: endpoint.hostname,
+        port: endpoint.port,
+        method,
+        path,
+        headers,
+        agent: false,
+        ...(localAddress !== undefined ? { localAddress } : {}),
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -78,9 +78,9 @@ function countClientRequests(endpoint: string): { count(): number; stop(): void 
 describe('S3 uploader (s3rver)', () => {
   it('uploads a small file with one PutObject + Content-MD5, byte-identical, paced and with progress', async () => {
     let throttled = 0;
-    const throttle = (n: number): Promise<void> => {
+    const throttle = (n: number): Promise<number> => {
       throttled += n;
-      return Promise.resolve();
+      return Promise.resolve(n);
     };
     const up = uploader({ throttle }, proxy.endpoint);
     const from = proxy.seen.length;
@@ -297,12 +297,13 @@ describe('S3 uploader (s3rver)', () => {
     expect(err).toMatchObject({ kind: 'storage', serverCode: 'NoSuchBucket', retryable: false });
   });
 
-  it('classifies SlowDown, 5xx and AccessDenied answers', async () => {
+  it('classifies SlowDown, 5xx, AccessDenied and RequestTimeout answers', async () => {
     const up = uploader({}, proxy.endpoint);
     const cases: Array<[number, string, string, boolean]> = [
       [503, 'SlowDown', 'throttled', true],
       [500, 'InternalError', 'server', true],
       [403, 'AccessDenied', 'storage', false],
+      [400, 'RequestTimeout', 'timeout', true],
     ];
     for (const [status, code, kind, retryable] of cases) {
       proxy.intercept = () => ({ status, body: s3ErrorXml(code) });
@@ -317,6 +318,13 @@ describe('S3 uploader (s3rver)', () => {
         method: 'PutObject',
         path: 'ws/faults/x.jpg',
       });
+      // The bucket was reached; the request stalled on the way (S3's words for a body that stopped coming).
+      if (code === 'RequestTimeout') {
+        expect([err.message, plainMessage(err)]).toEqual([
+          'The bucket stopped waiting for the rest of the request during PutObject (RequestTimeout (HTTP 400)): nothing arrived for too long.',
+          'The storage bucket stopped waiting for an upload that stalled (a slow or interrupted connection). It will be retried by itself.',
+        ]);
+      }
     }
     proxy.intercept = undefined;
     up.close();
@@ -400,10 +408,10 @@ describe('S3 uploader (s3rver)', () => {
     };
     // The abort comes from the throttle after 30 chunks of 256 KiB: three
     // 5 MiB parts are then each half-way through their body.
-    const throttle = (): Promise<void> => {
+    const throttle = (n: number): Promise<number> => {
       note();
       if (++chunks === 30) ac.abort();
-      return new Promise((r) => setTimeout(r, 1));
+      return new Promise((r) => setTimeout(() => r(n), 1));
     };
     const up = uploader({ partSize: 5 * MiB, partConcurrency: 3, throttle }, proxy.endpoint);
     const before = proxy.seen.length;

@@ -164,6 +164,22 @@ describe('a card offloaded to two local destinations', () => {
       expect(bytes, rec.name).toBeDefined();
       expect(md5(await getObject(await stsOf(), rec.object_key)), rec.name).toBe(md5(bytes!));
     }
+    // `status` afterwards gives both verdicts of the card, in text and in JSON.
+    const state = path.join(dir, 'state-full');
+    const status = spawnSync(process.execPath, [BIN, 'status', '--state', state], { encoding: 'utf8' });
+    expect(status.status, status.stderr).toBe(0);
+    expect(status.stdout).toMatch(/^card-full: \d+ files verified in workspace \S+ — safe to format$/m);
+    expect(status.stdout).toMatch(
+      /^ {2}Local copies: \d+ files copied and verified on SSD and T7_BACKUP — safe to format$/m,
+    );
+    expect(status.stdout).toMatch(
+      /^ {2}In the workspace: \d+ files verified in workspace \S+ — safe to format$/m,
+    );
+    const json = spawnSync(process.execPath, [BIN, 'status', '--json', '--state', state], {
+      encoding: 'utf8',
+    });
+    const card0 = (JSON.parse(json.stdout) as { cards: Array<{ local: { safe: boolean } | null }> }).cards[0];
+    expect(card0?.local?.safe).toBe(true);
   }, 180_000);
 
   it('not locally safe when a destination cannot take the card: said before anything is written there; the other copy is whole', async () => {

@@ -86,9 +86,19 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   // After "sign in again", a `login` in another terminal writes a new token:
   // pick it up and continue, without a restart.
   let tokenWatch: NodeJS.Timeout | null = null;
-  agent.on('state', ({ to }) => {
+  agent.on('state', ({ from, to }) => {
     const state = to.name;
     const err = 'error' in to ? to.error : null;
+    // Never silent: the server failing is said when it starts, and when it is back.
+    if (to.name === 'offline' && from.name !== 'offline') {
+      const inS = Math.max(1, Math.round((to.until - Date.now()) / 1000));
+      say(
+        { type: 'offline', message: plainMessage(to.error, 'request'), retry_in_s: inS },
+        `${ctx.serverLabel}: ${plainMessage(to.error, 'request')} Trying again in ${inS} s and after that by itself; nothing is lost.`,
+      );
+    }
+    if (from.name === 'offline' && to.name === 'syncing')
+      say({ type: 'online' }, `${ctx.serverLabel} answers again; continuing.`);
     if (state === 'halted' && err) {
       // No Resume button here: look again every 30 s; it halts again if the cause is still there.
       say(

@@ -173,6 +173,9 @@ export class Queue {
       doneTwin: db.prepare<[number, string, number], { id: number }>(
         `SELECT id FROM files WHERE target_id = ? AND fingerprint = ? AND state = 'done' AND id != ? LIMIT 1`,
       ),
+      triedOrWaiting: db.prepare<[number], RawRow>(
+        `SELECT * FROM files WHERE target_id = ? AND state IN (${WORKING}) AND (attempts > 0 OR next_attempt_at > 0)`,
+      ),
       deferredTwins: db.prepare<[number, string], RawRow>(
         `SELECT * FROM files WHERE target_id = ? AND fingerprint = ? AND state IN (${WORKING})
          AND error_kind IS NULL AND next_attempt_at > 0`,
@@ -426,6 +429,15 @@ export class Queue {
   /** The row carrying `fingerprint` finished (or stopped): the rows waiting for it are due now. */
   wakeTwins(fingerprint: string): number {
     return this.applyAll(this.stmts.deferredTwins.all(this.targetId, fingerprint), { type: 'woken' });
+  }
+
+  /**
+   * A new one-shot run (`sync`): every file on its way gets its full count of
+   * tries again, due now (see the 'fresh-tries' change). Without this, a file
+   * that used its tries in an earlier run would never be tried by a later one.
+   */
+  freshTries(): number {
+    return this.applyAll(this.stmts.triedOrWaiting.all(this.targetId), { type: 'fresh-tries' });
   }
 
   /** One change to many rows, in one transaction. */

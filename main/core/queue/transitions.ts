@@ -87,7 +87,13 @@ export type Change =
   /** The crew's retry: back in line where it failed. */
   | { type: 'retried' }
   /** The twin it waited for finished: due now. */
-  | { type: 'woken' };
+  | { type: 'woken' }
+  /**
+   * A new one-shot run (`sync`) starts: the file gets its full count of tries
+   * again, due now. A callback whose answer was lost keeps its settle wait
+   * (asking before posting again must not come early).
+   */
+  | { type: 'fresh-tries' };
 
 export type ChangeType = Change['type'];
 
@@ -113,6 +119,7 @@ export const CHANGE_TYPES: readonly ChangeType[] = [
   'resumed',
   'retried',
   'woken',
+  'fresh-tries',
 ];
 
 /** An outcome that cannot happen in the row's state: a bug, or a row that moved on meanwhile. */
@@ -149,6 +156,7 @@ export const ALLOWED_FROM: Readonly<Record<ChangeType, readonly FileState[]>> = 
   resumed: ['waiting-for-source'],
   retried: ['failed'],
   woken: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'],
+  'fresh-tries': ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'],
 };
 
 /** Changes after which the part log's parts are of no use any more. */
@@ -304,6 +312,11 @@ export function transition(row: QueueRow, change: Change, now: number): QueueRow
         errorMessage: null,
         ...(change.type === 'retried' ? { attempts: 0 } : {}),
       };
+    }
+    case 'fresh-tries': {
+      const r = row as WorkingRow;
+      const settling = 'callbackUnknown' in r && r.callbackUnknown;
+      return { ...r, attempts: 0, nextAttemptAt: settling ? r.nextAttemptAt : 0 };
     }
     case 'woken': {
       const r = row as WorkingRow;

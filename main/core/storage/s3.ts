@@ -58,9 +58,10 @@ export function s3Failure(err: unknown): BucketFailure {
     $fault?: unknown;
   };
   const message = typeof e.message === 'string' ? e.message : String(err);
-  const net = networkCode(err);
-  if (net !== undefined) return { code: net, message };
   const status = e.$metadata?.httpStatusCode;
+  // An answer's code is the bucket's (S3's RequestTimeout is also a timeout code): it keeps its status.
+  const net = status === undefined ? networkCode(err) : undefined;
+  if (net !== undefined) return { code: net, message };
   // Only service exceptions carry the bucket's code in `name`; a TypeError's name is not a code.
   const isService = e.$fault !== undefined || status !== undefined;
   const code = isService && typeof e.name === 'string' ? e.name : undefined;
@@ -86,20 +87,34 @@ const SILENT = {
   error: () => undefined,
 };
 
+/**
+ * Connections to one bucket, at most: for the bytes (PUTs beyond it wait
+ * their turn, see SignedPut), and again for the SDK's few requests per file.
+ * The embedded bucket, like the API, takes 64 from one client address; 32
+ * parallel PUTs fill any uplink a crew has.
+ */
+export const MAX_DATA_CONNECTIONS = 32;
+export const MAX_SDK_CONNECTIONS = 16;
+const DEFAULT_STALL_TIMEOUT_MS = 120_000;
+
 export function createS3Uploader(opts: UploaderOptions): Uploader {
   const cfg = resolveConfig(opts);
-  const maxSockets = opts.maxSockets ?? Math.max(16, cfg.partConcurrency * 4);
+  const maxSockets = Math.min(MAX_DATA_CONNECTIONS, opts.maxSockets ?? Math.max(16, cfg.partConcurrency * 4));
+  const sdkSockets = Math.min(MAX_SDK_CONNECTIONS, maxSockets);
   const ca = opts.ca;
-  const httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...(ca ? { ca } : {}) });
+  const httpAgent = new http.Agent({ keepAlive: true, maxSockets: sdkSockets });
+  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: sdkSockets, ...(ca ? { ca } : {}) });
   const dataAgent = new Agent({
     connections: maxSockets,
     keepAliveTimeout: 10_000,
     connect: { timeout: 15_000, ...(ca ? { ca } : {}) },
     allowH2: false, // HTTP/1.1 as the SDK's own requests (undici 8 would take HTTP/2 when offered)
   });
-  // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine.
-  const signedPut = new SignedPut(dataAgent, { headersMs: 120_000, bodyMs: 120_000 });
+  // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine. (undici's
+  // headersTimeout counts from when a request starts, except while it is writing a streamed body:
+  // hence streamed bodies only, see uploadPart.)
+  const stallMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+  const signedPut = new SignedPut(dataAgent, { headersMs: stallMs, bodyMs: stallMs }, maxSockets);
 
   // The bucket's clock as the clients learnt it from its answers (their
   // systemClockOffset), carried over to the client built for new credentials.
@@ -122,7 +137,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       // Failures are classified and reported by us; the SDK must not print to the console.
       logger: SILENT,
       // requestTimeout is an idle timeout on the socket, not a total: slow links are fine.
-      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: 120_000 },
+      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: stallMs },
     });
   const session = new ClientSession<S3Client>(opts.target, build, worthRefresh);
 
@@ -229,7 +244,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
           signedPut.send(c, t, {
             key: req.key,
             // A new paced stream per attempt: a credential retry sends the body again.
-            body: pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
+            body: () => pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
             length: body.length,
             md5,
             ifNoneMatch,
@@ -261,7 +276,9 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       const etag = await call('UploadPart', req.key, signal, (c, t) =>
         signedPut.send(c, t, {
           key: req.key,
-          body: pacedBody(body, { throttle: opts.throttle, signal }),
+          // Streamed even without a limit: undici takes a Buffer as sent once it is handed to the
+          // socket, and its headers timeout then cuts a part still draining up a slow uplink.
+          body: () => pacedBody(body, { throttle: opts.throttle, signal, stream: true }),
           length: body.length,
           md5,
           part: { uploadId, partNumber },

@@ -1,9 +1,8 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
-import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
-import { DmsError, plainMessage, QueueWriteError, toDmsError } from '../errors.js';
+import { DmsError, plainMessage, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import {
   DEFAULT_BACKOFF,
@@ -12,7 +11,7 @@ import {
   type QueueRow,
   type TargetRef,
 } from '../queue/queue.js';
-import type { CheckedRow, DiscoveredRow, Outcome, UploadedRow, WorkingRow } from '../queue/rows.js';
+import type { CheckedRow, Outcome, UploadedRow, WorkingRow } from '../queue/rows.js';
 import { IllegalTransition, type Change } from '../queue/transitions.js';
 import { serverTarget } from '../session/target.js';
 import type { Source } from '../sources/source.js';
@@ -25,14 +24,14 @@ import { Limiter } from './limiter.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
-import { cardRootOn, destinationsOf, spaceProblem } from '../copies/destinations.js';
 import type { Destination } from '../queue/copies.js';
 import type { WorkingState } from '../queue/states.js';
+import { ContentClaims } from './claims.js';
+import { LocalCopies } from './local-copies.js';
+import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
-  cardPlace,
   checkBeforeRepost,
-  copyStep,
   fastUploadStep,
   hashStep,
   storeStep,
@@ -91,24 +90,18 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** 'until-idle' returns when nothing is left to do now; 'forever' keeps waiting for work. */
   mode: 'until-idle' | 'forever';
-  /** until-idle: attempts per file in this run before leaving it for the next run. */
+  /** until-idle: tries per file in this run before leaving it for the next run (which tries it again). */
   maxAttempts?: number;
 }
+
+/** Tries per file in a one-shot run (`sync`) before it is left for the next run. */
+export const ONE_SHOT_TRIES = 4;
 
 /** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
 const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
 
 /** Files of a card in the copy lane at once: two copying (both cores), two being read back. */
 const COPY_LANE_WIDTH = 4;
-
-/** How long a row waits for another row with the same content before it goes on by itself. */
-const TWIN_MAX_WAIT_MS = 10 * 60_000;
-
-/** An SQLite or disk failure: the queue itself could not be written or read. */
-function isQueueFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_') || code === 'ENOSPC');
-}
 
 /**
  * The sync pipeline: takes due rows from the queue and moves each through
@@ -134,11 +127,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly dispatcher: Dispatcher;
   /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
   private readonly copyLane: Dispatcher;
-  private destinations: Destination[];
-  /** Destinations stopped for a source in this run (full, unplugged, read-only), by source id. */
-  private readonly stops = new Map<string, Set<number>>();
-  /** Content (fingerprint) -> the row carrying it to the server: at most one row per content in flight. */
-  private readonly claims = new Map<string, number>();
+  /** Where cards are copied first, and where a file is read from once copied. */
+  private readonly copies: LocalCopies;
+  /** At most one row per content on its way to the server. */
+  private readonly claims: ContentClaims;
   private readonly tracked = new Set<number>();
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
   private readonly kept = new KeptBytes();
@@ -163,8 +155,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
     this.uploadLimiter = new Limiter(opts.config.concurrency.files);
-    this.destinations = destinationsOf(opts.config, this.queue.copies);
-    this.dispatcher = new Dispatcher(this.queue, this.destinations.length ? AFTER_READ : undefined);
+    this.copies = new LocalCopies(this.queue, opts.config, (stop) => {
+      this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
+      this.emit('destination-stopped', stop);
+    });
+    this.claims = new ContentClaims(this.queue, () => this.wake());
+    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled ? AFTER_READ : undefined);
     this.copyLane = new Dispatcher(this.queue, ['discovered']);
   }
 
@@ -184,7 +180,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
-    this.destinations = destinationsOf(config, this.queue.copies);
+    this.copies.updateConfig(config);
     this.uploadLimiter.setLimit(config.concurrency.files);
     this.bucket.updateConfig(config);
   }
@@ -198,11 +194,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let result: ScanResult;
     try {
       this.queue.sources.seen(source.sourceId, source.label);
-      // Destinations that stopped for this card (full, unplugged) are tried again.
-      this.stops.delete(source.sourceId);
-      this.queue.copies.clearStops(source.sourceId);
+      this.copies.retry(source.sourceId);
       result = await scanSource(this.queue, source, this.config, signal, opts);
-      if (this.destinations.length) this.checkSpace(source.sourceId, result.pending);
+      this.copies.checkSpace(source.sourceId, result.pending);
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -246,16 +240,16 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
     this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
       const row = this.queue.get(id);
-      return !row || this.placeOf(row).copyOn === undefined;
+      return !row || !this.copies.hasCopy(row);
     });
-    const n = this.queue.parkSource(sourceId, message, (row) => this.placeOf(row).copyOn !== undefined);
+    const n = this.queue.parkSource(sourceId, message, (row) => this.copies.hasCopy(row));
     this.wake();
     return n;
   }
 
   /** The local destinations cards are copied to (settings and `--copy-to`). */
   get localDestinations(): readonly Destination[] {
-    return this.destinations;
+    return this.copies.all;
   }
 
   /** Rows in flight in both lanes. */
@@ -263,31 +257,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     return this.dispatcher.inFlight + this.copyLane.inFlight;
   }
 
-  /**
-   * Where a row's file is read from: its first verified copy still there as
-   * written (size, time), else the card. A copy changed or removed since it
-   * was verified is never read.
-   */
+  /** Where a row's file is read from: a verified copy still as written, else the card. */
   placeOf(row: QueueRow): Place {
-    for (const c of this.destinations.length || row.state !== 'discovered' ? this.queue.copies.of(row) : []) {
-      if (c.state !== 'verified' || c.copySize === null || c.copyMtimeMs === null) continue;
-      const on = this.queue.copies.destinationLabel(c.destinationId);
-      try {
-        const st = fs.statSync(c.path);
-        if (st.size !== c.copySize || Math.trunc(st.mtimeMs) !== c.copyMtimeMs) continue;
-      } catch {
-        continue;
-      }
-      return {
-        path: c.path,
-        root: c.path.slice(0, c.path.length - row.relPath.length - 1),
-        relPath: row.relPath,
-        size: c.copySize,
-        mtimeMs: c.copyMtimeMs,
-        copyOn: on,
-      };
-    }
-    return cardPlace(row);
+    return this.copies.placeOf(row);
   }
 
   pause(): void {
@@ -311,8 +283,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   async run(opts: RunOptions): Promise<void> {
     const signal = opts.signal;
-    const maxAttempts = opts.maxAttempts ?? 4;
+    const maxAttempts = opts.maxAttempts ?? ONE_SHOT_TRIES;
     const limit = opts.mode === 'until-idle' ? maxAttempts : undefined;
+    // A one-shot run is the crew's "try again": each file its full count of tries, now.
+    try {
+      if (opts.mode === 'until-idle') this.queue.freshTries();
+    } catch (err) {
+      if (!isQueueFailure(err)) throw err;
+      this.halt(err);
+    }
     const onAbort = () => this.wake();
     signal?.addEventListener('abort', onAbort);
     try {
@@ -323,6 +302,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
+          // A one-shot run whose files have all had their tries ends now, not after the wait.
+          if (opts.mode === 'until-idle' && this.queue.nextWakeAt(limit) === null) break;
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
@@ -366,7 +347,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         },
       );
     }
-    if (this.destinations.length === 0) return;
+    if (!this.copies.enabled) return;
     // The card read and copied at the speed of the card: two files copying
     // (both cores), two more read back, whatever the uplink does meanwhile.
     for (const row of this.copyLane.take(COPY_LANE_WIDTH, maxAttempts)) {
@@ -379,49 +360,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
           this.wake();
         },
       );
-    }
-  }
-
-  /** The destinations a row's file is still to be copied to (not stopped for its card, no verified copy yet). */
-  private targetsFor(row: QueueRow): Array<{ destination: Destination; root: string }> {
-    const stopped = this.stops.get(row.sourceId);
-    const done = new Set(
-      this.queue.copies
-        .of(row)
-        .filter((c) => c.state === 'verified')
-        .map((c) => c.destinationId),
-    );
-    const card = { label: this.queue.sources.labelOf(row.sourceId), sourceId: row.sourceId };
-    return this.destinations
-      .filter((d) => !stopped?.has(d.id) && !done.has(d.id))
-      .map((destination) => ({ destination, root: cardRootOn(destination, card) }));
-  }
-
-  /** A destination failed for a card: no more of it goes there in this run; said once. */
-  private stopDestination(sourceId: string, destination: Destination, message: string): void {
-    const set = this.stops.get(sourceId) ?? new Set<number>();
-    if (set.has(destination.id)) return;
-    set.add(destination.id);
-    this.stops.set(sourceId, set);
-    this.queue.copies.stop(destination.id, sourceId, message);
-    this.log.warn({ source: sourceId, destination: destination.label }, message);
-    this.emit('destination-stopped', { sourceId, destination, message });
-  }
-
-  /** Stops, before any byte is written, the destinations that cannot hold what a card still needs. */
-  private checkSpace(sourceId: string, pending: readonly QueueRow[]): void {
-    const unread = pending.filter((r) => r.sourceId === sourceId && r.state === 'discovered');
-    for (const destination of this.destinations) {
-      const needed = unread
-        .filter(
-          (r) =>
-            !this.queue.copies
-              .of(r)
-              .some((c) => c.destinationId === destination.id && c.state === 'verified'),
-        )
-        .reduce((n, r) => n + r.size, 0);
-      const problem = spaceProblem(destination, needed);
-      if (problem) this.stopDestination(sourceId, destination, problem);
     }
   }
 
@@ -439,7 +377,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private async process(start: WorkingRow, signals: readonly AbortSignal[]): Promise<void> {
     // One AbortSignal.any per row (the row, the run, a pause): it showed in
     // profiles of thousands of small files.
-    const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]));
+    const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]), start.id);
     // The row as the store last wrote it: every change goes through `to`.
     let row: WorkingRow = start;
     const to = (change: Change): QueueRow => {
@@ -451,9 +389,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       if (row.state === 'discovered') {
         const discovered = row;
-        if (this.destinations.length === 0) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+        if (!this.copies.enabled) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
         else {
-          to(await this.hashLimiter.run(() => this.copy(ctx, discovered)));
+          to(await this.hashLimiter.run(() => this.copies.copy(ctx, discovered)));
           // The copy lane only reads and copies: the upload lane takes the row from here.
           return;
         }
@@ -462,7 +400,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       // At most one row per content on its way to the server: a copy of the
       // same file (the card and a watched folder, a card under a new id)
       // waits, then asks fast-upload, so bytes and callback go once.
-      claimed = this.claim(row, to);
+      claimed = this.claims.claim(row, to);
       if (claimed === null) return;
       if (row.state !== 'hashed' && this.queue.hasDoneTwin(row.fingerprint, row.id)) {
         const waited = row;
@@ -496,20 +434,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   /**
-   * discovered -> hashed with local copies: copied to each destination still
-   * to have it (one read of the card), or, when every destination already
-   * holds a verified copy of this version, read from a copy (never the card).
-   */
-  private async copy(ctx: StepContext, row: DiscoveredRow): Promise<Change> {
-    const targets = this.targetsFor(row);
-    // Every destination holds it already, or none can take more of this card: read it where it is.
-    if (targets.length === 0) return hashStep(ctx, row, this.placeOf(row));
-    const { change, stopped } = await copyStep(ctx, row, targets);
-    for (const s of stopped) this.stopDestination(row.sourceId, s.destination, s.message);
-    return change;
-  }
-
-  /**
    * uploaded -> done, exactly once: after a lost answer, ask before posting
    * again; the row says "callback sent" before the callback goes.
    */
@@ -540,7 +464,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     };
   }
 
-  private context(signal: AbortSignal): StepContext {
+  private context(signal: AbortSignal, id: number): StepContext {
     return {
       place: (row) => this.placeOf(row),
       queue: this.queue,
@@ -550,38 +474,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       config: this.config,
       kept: this.kept,
       onBytes: (n, sent) => {
-        this.progress.moved(n, sent);
+        this.progress.moved(n, sent, id);
         this.emitProgress(false);
       },
     };
   }
 
-  /** Claims the row's content for it; null (and the row put aside) when another row carries it. */
-  private claim(
-    row: Exclude<WorkingRow, { state: 'discovered' }>,
-    to: (change: Change) => QueueRow,
-  ): string | null {
-    const fp = row.fingerprint.toLowerCase();
-    const holder = this.claims.get(fp);
-    if (holder !== undefined && holder !== row.id) {
-      const other = this.queue.get(holder);
-      const what = other ? other.relPath : 'another file';
-      to({
-        type: 'defer',
-        at: Date.now() + TWIN_MAX_WAIT_MS,
-        message: `Waiting for ${what} (the same content) to reach the server first.`,
-      });
-      return null;
-    }
-    this.claims.set(fp, row.id);
-    return fp;
-  }
-
   private release(fp: string, id: number): void {
-    if (this.claims.get(fp) !== id) return;
-    this.claims.delete(fp);
     try {
-      if (this.queue.wakeTwins(fp) > 0) this.wake();
+      this.claims.release(fp, id);
     } catch (err) {
       this.halt(err);
     }
@@ -591,7 +492,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private finished(row: QueueRow): void {
     if (row.state !== 'done') return;
     this.status.recovered();
-    this.progress.fileDone(row.size);
+    this.progress.fileDone(row.size, row.id);
     this.emit('file', { ...fileBase(row), outcome: row.outcome });
     // The last file of a batch always reaches the UI, however soon after the previous one.
     this.emitProgress(this.inFlight <= 1);
@@ -612,7 +513,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       now: Date.now(),
       settleMs: this.config.callbackSettleSeconds * 1000,
       backoff: this.backoff,
-      disk: () => (this.placeOf(row).copyOn !== undefined ? 'same' : diskNow(row)),
+      disk: () => (this.copies.hasCopy(row) ? 'same' : diskNow(row)),
     });
     try {
       if (d.act === 'ignore') return;
@@ -625,10 +526,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
       if (d.act === 'reread') return this.reread(row);
       this.queue.apply(row, d.change);
+      this.progress.dropPartial(row.id);
       if (d.offline) this.status.setError(err);
       if (d.report === null) return;
       if (d.report === 'failed') {
-        this.progress.fileFailed();
+        this.progress.fileFailed(row.id);
         this.log.warn({ file: row.relPath, kind: err.kind }, err.message);
       } else this.log.info({ file: row.relPath, kind: err.kind }, err.message);
       this.emit('file', {
@@ -671,17 +573,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    * on would do work we cannot record. Stop, say why, and wait for the user.
    */
   private halt(raw: unknown): void {
-    const e = toDmsError(raw);
-    const code = (raw as { code?: unknown } | null)?.code;
-    const full = code === 'SQLITE_FULL' || code === 'ENOSPC';
-    const where = path.dirname(this.queue.path);
-    const message = full
-      ? `Disk full: the disk holding ${where} is full. Free space on it, then press Resume; nothing is lost.`
-      : `The upload queue (${this.queue.path}) cannot be written: ${e.message} Fix the cause, then press Resume. Nothing is lost.`;
-    const err = new QueueWriteError(
-      new DmsError(e.kind, message, { cause: raw }),
-      full ? 'disk-full' : 'database',
-    );
+    const err = queueFailure(raw, this.queue.path);
     this.status.setError(err);
     this.stopAll.abort(err);
     this.log.error({ kind: err.kind, reason: err.reason }, err.message);

@@ -40,6 +40,37 @@ export const noSuchUpload = (): S3Error =>
   );
 export const noSuchKey = (): S3Error => new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
 
+/** S3 answers 400 RequestTimeout to a connection on which the request stopped arriving. */
+export const requestTimeout = (): S3Error =>
+  new S3Error(400, 'RequestTimeout', 'The request did not arrive completely in time. Send it again.');
+
+/**
+ * Requests Node's HTTP parser refused before they existed, as S3 answers
+ * them: URL and headers over the limit (S3's own limit is 8 KiB), a header
+ * with a line break or a control character, a request line that is not HTTP.
+ */
+export function refusedBeforeRequest(
+  kind: 'too-large' | 'timeout' | 'malformed',
+  opts: { maxHeaderBytes: number },
+): S3Error {
+  switch (kind) {
+    case 'too-large':
+      return new S3Error(
+        400,
+        'RequestHeaderSectionTooLarge',
+        `The request's URL and headers are larger than ${opts.maxHeaderBytes} bytes. Check the object key and the headers (a session token is far shorter).`,
+      );
+    case 'timeout':
+      return requestTimeout();
+    case 'malformed':
+      return new S3Error(
+        400,
+        'BadRequest',
+        'The request is not valid HTTP: a header holds a line break or a control character, or the request line is malformed.',
+      );
+  }
+}
+
 const escape = (s: string): string =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
@@ -84,6 +115,11 @@ export function errorElement(err: S3Error, requestId: string, resource?: string)
   return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: requestId })}</Error>`;
 }
 
+/** A whole error answer's body: the declaration and `<Error>`. */
+export function errorDocument(err: S3Error, requestId = newRequestId(), resource?: string): string {
+  return XML_DECLARATION + errorElement(err, requestId, resource);
+}
+
 export function sendXml(res: ServerResponse, status: number, body: string, head = false): void {
   res.writeHead(status, {
     'content-type': 'application/xml',
@@ -105,7 +141,7 @@ export function sendError(
     res.destroy();
     return;
   }
-  const body = XML_DECLARATION + errorElement(err, opts.requestId, opts.resource);
+  const body = errorDocument(err, opts.requestId, opts.resource);
   if (opts.close) res.setHeader('connection', 'close');
   // HEAD answers carry no body: the code goes in a header so clients can still tell.
   res.setHeader('x-amz-error-code', err.code);
