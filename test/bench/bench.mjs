@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { Buffer } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cardSpecs, makeCard, MiB } from './lib/cards.mjs';
-import { openDevices } from './lib/card-device.mjs';
+import { openDevices, openThrottles } from './lib/card-device.mjs';
 import { offloadScenario } from './lib/offload.mjs';
 import { measure, running } from './lib/proc.mjs';
 import { fmt, sizeText, summarize, table, verdict } from './lib/report.mjs';
@@ -139,6 +139,7 @@ let service = null;
 function cleanup() {
   if (service && service.exitCode === null) service.kill('SIGTERM');
   for (const c of running) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const t of openThrottles) t.close();
   for (const d of openDevices) {
     try {
       d.close();
@@ -586,13 +587,14 @@ function figures(res) {
     };
   }
   if (res.offload) {
-    const { files, bytes, runs, proof, device, cache, uplinkKiBps } = res.offload;
+    const { files, bytes, runs, proof, device, cache, uplinkKiBps, throttle } = res.offload;
     out.offload = {
       files,
       bytes,
       device,
       cache,
       uplink_kibps: uplinkKiBps,
+      throttle,
       agent: {
         ...runFigures(runs.agent, bytes, files),
         threads: threadFigures(runs.agent),
@@ -605,6 +607,10 @@ function figures(res) {
       agent_over_cp: ratios(runs.agent, runs.cp, (r) => r.wallS),
       agent_over_rclone: ratios(runs.agent, runs.rclone, (r) => r.wallS),
       plain_agent_over_rclone: ratios(runs.plain_agent, runs.plain_rclone, (r) => r.wallS),
+      // The card as fast as the disk (context): bound by the CPU the agent gets.
+      agent_fast: runFigures(runs.agent_fast, bytes, files),
+      cp_fast: runFigures(runs.cp_fast, bytes, files),
+      agent_fast_over_cp_fast: ratios(runs.agent_fast, runs.cp_fast, (r) => r.wallS),
       proof,
     };
   }
@@ -772,6 +778,8 @@ function markdown(f, tg, meta) {
     addCpu('6 offload: agent until locally safe', f.offload.agent);
     addCpu('6 offload: cp -r + sync', f.offload.cp);
     addCpu('6 offload: rclone copy ×2 + check ×2', f.offload.rclone);
+    addCpu('6 offload, card unthrottled: agent until locally safe', f.offload.agent_fast);
+    addCpu('6 offload, card unthrottled: cp -r + sync', f.offload.cp_fast);
     addCpu('6 offload, no destination: agent', f.offload.plain_agent);
     addCpu('6 offload, no destination: rclone', f.offload.plain_rclone);
   }
@@ -796,10 +804,11 @@ function markdown(f, tg, meta) {
 function offloadRows(o, f, met) {
   const size = sizeText(o.bytes);
   const rate = (x) => `${fmt(x.wall_s)} (${fmt(x.mib_s, 0)} MiB/s)`;
-  return [
+  const reader = o.throttle ? `a ${o.throttle.bps / 1e6} MB/s card` : 'an UNTHROTTLED card';
+  const rows = [
     [
       '6a',
-      `Offload, ${o.files} files, ${size} to 2 destinations: time to locally safe, s`,
+      `Offload, ${o.files} files, ${size} from ${reader} to 2 destinations: time to locally safe, s`,
       rate(o.agent),
       `cp -r + sync (1 destination) ${rate(o.cp)}`,
       fmt(o.agent_over_cp),
@@ -845,14 +854,31 @@ function offloadRows(o, f, met) {
       met('6e'),
     ],
   ];
+  if (o.agent_fast?.wall_s)
+    rows.push([
+      '6f',
+      'Context: the card as fast as the disk (not throttled), time to locally safe, s: bound by the CPU (2 cores shared with other work)',
+      rate(o.agent_fast),
+      `cp -r + sync ${rate(o.cp_fast)}`,
+      fmt(o.agent_fast_over_cp_fast),
+      '–',
+      'n/a',
+    ]);
+  return rows;
 }
 
 /** Scenario 6's own lines: how the card was read, the agent's threads, the read-once proof. */
 function offloadText(o) {
   const th = o.agent.threads;
+  const t = o.throttle;
   const lines = [
     `Scenario 6 (offload): the card is ${o.device ? `an ext4 file system on its own loop device (${o.device}, direct I/O to its image file)` : 'a plain folder (no loop device here)'}; ` +
-      `page cache ${o.cache === 'cold' ? 'dropped' : 'NOT dropped (not root)'} before every run of every tool, destinations emptied. ` +
+      (t
+        ? `its reads limited to ${t.bps / 1e6} MB/s (a UHS-I card reader) by a blkio cgroup that every tool of rows 6a–6c and 6e runs in ` +
+          `(checked before the rounds: dd of ${t.check.file}, cold, ${t.check.buffered_mb_s.toFixed(1)} MB/s buffered, ${t.check.direct_mb_s.toFixed(1)} MB/s O_DIRECT); ` +
+          'rows 6d, 6f and the proof read it unthrottled. '
+        : 'its reads NOT throttled (no blkio cgroup here): it is as fast as the disk. ') +
+      `Page cache ${o.cache === 'cold' ? 'dropped' : 'NOT dropped (not root)'} before every run of every tool, and before each of rclone's four steps (a 64 GB card does not fit in the page cache); destinations emptied. ` +
       `The agent is timed from its start to its \`local-verdict\` line, with the upload going on from the copies over a ${o.uplink_kibps / 1024} MiB/s uplink (its bandwidth limit), then killed.`,
     `Agent during the copy phase: ${fmt(o.agent.tool_cores)} cores (CPU s / wall s); CPU s by thread: main ${fmt(th.MainThread)}, ` +
       `copy/hash workers ${fmt(th.WorkerThread)}, libuv pool ${fmt(th['libuv-worker'])}, V8 helpers ${fmt(th.V8Worker)}, other ${fmt(th.other)}; ` +

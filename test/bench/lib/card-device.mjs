@@ -52,6 +52,8 @@ export function cardDevice(dir, mountPoint, bytes) {
   const device = {
     root: mountPoint,
     dev,
+    /** "major:minor" of the loop device. */
+    number: fs.readFileSync(`/sys/block/${path.basename(dev)}/dev`, 'utf8').trim(),
     /** Bytes read from the device since it was set up (sectors of 512 bytes, whatever the block size). */
     readBytes: () => Number(fs.readFileSync(stat, 'utf8').trim().split(/\s+/)[2]) * 512,
     close: () => {
@@ -70,3 +72,54 @@ export function cardDevice(dir, mountPoint, bytes) {
   openDevices.add(device);
   return { device, reason: null };
 }
+
+const BLKIO = '/sys/fs/cgroup/blkio';
+
+/**
+ * The card's reads limited to `bps` bytes per second, as a card reader is:
+ * a cgroup (v1 blkio) of its own whose read_bps_device throttles the card's
+ * loop device, buffered reads and direct ones alike (the kernel's readahead
+ * runs in the reading task's cgroup). Only processes started through
+ * `wrap(cmd, args)` are in it: they write themselves into the cgroup, then
+ * exec the tool (same pid, so its figures are the tool's). Writes and the
+ * destinations' reads are not limited. { throttle, reason }: throttle null
+ * when there is no blkio hierarchy here.
+ */
+export function throttleReads(device, bps) {
+  if (!fs.existsSync(path.join(BLKIO, 'blkio.throttle.read_bps_device')))
+    return { throttle: null, reason: `no cgroup v1 blkio hierarchy at ${BLKIO}` };
+  const group = path.join(BLKIO, `dms-bench-card-${process.pid}`);
+  try {
+    fs.mkdirSync(group);
+    fs.writeFileSync(path.join(group, 'blkio.throttle.read_bps_device'), `${device.number} ${bps}`);
+  } catch (err) {
+    fs.rmSync(group, { recursive: true, force: true });
+    return { throttle: null, reason: err.message };
+  }
+  const procs = path.join(group, 'cgroup.procs');
+  let closed = false;
+  const throttle = {
+    bps,
+    group,
+    wrap: (cmd, args) => ['/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', procs, cmd, ...args]],
+    close: () => {
+      if (closed) return;
+      closed = true;
+      openThrottles.delete(throttle);
+      // Empty once its last process has exited (killed ones too).
+      for (let i = 0; i < 50; i++) {
+        try {
+          fs.rmdirSync(group);
+          return;
+        } catch {
+          execFileSync('sleep', ['0.1']);
+        }
+      }
+    },
+  };
+  openThrottles.add(throttle);
+  return { throttle, reason: null };
+}
+
+/** Throttles still set up: closed when the benchmark is interrupted. */
+export const openThrottles = new Set();

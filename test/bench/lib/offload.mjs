@@ -1,5 +1,7 @@
 // Scenario 6 (issue 20, "free the card at the speed of the card"): a 2 GiB
-// survey card offloaded to two local destinations. The agent's `sync
+// survey card offloaded to two local destinations, the card read at 92 MB/s
+// as through a real UHS-I reader (its loop device throttled in a blkio
+// cgroup that every measured tool runs in). The agent's `sync
 // --copy-to A --copy-to B` is timed from its start to its `local-verdict`
 // line (both copies written, flushed and read back from the disk), then
 // killed: the upload that goes on from the copies is not what is measured.
@@ -7,11 +9,13 @@
 // the card to one destination then `sync`, and `rclone copy --checksum` to
 // both destinations then `rclone check` of each. The same card with no
 // destination: the agent's whole `sync` against `rclone copy` to the bucket.
-// See test/bench/README.md.
+// For context, the agent and cp again with the card as fast as the disk (not
+// throttled): there the figure is bound by the CPU. See test/bench/README.md.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { cardDevice } from './card-device.mjs';
+import { performance } from 'node:perf_hooks';
+import { cardDevice, throttleReads } from './card-device.mjs';
 import { makeCard } from './cards.mjs';
 import { measure } from './proc.mjs';
 import { readsUnder, straceArgs } from './read-once.mjs';
@@ -25,6 +29,9 @@ import { sizeText } from './report.mjs';
  * service and its bucket run on this same machine).
  */
 export const UPLINK_KIBPS = 5120;
+
+/** The card's read speed (bytes/s): "64 GB at 92 MB/s, a real UHS-I reader" (issue 20). */
+export const CARD_READ_BPS = 92_000_000;
 
 const rotate = (list, n) => list.map((_, i) => list[(i + n) % list.length]);
 
@@ -52,11 +59,15 @@ function emptyDir(dir) {
   fs.mkdirSync(dir, { recursive: true });
 }
 
-/** Steps run one after the other, as one tool: wall and CPU added, the highest peak. */
-async function chain(steps, opts) {
+/**
+ * Steps run one after the other, as one tool: wall and CPU added, the highest peak. `wrap` puts
+ * each in the card's throttle; `beforeStep(i)` runs (untimed) before every step but the first.
+ */
+async function chain(steps, opts, wrap = (cmd, args) => [cmd, args], beforeStep = () => {}) {
   const out = { code: 0, wallS: 0, cpuS: 0, peakRssMiB: 0, svcCpuS: 0, stderrTail: '' };
-  for (const [cmd, args] of steps) {
-    const r = await measure(cmd, args, opts);
+  for (const [i, [cmd, args]] of steps.entries()) {
+    if (i > 0) beforeStep(i);
+    const r = await measure(...wrap(cmd, args), opts);
     out.wallS += r.wallS;
     out.cpuS += r.cpuS;
     out.peakRssMiB = Math.max(out.peakRssMiB, r.peakRssMiB);
@@ -83,15 +94,21 @@ export async function offloadScenario(h) {
     h.log(`offload: no card device (${reason}); the card is a plain folder, its read counter n/a`);
     fs.mkdirSync(mount, { recursive: true });
   }
+  const { throttle, reason: why } = device
+    ? throttleReads(device, CARD_READ_BPS)
+    : { throttle: null, reason: 'no card device' };
+  if (!throttle)
+    h.log(`offload: the card's reads are NOT throttled (${why}): every run reads it at disk speed`);
   try {
-    return await rounds(h, mount, device);
+    return await rounds(h, mount, device, throttle);
   } finally {
+    throttle?.close();
     device?.close();
     fs.rmSync(mount, { recursive: true, force: true });
   }
 }
 
-async function rounds(h, mount, device) {
+async function rounds(h, mount, device, throttle) {
   const card = makeCard(mount, h.spec);
   execFileSync('sync');
   const n = card.files.length;
@@ -102,7 +119,19 @@ async function rounds(h, mount, device) {
   const dests = [path.join(h.tmp, 'dest-A'), path.join(h.tmp, 'dest-B')];
   const cardRead = () => (device ? device.readBytes() : null);
   const t0 = await h.sts(h.svc);
-  const runs = { agent: [], cp: [], rclone: [], plain_agent: [], plain_rclone: [] };
+  const runs = {
+    agent: [],
+    cp: [],
+    rclone: [],
+    agent_fast: [],
+    cp_fast: [],
+    plain_agent: [],
+    plain_rclone: [],
+  };
+  // Throttled: the card read as through a card reader. Fast: as fast as the disk (context rows).
+  const inReader = throttle ? throttle.wrap : (cmd, args) => [cmd, args];
+  const direct = (cmd, args) => [cmd, args];
+  const readerCheck = throttle ? checkThrottle(h, card, inReader) : null;
 
   /** Destinations emptied, the bucket wiped, the page cache dropped, the tool's own code read again. */
   const cold = (warm) => {
@@ -119,37 +148,47 @@ async function rounds(h, mount, device) {
     return { ...r, cardReadBytes: before === null ? null : after - before };
   };
 
+  const agentBlock = (wrap, key, label) => async () => {
+    const r = await withCard(() => runToVerdict(h, root, dests, cardRead, wrap));
+    const problems = r.error ? [r.error] : [];
+    for (const d of dests) {
+      const got = filesUnder(d);
+      if (got.count !== n || got.bytes !== card.bytes)
+        problems.push(`${path.basename(d)} holds ${got.count} files, ${got.bytes} bytes`);
+    }
+    const res = { ...r, ok: problems.length === 0, error: problems.join('; ') || undefined };
+    h.describe(label, res, card.bytes, n);
+    runs[key].push(res);
+  };
+  const cpBlock = (wrap, key, label) => async () => {
+    const r = await withCard(() =>
+      chain(
+        [
+          ['cp', ['-r', root, path.join(dests[0], 'card')]],
+          ['sync', []],
+        ],
+        { svcPid: h.svc.pid },
+        wrap,
+      ),
+    );
+    const res = { ...r, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
+    h.describe(label, res, card.bytes, n);
+    runs[key].push(res);
+  };
   const blocks = {
-    agent: async () => {
-      const r = await withCard(() => runToVerdict(h, root, dests, cardRead));
-      const problems = r.error ? [r.error] : [];
-      for (const d of dests) {
-        const got = filesUnder(d);
-        if (got.count !== n || got.bytes !== card.bytes)
-          problems.push(`${path.basename(d)} holds ${got.count} files, ${got.bytes} bytes`);
-      }
-      const res = { ...r, ok: problems.length === 0, error: problems.join('; ') || undefined };
-      h.describe('agent (safe)', res, card.bytes, n);
-      runs.agent.push(res);
-    },
-    cp: async () => {
-      const r = await withCard(() =>
-        chain(
-          [
-            ['cp', ['-r', root, path.join(dests[0], 'card')]],
-            ['sync', []],
-          ],
-          { svcPid: h.svc.pid },
-        ),
-      );
-      const res = { ...r, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
-      h.describe('cp -r + sync', res, card.bytes, n);
-      runs.cp.push(res);
-    },
+    agent: agentBlock(inReader, 'agent', 'agent (safe)'),
+    cp: cpBlock(inReader, 'cp', 'cp -r + sync'),
+    agent_fast: agentBlock(direct, 'agent_fast', 'agent (safe), card unthrottled'),
+    cp_fast: cpBlock(direct, 'cp_fast', 'cp -r + sync, card unthrottled'),
     rclone: async () => {
       if (!h.peers.rclone) return;
       const rc = h.peers.rclone.path;
       const [a, b] = dests.map((d) => path.join(d, 'card'));
+      // A 64 GB card does not fit in a laptop's page cache: each pass reads it from the card.
+      const recool = () => {
+        h.dropCaches();
+        execFileSync(rc, ['version'], { stdio: 'ignore', env: h.rcloneLocalEnv() });
+      };
       const r = await withCard(() =>
         chain(
           [
@@ -159,6 +198,8 @@ async function rounds(h, mount, device) {
             [rc, ['check', root, b]],
           ],
           { svcPid: h.svc.pid, env: h.rcloneLocalEnv() },
+          inReader,
+          recool,
         ),
       );
       const res = { ...r, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
@@ -168,7 +209,9 @@ async function rounds(h, mount, device) {
   };
   const warmOf = {
     agent: h.nodeWarm,
+    agent_fast: h.nodeWarm,
     cp: ['cp', '--version'],
+    cp_fast: ['cp', '--version'],
     rclone: h.peers.rclone ? [h.peers.rclone.path, 'version'] : ['true'],
   };
   let cache = 'cold';
@@ -178,6 +221,11 @@ async function rounds(h, mount, device) {
       if (!cold(warmOf[k])) cache = 'warm';
       await blocks[k]();
     }
+    if (throttle)
+      for (const k of round % 2 ? ['agent_fast', 'cp_fast'] : ['cp_fast', 'agent_fast']) {
+        if (!cold(warmOf[k])) cache = 'warm';
+        await blocks[k]();
+      }
     // The same card, no destination: the whole sync to the workspace, against rclone to the bucket.
     for (const k of round % 2 ? ['plain_agent', 'plain_rclone'] : ['plain_rclone', 'plain_agent']) {
       if (k === 'plain_rclone' && !h.peers.rclone) continue;
@@ -202,9 +250,37 @@ async function rounds(h, mount, device) {
     device: device?.dev ?? null,
     cache,
     uplinkKiBps: UPLINK_KIBPS,
+    throttle: throttle ? { bps: throttle.bps, check: readerCheck } : null,
     runs,
     proof,
   };
+}
+
+/**
+ * The throttle checked before the rounds: the card's biggest file read cold
+ * in the card reader's cgroup with dd, buffered then O_DIRECT: MB/s of each.
+ */
+function checkThrottle(h, card, inReader) {
+  const big = card.files.reduce((a, b) => (b.size > a.size ? b : a));
+  const rate = (flags) => {
+    h.dropCaches();
+    const t0 = performance.now();
+    execFileSync(...inReader('dd', [`if=${big.path}`, 'of=/dev/null', 'bs=1M', ...flags]), {
+      stdio: 'ignore',
+    });
+    return big.size / ((performance.now() - t0) / 1000) / 1e6;
+  };
+  const out = {
+    file: path.relative(card.root, big.path),
+    bytes: big.size,
+    buffered_mb_s: rate([]),
+    direct_mb_s: rate(['iflag=direct']),
+  };
+  h.log(
+    `offload: card reads throttled to ${CARD_READ_BPS / 1e6} MB/s; dd of ${out.file} (${sizeText(big.size)}) cold in the reader: ` +
+      `${out.buffered_mb_s.toFixed(1)} MB/s buffered, ${out.direct_mb_s.toFixed(1)} MB/s O_DIRECT`,
+  );
+  return out;
 }
 
 function loadText() {
@@ -212,7 +288,7 @@ function loadText() {
 }
 
 /** The agent's `sync --copy-to A --copy-to B` with a field uplink, until its local-verdict line. */
-async function runToVerdict(h, root, dests, cardRead) {
+async function runToVerdict(h, root, dests, cardRead, wrap) {
   const state = path.join(h.tmp, `state-offload-${Date.now()}`);
   fs.mkdirSync(state, { recursive: true });
   fs.writeFileSync(
@@ -222,8 +298,10 @@ async function runToVerdict(h, root, dests, cardRead) {
   let verdict = null;
   const isVerdict = (l) => l.startsWith('{"type":"local-verdict"');
   const r = await measure(
-    process.execPath,
-    [...h.agentArgs(root, state, h.svc), ...dests.flatMap((d) => ['--copy-to', d])],
+    ...wrap(process.execPath, [
+      ...h.agentArgs(root, state, h.svc),
+      ...dests.flatMap((d) => ['--copy-to', d]),
+    ]),
     {
       svcPid: h.svc.pid,
       onLine: (l) => {
