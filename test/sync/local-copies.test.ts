@@ -279,7 +279,7 @@ describe('a card offloaded to two local destinations', () => {
     }
   }, 120_000);
 
-  it('a copy changed after it was verified: the next look says so, and the card is not locally safe', async () => {
+  it('a copy changed after it was verified: the next look says so, not locally safe; synced again, copied anew (and to a drive added since)', async () => {
     const card = fullCard('card-changed');
     const ssd = path.join(dir, 'SSD4');
     fs.mkdirSync(ssd);
@@ -300,6 +300,28 @@ describe('a card offloaded to two local destinations', () => {
     expect(json.local?.reasons.join(' ')).toMatch(
       /SSD4: 1 copy changed or removed since it was verified \(DJI_20240506101600_0007_W\.LRF\)/,
     );
+    // What the reason says to do works: the card synced again copies it anew (its upload is long
+    // done), and a drive added since gets the whole card; both verified.
+    const t7 = path.join(dir, 'T7_LATER');
+    fs.mkdirSync(t7);
+    const again = sync('changed', card, [ssd, t7]);
+    const r2 = await again.done;
+    expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
+    const local2 = ofType(again, 'local-verdict').at(-1) as {
+      safe: boolean;
+      reasons: string[];
+      message: string;
+    };
+    expect(local2.safe, local2.reasons.join(' ')).toBe(true);
+    expect(local2.message).toMatch(/copied and verified on SSD4 and T7_LATER — safe to format$/);
+    for (const d of [ssd, t7]) {
+      const c = path.join(d, fs.readdirSync(d)[0]!);
+      expect(tree(c)).toEqual(tree(card));
+      for (const rel of tree(card))
+        expect(md5(fs.readFileSync(path.join(c, rel))), rel).toBe(md5(fs.readFileSync(path.join(card, rel))));
+    }
+    // Nothing was uploaded again.
+    expect(ofType(again, 'file').filter((f) => f['outcome'] === 'uploaded')).toEqual([]);
   }, 120_000);
 });
 
