@@ -454,7 +454,8 @@ export class Agent extends EventEmitter<AgentEvents> {
       if (r.pending.length) await this.matchFolders(source, r.pending);
       // Nothing new on a card seen before: the engine stays idle, so say its verdict now.
       else if (!this.runOnce) void this.settleCards();
-      for (const w of r.skipped) this.log.warn({ source: source.sourceId, file: w.relPath }, w.message);
+      // Said to the person by whoever listens to 'scanned' (watch, the window): logged, not printed twice.
+      for (const w of r.skipped) this.log.info({ source: source.sourceId, file: w.relPath }, w.message);
       this.emit('source', {
         type: 'scanned',
         source,

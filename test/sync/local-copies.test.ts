@@ -7,7 +7,7 @@
  * history that the official schema accepts. Not locally safe when a
  * destination cannot take the card, is unplugged mid-way, or a copy changed.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -67,7 +67,13 @@ interface Running {
 }
 
 /** `sync <card> --json --copy-to …` in the background, against the service; its JSON lines as they come. */
-function sync(name: string, card: string, dests: string[], config: Record<string, unknown> = {}): Running {
+function sync(
+  name: string,
+  card: string,
+  dests: string[],
+  config: Record<string, unknown> = {},
+  command: 'sync' | 'watch' = 'sync',
+): Running & { child: ChildProcess } {
   const state = path.join(dir, `state-${name}`);
   fs.mkdirSync(state, { recursive: true });
   fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify(config));
@@ -75,7 +81,7 @@ function sync(name: string, card: string, dests: string[], config: Record<string
     process.execPath,
     [
       BIN,
-      'sync',
+      command,
       card,
       '--json',
       '--state',
@@ -103,7 +109,12 @@ function sync(name: string, card: string, dests: string[], config: Record<string
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
     child.on('close', (code) => resolve({ code, stdout, stderr })),
   );
-  return { lines, done };
+  return { lines, done, child };
+}
+
+/** `watch <card> --json --copy-to …`: the agent as the app runs it (a file is read once it has rested). */
+function watch(name: string, card: string, dests: string[]): Running & { child: ChildProcess } {
+  return sync(name, card, dests, {}, 'watch');
 }
 
 const ofType = (r: Running, type: string) => r.lines.filter((l) => l['type'] === type);
@@ -235,7 +246,40 @@ describe('a card offloaded to two local destinations', () => {
     expect(r.code).toBe(0);
   }, 120_000);
 
-  it('a copy changed after it was verified: the next look says so, and the card is not locally safe', async () => {
+  it('not locally safe while a file on the card is still being written (watch, as the app runs): named once, not copied', async () => {
+    const card = fullCard('card-growing');
+    // The camera (or a copy onto the card) is still writing this file: it changed just now. Its time
+    // is set ahead so that it stays "just changed" however slow this machine is.
+    const growing = tree(card).find((p) => p.endsWith('.SRT'))!;
+    const later = new Date(Date.now() + 3600_000);
+    fs.utimesSync(path.join(card, growing), later, later);
+    const ssd = path.join(dir, 'SSD5');
+    fs.mkdirSync(ssd);
+    const run = watch('growing', card, [ssd]);
+    try {
+      await until('the local verdict', () => ofType(run, 'local-verdict').length > 0, 60_000);
+      const local = ofType(run, 'local-verdict').at(-1) as { safe: boolean; reasons: string[] };
+      expect(local.safe).toBe(false);
+      expect(local.reasons).toContain(
+        `${growing} is still being written: it is read once it has not changed for a moment.`,
+      );
+      // The rest of the card is copied; the file being written is not there, not even half.
+      const copy = path.join(ssd, fs.readdirSync(ssd)[0]!);
+      await until('the rest copied', () => tree(copy).length === tree(card).length - 1, 30_000);
+      expect(tree(copy)).not.toContain(growing);
+      // It is looked at again every few seconds, and said once.
+      await new Promise((r) => setTimeout(r, 5000));
+      // (The card was just made: at the first look every file was fresh, each said once too.)
+      const said = ofType(run, 'skipped').map((l) => String(l['path']));
+      expect(said).toContain(path.join(card, growing));
+      expect(said.length).toBe(new Set(said).size);
+    } finally {
+      run.child.kill('SIGINT');
+      await run.done;
+    }
+  }, 120_000);
+
+  it('a copy changed after it was verified: the next look says so, not locally safe; synced again, copied anew (and to a drive added since)', async () => {
     const card = fullCard('card-changed');
     const ssd = path.join(dir, 'SSD4');
     fs.mkdirSync(ssd);
@@ -256,6 +300,28 @@ describe('a card offloaded to two local destinations', () => {
     expect(json.local?.reasons.join(' ')).toMatch(
       /SSD4: 1 copy changed or removed since it was verified \(DJI_20240506101600_0007_W\.LRF\)/,
     );
+    // What the reason says to do works: the card synced again copies it anew (its upload is long
+    // done), and a drive added since gets the whole card; both verified.
+    const t7 = path.join(dir, 'T7_LATER');
+    fs.mkdirSync(t7);
+    const again = sync('changed', card, [ssd, t7]);
+    const r2 = await again.done;
+    expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
+    const local2 = ofType(again, 'local-verdict').at(-1) as {
+      safe: boolean;
+      reasons: string[];
+      message: string;
+    };
+    expect(local2.safe, local2.reasons.join(' ')).toBe(true);
+    expect(local2.message).toMatch(/copied and verified on SSD4 and T7_LATER — safe to format$/);
+    for (const d of [ssd, t7]) {
+      const c = path.join(d, fs.readdirSync(d)[0]!);
+      expect(tree(c)).toEqual(tree(card));
+      for (const rel of tree(card))
+        expect(md5(fs.readFileSync(path.join(c, rel))), rel).toBe(md5(fs.readFileSync(path.join(card, rel))));
+    }
+    // Nothing was uploaded again.
+    expect(ofType(again, 'file').filter((f) => f['outcome'] === 'uploaded')).toEqual([]);
   }, 120_000);
 });
 

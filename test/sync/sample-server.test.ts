@@ -87,7 +87,7 @@ describe('against a stand-in that enforces the whole required-fields table', () 
     // Mavic 2 Enterprise Advanced is outside the device list: refused at fast-upload, nothing of it sent.
     const m2ea = run.events.find((e) => e.relPath.endsWith('M2EA_IR.JPG'))!;
     expect(m2ea.outcome).toBe('failed');
-    expect(m2ea.error?.message).toMatch(/Nothing of it was uploaded/);
+    expect(m2ea.error?.plain).toMatch(/Nothing of it was uploaded/);
     expect(m2ea.error?.message).toMatch(/Mavic 2 Enterprise Advanced is not in DJI's cloud device list/);
     expect(m2ea.error?.plain).toMatch(/another way|administrator/);
     const q = new Queue(queueFile);

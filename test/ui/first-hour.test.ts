@@ -245,8 +245,11 @@ describe('files that need you', () => {
     expect(await listed.locator('.file-name').allInnerTexts()).toEqual(
       expect.arrayContaining(['M2EA_IR.JPG', 'M2EA_IR_2.JPG']),
     );
-    for (const reason of await needYou.getByTestId('need-you-reason').allInnerTexts())
+    for (const reason of await needYou.getByTestId('need-you-reason').allInnerTexts()) {
       expect(reason).toContain("Mavic 2 Enterprise Advanced is not in DJI's cloud device list");
+      // Said once: not "The server refused this file: The server refuses M2EA_IR.JPG: …".
+      expect(reason.match(/server refuse/gi)).toHaveLength(1);
+    }
     // One "Retry all", and a Retry beside each file: no second button doing the same.
     expect(await page.getByRole('button', { name: /^Retry all/ }).count()).toBe(1);
     expect(await page.getByRole('button', { name: /^Retry M2EA_IR/ }).count()).toBe(2);

@@ -42,6 +42,8 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   const say = (json: Record<string, unknown>, text: string) =>
     flags.json ? printJson(json) : writeLines([text]);
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
+  const said = new Set<string>();
+  const firstTime = (key: string): boolean => !said.has(key) && said.add(key).size > 0;
 
   agent.on('source', (e) => {
     const name = e.source.label;
@@ -58,7 +60,8 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     else if (e.type === 'ejected' || e.type === 'eject-failed')
       say({ type: e.type, id: e.source.sourceId, message: e.message }, e.message);
     else if (e.type === 'scanned') {
-      for (const w of e.skipped)
+      // A file still being written is looked at again every few seconds: said once, not at each look.
+      for (const w of e.skipped.filter((x) => firstTime(`${e.source.sourceId}\0${x.relPath}\0${x.message}`)))
         say(
           { type: 'skipped', id: e.source.sourceId, path: w.path, reason: w.message },
           `Skipped: ${w.message}`,

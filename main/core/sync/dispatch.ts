@@ -69,7 +69,11 @@ export class Dispatcher {
   }
 
   /** Runs `work` for a row with its own abort signal; `done` runs when it has left. */
-  start(row: WorkingRow, work: (signal: AbortSignal) => Promise<void>, done: () => void): void {
+  start(
+    row: Pick<WorkingRow, 'id' | 'sourceId'>,
+    work: (signal: AbortSignal) => Promise<void>,
+    done: () => void,
+  ): void {
     const controller = new AbortController();
     const promise = work(controller.signal).finally(() => {
       this.flying.delete(row.id);

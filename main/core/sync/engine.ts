@@ -196,6 +196,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       this.queue.sources.seen(source.sourceId, source.label);
       this.copies.retry(source.sourceId);
       result = await scanSource(this.queue, source, this.config, signal, opts);
+      this.copies.findCopiesAgain(source.sourceId);
       this.copies.checkSpace(source.sourceId, result.pending);
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
@@ -237,6 +238,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // Stop reading from it at once: parts already acknowledged stay recorded
     // and are reused when the card is back. Files with a verified local copy
     // go on from it: that is what a locally safe card is for.
+    this.copies.dropAgain(sourceId);
     this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
     this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
       const row = this.queue.get(id);
@@ -254,7 +256,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Rows in flight in both lanes. */
   private get inFlight(): number {
-    return this.dispatcher.inFlight + this.copyLane.inFlight;
+    return this.dispatcher.inFlight + this.copyLane.inFlight + this.copies.waitingAgain;
   }
 
   /** Where a row's file is read from: a verified copy still as written, else the card. */
@@ -357,6 +359,28 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
         () => {
           if (!this.queue.hasUnread(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
+          this.wake();
+        },
+      );
+    }
+    // Files already read that a destination lacks, copied again from the card in the same lane.
+    while (this.copyLane.inFlight < COPY_LANE_WIDTH) {
+      const row = this.copies.nextAgain();
+      if (!row) break;
+      this.status.set('syncing');
+      this.copyLane.start(
+        row,
+        async (own) => {
+          const signal = AbortSignal.any([own, this.stopAll.signal]);
+          const problem = await this.copies.copyAgain(row, signal, (n) =>
+            this.context(signal, row.id).onBytes(n, false),
+          );
+          // Said in the log (a plain line in a terminal); the card's local verdict names the copy missing.
+          if (problem) this.log.warn({ source: row.sourceId, file: row.relPath }, problem);
+        },
+        () => {
+          if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
+            this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );

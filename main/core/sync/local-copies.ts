@@ -5,6 +5,8 @@ import type { Destination } from '../queue/copies.js';
 import type { Queue, QueueRow } from '../queue/queue.js';
 import type { Change } from '../queue/transitions.js';
 import type { DiscoveredRow } from '../queue/rows.js';
+import { copyAndVerify } from '../copies/copy-file.js';
+import { DmsError, toDmsError } from '../errors.js';
 import { cardPlace, copyStep, hashStep, type Place, type StepContext } from './steps.js';
 
 export interface DestinationStop {
@@ -23,6 +25,12 @@ export class LocalCopies {
   private destinations: Destination[];
   /** Destinations stopped for a source in this run, by source id. */
   private readonly stops = new Map<string, Set<number>>();
+  /**
+   * Files past their first read that a destination still lacks (added since,
+   * or its copy failed, changed or went): copied again from the card when it
+   * is scanned, whatever their upload does. By row id, oldest first.
+   */
+  private readonly again = new Map<number, QueueRow>();
 
   constructor(
     private readonly queue: Queue,
@@ -59,13 +67,7 @@ export class LocalCopies {
    */
   placeOf(row: QueueRow): Place {
     for (const c of this.enabled || row.state !== 'discovered' ? this.queue.copies.of(row) : []) {
-      if (c.state !== 'verified' || c.copySize === null || c.copyMtimeMs === null) continue;
-      try {
-        const st = fs.statSync(c.path);
-        if (st.size !== c.copySize || Math.trunc(st.mtimeMs) !== c.copyMtimeMs) continue;
-      } catch {
-        continue;
-      }
+      if (c.state !== 'verified' || c.copySize === null || c.copyMtimeMs === null || !asWritten(c)) continue;
       return {
         path: c.path,
         root: c.path.slice(0, c.path.length - row.relPath.length - 1),
@@ -97,17 +99,92 @@ export class LocalCopies {
     return change;
   }
 
+  /**
+   * A card was scanned: its files already read whose copy a destination
+   * lacks are copied again (the crew added a drive, or "sync the card again
+   * to copy it anew"). Returns how many.
+   */
+  findCopiesAgain(sourceId: string): number {
+    if (!this.enabled) return 0;
+    let n = 0;
+    for (const row of this.queue.list({ sourceId, limit: 1_000_000 })) {
+      if (row.state === 'discovered' || this.again.has(row.id) || this.targetsFor(row).length === 0) continue;
+      this.again.set(row.id, row);
+      n++;
+    }
+    return n;
+  }
+
+  /** Files waiting to be copied again. */
+  get waitingAgain(): number {
+    return this.again.size;
+  }
+
+  /** The next file to copy again, if any. */
+  nextAgain(): QueueRow | undefined {
+    const first = this.again.values().next();
+    if (first.done) return undefined;
+    this.again.delete(first.value.id);
+    return first.value;
+  }
+
+  /** True while a file of this source waits to be copied again. */
+  copyingAgain(sourceId: string): boolean {
+    for (const r of this.again.values()) if (r.sourceId === sourceId) return true;
+    return false;
+  }
+
+  /** The card went away: its files are not copied again until it is back. */
+  dropAgain(sourceId: string): void {
+    for (const [id, r] of this.again) if (r.sourceId === sourceId) this.again.delete(id);
+  }
+
+  /**
+   * A file already read, copied again from the card to the destinations that
+   * lack it: the same write, flush and read-back as the first time. Its upload
+   * is not touched. A card file that no longer matches what was uploaded
+   * (same size and time, other bytes) is not copied: said, and left for the
+   * verdict.
+   */
+  async copyAgain(row: QueueRow, signal: AbortSignal, onBytes: (n: number) => void): Promise<string | null> {
+    const targets = this.targetsFor(row);
+    if (targets.length === 0) return null;
+    try {
+      const result = await copyAndVerify({
+        source: row.absPath,
+        relPath: row.relPath,
+        size: row.size,
+        mtimeMs: row.mtimeMs,
+        targets,
+        signal,
+        onBytes,
+      });
+      for (const s of result.stopped) this.stop(row.sourceId, s.destination, s.message);
+      const fingerprint = 'fingerprint' in row ? row.fingerprint : null;
+      if (fingerprint && fingerprint.toLowerCase() !== result.md5.toLowerCase())
+        return `${row.relPath} on the card is not what was read before (same size and time, other bytes): not copied again.`;
+      const version = { sourceId: row.sourceId, relPath: row.relPath, size: row.size, mtimeMs: row.mtimeMs };
+      for (const r of result.records) this.queue.copies.note(version, r);
+      return null;
+    } catch (err) {
+      const e = toDmsError(err);
+      if (e.kind === 'cancelled') return null;
+      const code = (err as { code?: string }).code;
+      // The card went away meanwhile: its verdict says so; nothing to add here.
+      if (code === 'ENOENT' || e.kind === 'source-missing') return null;
+      return `${row.relPath} could not be copied again: ${e instanceof DmsError ? e.message : String(err)}`;
+    }
+  }
+
   /** Stops, before any byte is written, the destinations that cannot hold what a card still needs. */
   checkSpace(sourceId: string, pending: readonly QueueRow[]): void {
-    const unread = pending.filter((r) => r.sourceId === sourceId && r.state === 'discovered');
+    const unread = [
+      ...pending.filter((r) => r.sourceId === sourceId && r.state === 'discovered'),
+      ...[...this.again.values()].filter((r) => r.sourceId === sourceId),
+    ];
     for (const destination of this.destinations) {
       const needed = unread
-        .filter(
-          (r) =>
-            !this.queue.copies
-              .of(r)
-              .some((c) => c.destinationId === destination.id && c.state === 'verified'),
-        )
+        .filter((r) => this.targetsFor(r).some((t) => t.destination.id === destination.id))
         .reduce((n, r) => n + r.size, 0);
       const problem = spaceProblem(destination, needed);
       if (problem) this.stop(sourceId, destination, problem);
@@ -117,10 +194,11 @@ export class LocalCopies {
   /** The destinations a row's file is still to be copied to (not stopped for its card, no verified copy yet). */
   private targetsFor(row: QueueRow): Array<{ destination: Destination; root: string }> {
     const stopped = this.stops.get(row.sourceId);
+    // A verified copy counts while it is still as written: one changed or gone since is copied anew.
     const done = new Set(
       this.queue.copies
         .of(row)
-        .filter((c) => c.state === 'verified')
+        .filter((c) => c.state === 'verified' && asWritten(c))
         .map((c) => c.destinationId),
     );
     const card = { label: this.queue.sources.labelOf(row.sourceId), sourceId: row.sourceId };
@@ -137,5 +215,16 @@ export class LocalCopies {
     this.stops.set(sourceId, set);
     this.queue.copies.stop(destination.id, sourceId, message);
     this.onStop({ sourceId, destination, message });
+  }
+}
+
+/** A copy is still there as it was written (size, and the time it was given). */
+function asWritten(c: { path: string; copySize: number | null; copyMtimeMs: number | null }): boolean {
+  if (c.copySize === null || c.copyMtimeMs === null) return false;
+  try {
+    const st = fs.statSync(c.path);
+    return st.size === c.copySize && Math.trunc(st.mtimeMs) === c.copyMtimeMs;
+  } catch {
+    return false;
   }
 }

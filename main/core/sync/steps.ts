@@ -399,7 +399,9 @@ function refusedBeforeUpload(info: FileInfo, code: number | string, message: str
     ? ' Upload it another way, or ask the administrator of the server to accept this camera.'
     : ' Fix the cause (for example the aircraft or its serial in the settings), then choose Retry.';
   const text = `The server refuses ${info.name}: "${message}". Nothing of it was uploaded.${why}${todo}`;
-  return new DmsError('rejected', text, {
+  // The queue keeps the technical words (the server's, and why); the window puts them in its own
+  // sentence ("The server refused this file: …"), so they must not say "The server refuses" again.
+  return new DmsError('rejected', `"${message}" (code ${code}).${why}`, {
     serverCode: code,
     serverMessage: message,
     retryable: false,
