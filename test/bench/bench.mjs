@@ -4,7 +4,7 @@
 // against the reference service and its embedded bucket, started as a
 // separate process. See test/bench/README.md; results in test/bench/RESULTS.md.
 //
-//   npm run bench [-- --rounds N] [-- --quick] [-- --json] [-- --only survey,small,big,reinsert]
+//   npm run bench [-- --rounds N] [-- --quick] [-- --json] [-- --only survey,small,big,reinsert,offload]
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,12 +14,13 @@ import { parseArgs } from 'node:util';
 import { Buffer } from 'node:buffer';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cardSpecs, makeCard, MiB } from './lib/cards.mjs';
+import { openDevices, openThrottles } from './lib/card-device.mjs';
+import { offloadScenario } from './lib/offload.mjs';
 import { measure, running } from './lib/proc.mjs';
 import { fmt, sizeText, summarize, table, verdict } from './lib/report.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..');
-const BIN = path.join(REPO, 'dist', 'main', 'cli', 'bin.js');
 const EXIT_HOOK = pathToFileURL(path.join(HERE, 'exit-stats.mjs')).href;
 
 const { values: opt } = parseArgs({
@@ -33,10 +34,14 @@ const { values: opt } = parseArgs({
     'agent-config': { type: 'string' },
     'agent-node-args': { type: 'string' },
     keep: { type: 'boolean', default: false },
+    'agent-dist': { type: 'string' },
   },
 });
+// Another build of the agent (e.g. main's, copied into a folder of this checkout so that its
+// packages resolve): before/after figures of a change, with the peers in the same run.
+const BIN = path.join(path.resolve(REPO, opt['agent-dist'] ?? 'dist'), 'main', 'cli', 'bin.js');
 const ROUNDS = Math.max(1, Number(opt.rounds ?? (opt.quick ? 1 : 3)));
-const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert').split(',').map((s) => s.trim()));
+const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert,offload').split(',').map((s) => s.trim()));
 const AGENT_CONFIG = opt['agent-config'] ? JSON.parse(opt['agent-config']) : null;
 const AGENT_NODE_ARGS = opt['agent-node-args'] ? opt['agent-node-args'].split(' ').filter(Boolean) : [];
 const RESULTS_FILE = opt.results
@@ -110,7 +115,11 @@ function ensurePeers() {
   let aws = fs.existsSync('/usr/bin/aws') ? '/usr/bin/aws' : null;
   if (!aws && aptInstall('awscli')) aws = fs.existsSync('/usr/bin/aws') ? '/usr/bin/aws' : which('aws');
   const md5sum = which('md5sum');
+  // The offload scenario's read-once proof runs the agent under strace.
+  let strace = ONLY.has('offload') ? which('strace') : null;
+  if (ONLY.has('offload') && !strace && aptInstall('strace')) strace = which('strace');
   return {
+    ...(ONLY.has('offload') ? { strace: strace && { path: strace, version: version(strace, ['-V']) } } : {}),
     rclone: rclone && { path: rclone, version: version(rclone, ['version']) },
     aws: aws && { path: aws, version: version(aws, ['--version']) },
     md5sum: md5sum && { path: md5sum, version: version(md5sum, ['--version']) },
@@ -130,6 +139,14 @@ let service = null;
 function cleanup() {
   if (service && service.exitCode === null) service.kill('SIGTERM');
   for (const c of running) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const t of openThrottles) t.close();
+  for (const d of openDevices) {
+    try {
+      d.close();
+    } catch (err) {
+      log(`could not unmount the card at ${d.root}: ${err.message}`);
+    }
+  }
   if (!opt.keep) fs.rmSync(TMP, { recursive: true, force: true });
 }
 process.on('exit', cleanup);
@@ -260,6 +277,11 @@ async function runAgent(svc, card, expect, stateDir) {
       if (summary[k] !== expect[k]) problems.push(`${k}=${summary[k]} (expected ${expect[k]})`);
   }
   return { ...r, ok: problems.length === 0, error: problems.join('; ') || undefined, summary };
+}
+
+/** rclone between local folders: no remote, so no config file at all (and no notice about it). */
+function rcloneLocalEnv() {
+  return { ...peerEnvBase(), RCLONE_CONFIG: path.join(TMP, 'rclone-none.conf') };
 }
 
 function rcloneEnv(t) {
@@ -504,7 +526,22 @@ function runFigures(list, bytes, files) {
     service_cpu_s: pick(list, (r) => r.svcCpuS),
     service_cores: pick(list, (r) => (r.svcCpuS ?? NaN) / r.wallS),
     tool_cores: pick(list, (r) => r.cpuS / r.wallS),
+    // Bytes the card's device delivered during the run, in card sizes (scenario 6 only).
+    card_read: pick(list, (r) => (typeof r.cardReadBytes === 'number' ? r.cardReadBytes / bytes : NaN)),
   };
+}
+
+/** The agent's threads during the copy phase (scenario 6): CPU seconds by thread name. */
+const THREADS = ['MainThread', 'WorkerThread', 'libuv-worker', 'V8Worker'];
+function threadFigures(list) {
+  const out = {};
+  for (const t of [...THREADS, 'other'])
+    out[t] = pick(list, (r) => {
+      if (!r.threads) return NaN;
+      if (t !== 'other') return r.threads[t] ?? 0;
+      return Object.entries(r.threads).reduce((n, [k, v]) => (THREADS.includes(k) ? n : n + v), 0);
+    });
+  return out;
 }
 
 function figures(res) {
@@ -549,7 +586,43 @@ function figures(res) {
       agent_over_rclone_throughput: ratios(runs.rclone, runs.agent, (r) => r.wallS),
     };
   }
+  if (res.offload) {
+    const { files, bytes, runs, proof, device, cache, uplinkKiBps, throttle } = res.offload;
+    out.offload = {
+      files,
+      bytes,
+      device,
+      cache,
+      uplink_kibps: uplinkKiBps,
+      throttle,
+      agent: {
+        ...runFigures(runs.agent, bytes, files),
+        threads: threadFigures(runs.agent),
+        wait_for_cpu_s: pick(runs.agent, (r) => r.waitForCpuS ?? NaN),
+      },
+      cp: runFigures(runs.cp, bytes, files),
+      rclone: runFigures(runs.rclone, bytes, files),
+      plain_agent: runFigures(runs.plain_agent, bytes, files),
+      plain_rclone: runFigures(runs.plain_rclone, bytes, files),
+      agent_over_cp: ratios(runs.agent, runs.cp, (r) => r.wallS),
+      agent_over_rclone: ratios(runs.agent, runs.rclone, (r) => r.wallS),
+      plain_agent_over_rclone: ratios(runs.plain_agent, runs.plain_rclone, (r) => r.wallS),
+      // The card as fast as the disk (context): bound by the CPU the agent gets.
+      agent_fast: runFigures(runs.agent_fast, bytes, files),
+      cp_fast: runFigures(runs.cp_fast, bytes, files),
+      agent_fast_over_cp_fast: ratios(runs.agent_fast, runs.cp_fast, (r) => r.wallS),
+      proof,
+    };
+  }
   return out;
+}
+
+/** Read once: the device delivered the card once (metadata aside) and no card file was read twice. */
+function readOnce(o) {
+  const device = o.agent.card_read;
+  const proofOk = o.proof ? o.proof.ok && o.proof.twice.length === 0 && o.proof.mmaps.length === 0 : null;
+  if (!device && proofOk === null) return 'n/a';
+  return (device ? device.max <= 1.01 : true) && proofOk !== false ? 'yes' : 'NO';
 }
 
 function targets(f) {
@@ -565,6 +638,22 @@ function targets(f) {
   if (f.big) {
     add('5a', 'big file: agent peak RSS MiB', f.big.agent.peak_rss_mib, '<=', 300);
     add('5b', 'big file: agent / rclone throughput', f.big.agent_over_rclone_throughput, '>=', 1.0);
+  }
+  if (f.offload) {
+    const o = f.offload;
+    add('6a', 'offload: time to locally safe / (cp -r + sync)', o.agent_over_cp, '<=', 1.3);
+    add('6b', 'offload: time to locally safe / (rclone copy ×2 + check ×2)', o.agent_over_rclone, '<=', 0.6);
+    add('6c', 'offload: agent peak RSS MiB until locally safe', o.agent.peak_rss_mib, '<=', 300);
+    // "Keeps today's figures": the plain upload of this card against rclone, as scenario 1's ratio (+0.10).
+    if (f.survey?.agent_over_rclone)
+      add(
+        '6d',
+        'offload card, no destination: agent / rclone',
+        o.plain_agent_over_rclone,
+        '<=',
+        +(f.survey.agent_over_rclone.median + 0.1).toFixed(2),
+      );
+    t.push({ id: '6e', name: 'offload: every card byte read once', value: null, met: readOnce(o) });
   }
   return t;
 }
@@ -650,6 +739,7 @@ function markdown(f, tg, meta) {
       met('5b'),
     ]);
   }
+  if (f.offload) rows.push(...offloadRows(f.offload, f, met));
   const main = table(['#', 'Scenario', 'Agent', 'Peer', 'Ratio', 'Target', 'Met'], rows);
 
   // Where the CPU went: the tool itself and the service (with its embedded bucket) meanwhile.
@@ -684,6 +774,15 @@ function markdown(f, tg, meta) {
     addCpu('5 big: agent', f.big.agent);
     addCpu('5 big: rclone', f.big.rclone);
   }
+  if (f.offload) {
+    addCpu('6 offload: agent until locally safe', f.offload.agent);
+    addCpu('6 offload: cp -r + sync', f.offload.cp);
+    addCpu('6 offload: rclone copy ×2 + check ×2', f.offload.rclone);
+    addCpu('6 offload, card unthrottled: agent until locally safe', f.offload.agent_fast);
+    addCpu('6 offload, card unthrottled: cp -r + sync', f.offload.cp_fast);
+    addCpu('6 offload, no destination: agent', f.offload.plain_agent);
+    addCpu('6 offload, no destination: rclone', f.offload.plain_rclone);
+  }
   const cpu = table(
     ['Run', 'Wall s', 'Tool CPU s', 'Tool cores', 'Service CPU s', 'Service cores', 'Peak RSS MiB'],
     cpuRows,
@@ -699,7 +798,102 @@ function markdown(f, tg, meta) {
         );
     }
   }
-  return { main, cpu, failures };
+  return { main, cpu, failures, offload: f.offload ? offloadText(f.offload) : null };
+}
+
+function offloadRows(o, f, met) {
+  const size = sizeText(o.bytes);
+  const rate = (x) => `${fmt(x.wall_s)} (${fmt(x.mib_s, 0)} MiB/s)`;
+  const reader = o.throttle ? `a ${o.throttle.bps / 1e6} MB/s card` : 'an UNTHROTTLED card';
+  const rows = [
+    [
+      '6a',
+      `Offload, ${o.files} files, ${size} from ${reader} to 2 destinations: time to locally safe, s`,
+      rate(o.agent),
+      `cp -r + sync (1 destination) ${rate(o.cp)}`,
+      fmt(o.agent_over_cp),
+      '≤ 1.30',
+      met('6a'),
+    ],
+    [
+      '6b',
+      '… same, vs rclone copy --checksum to both + rclone check of each',
+      '',
+      `rclone ${rate(o.rclone)}`,
+      fmt(o.agent_over_rclone),
+      '≤ 0.60',
+      met('6b'),
+    ],
+    [
+      '6c',
+      'Offload: agent peak RSS until locally safe, MiB',
+      fmt(o.agent.peak_rss_mib, 0),
+      '–',
+      '–',
+      '≤ 300',
+      met('6c'),
+    ],
+    [
+      '6d',
+      'Offload card, no destination: sync to the workspace, s',
+      fmt(o.plain_agent.wall_s),
+      `rclone copy ${fmt(o.plain_rclone.wall_s)}`,
+      fmt(o.plain_agent_over_rclone),
+      f.survey?.agent_over_rclone
+        ? `≤ ${(f.survey.agent_over_rclone.median + 0.1).toFixed(2)} (row 1 + 0.10)`
+        : 'as row 1',
+      met('6d'),
+    ],
+    [
+      '6e',
+      'Offload: card bytes read until locally safe (device), × card',
+      fmt(o.agent.card_read, 3),
+      `cp ${fmt(o.cp.card_read, 3)}, rclone ${fmt(o.rclone.card_read, 3)}`,
+      '–',
+      'each byte once',
+      met('6e'),
+    ],
+  ];
+  if (o.agent_fast?.wall_s)
+    rows.push([
+      '6f',
+      'Context: the card as fast as the disk (not throttled), time to locally safe, s: bound by the CPU (2 cores shared with other work)',
+      rate(o.agent_fast),
+      `cp -r + sync ${rate(o.cp_fast)}`,
+      fmt(o.agent_fast_over_cp_fast),
+      '–',
+      'n/a',
+    ]);
+  return rows;
+}
+
+/** Scenario 6's own lines: how the card was read, the agent's threads, the read-once proof. */
+function offloadText(o) {
+  const th = o.agent.threads;
+  const t = o.throttle;
+  const lines = [
+    `Scenario 6 (offload): the card is ${o.device ? `an ext4 file system on its own loop device (${o.device}, direct I/O to its image file)` : 'a plain folder (no loop device here)'}; ` +
+      (t
+        ? `its reads limited to ${t.bps / 1e6} MB/s (a UHS-I card reader) by a blkio cgroup that every tool of rows 6a–6c and 6e runs in ` +
+          `(checked before the rounds: dd of ${t.check.file}, cold, ${t.check.buffered_mb_s.toFixed(1)} MB/s buffered, ${t.check.direct_mb_s.toFixed(1)} MB/s O_DIRECT); ` +
+          'rows 6d, 6f and the proof read it unthrottled. '
+        : 'its reads NOT throttled (no blkio cgroup here): it is as fast as the disk. ') +
+      `Page cache ${o.cache === 'cold' ? 'dropped' : 'NOT dropped (not root)'} before every run of every tool, and before each of rclone's four steps (a 64 GB card does not fit in the page cache); destinations emptied. ` +
+      `The agent is timed from its start to its \`local-verdict\` line, with the upload going on from the copies over a ${o.uplink_kibps / 1024} MiB/s uplink (its bandwidth limit), then killed.`,
+    `Agent during the copy phase: ${fmt(o.agent.tool_cores)} cores (CPU s / wall s); CPU s by thread: main ${fmt(th.MainThread)}, ` +
+      `copy/hash workers ${fmt(th.WorkerThread)}, libuv pool ${fmt(th['libuv-worker'])}, V8 helpers ${fmt(th.V8Worker)}, other ${fmt(th.other)}; ` +
+      `its threads waited ${fmt(o.agent.wait_for_cpu_s)} s in all for a core (runnable, another process on it: the shared machine).`,
+  ];
+  const p = o.proof;
+  if (p)
+    lines.push(
+      `Read-once proof (one more run, the whole sync to the end under strace, not timed): ${p.filesRead} of ${p.files} card files read, ` +
+        `${(p.bytesRead / p.cardBytes).toFixed(4)}× the card's bytes by read calls; ${p.twice.length} file(s) read more than once` +
+        `${p.twice.length ? ` (${p.twice.map((t) => `${t.path}: ${t.bytes} of ${t.size} bytes`).join('; ')})` : ''}; ` +
+        `${p.mmaps.length} mapped; device ${p.deviceBytes === null ? 'n/a' : `${(p.deviceBytes / p.cardBytes).toFixed(4)}×`}${p.ok ? '' : `; the run FAILED: ${p.error}`}.`,
+    );
+  else lines.push('Read-once proof: not run (no strace).');
+  return lines.join('\n');
 }
 
 function machine(peers) {
@@ -738,6 +932,27 @@ async function main() {
   if (ONLY.has('small')) res.small = await pairScenario('small', svc, peers, specs.small);
   if (ONLY.has('big')) res.big = await pairScenario('big', svc, peers, specs.big);
   if (ONLY.has('reinsert')) res.reinsert = await reinsertScenario(svc);
+  if (ONLY.has('offload'))
+    res.offload = await offloadScenario({
+      tmp: TMP,
+      spec: specs.offload,
+      rounds: ROUNDS,
+      svc,
+      peers,
+      log,
+      describe,
+      dropCaches,
+      wipeBucket,
+      sts,
+      agentArgs,
+      agentConfig: AGENT_CONFIG ?? {},
+      runAgent,
+      runRclone,
+      nodeWarm: [process.execPath, BIN, 'help'],
+      rcloneLocalEnv,
+      strace: peers.strace?.path ?? null,
+      keep: opt.keep,
+    });
 
   service.kill('SIGTERM');
   await sleep(200);
@@ -759,7 +974,13 @@ async function main() {
     'Where the CPU went (tool = the process measured; service = the reference service with its embedded bucket, one Node process, during that run):',
     '',
     md.cpu,
+    ...(md.offload ? ['', md.offload] : []),
     ...(md.failures.length ? ['', 'Failed runs (left out of the figures) and retries:', ...md.failures] : []),
+    '',
+    `Load average at the start ${m.load_at_start.join(' / ')}, at the end ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' / ')}.`,
   ].join('\n');
 
   if (opt.json) {

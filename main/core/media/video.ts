@@ -63,19 +63,45 @@ async function readHead(path: string): Promise<{ text: string; whole: boolean }>
   }
 }
 
+/** A video's side-cars among its folder's names: its SRT, and the photos tried for its aircraft, best first. */
+function sidecarsIn(names: string[], video: string): { srt: string | undefined; photos: string[] } {
+  const stem = stemOf(video).toLowerCase();
+  const srt = names.find((n) => extname(n).toLowerCase() === '.srt' && stemOf(n).toLowerCase() === stem);
+  const lens = lensOf(video);
+  const photos = names
+    .filter((n) => PHOTO.has(extname(n).slice(1).toLowerCase()))
+    .sort((a, b) => Number(lensOf(b) === lens) - Number(lensOf(a) === lens) || a.localeCompare(b));
+  return { srt, photos };
+}
+
+/**
+ * The names of the side-cars readVideoSidecars would read beside a video (its SRT, the first
+ * photos it tries), none opened: whether a copy's folder holds them all, so that the video is
+ * described from the copy and the card's files are not read a second time. None when the
+ * folder cannot be listed (a card pulled).
+ */
+export async function sidecarNames(videoPath: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dirname(videoPath));
+  } catch {
+    return [];
+  }
+  const { srt, photos } = sidecarsIn(names, basename(videoPath));
+  return [...(srt ? [srt] : []), ...photos.slice(0, PHOTOS_TRIED)];
+}
+
 /** `root`: the card or folder the video was found under (absolute); checks are skipped without it. */
 export async function readVideoSidecars(videoPath: string, root?: string): Promise<VideoSidecars> {
   const out: VideoSidecars = { photos: [], problems: [] };
   const dir = dirname(videoPath);
-  const name = basename(videoPath);
   let names: string[];
   try {
     names = await readdir(dir);
   } catch {
     return out;
   }
-  const stem = stemOf(name).toLowerCase();
-  const srt = names.find((n) => extname(n).toLowerCase() === '.srt' && stemOf(n).toLowerCase() === stem);
+  const { srt, photos } = sidecarsIn(names, basename(videoPath));
   if (srt) {
     const path = join(dir, srt);
     if (!(await usable(path, root))) {
@@ -91,10 +117,6 @@ export async function readVideoSidecars(videoPath: string, root?: string): Promi
       }
     }
   }
-  const lens = lensOf(name);
-  const photos = names
-    .filter((n) => PHOTO.has(extname(n).slice(1).toLowerCase()))
-    .sort((a, b) => Number(lensOf(b) === lens) - Number(lensOf(a) === lens) || a.localeCompare(b));
   for (const p of photos) {
     if (out.photos.length >= PHOTOS_TRIED) break;
     const path = join(dir, p);

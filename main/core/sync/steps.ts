@@ -17,6 +17,7 @@ import { isInside } from '../media/discover.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
 import { flightFolderOf } from '../media/flight-folder.js';
 import { readMediaInfo, type MediaInfo } from '../media/metadata.js';
+import { sidecarNames } from '../media/video.js';
 import { parseMrk } from '../media/mrk.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import type { FileInfo } from '../queue/file-info.js';
@@ -275,9 +276,10 @@ async function describeFile(
   content?: Buffer,
 ): Promise<MediaInfo | null> {
   if (row.kind !== 'media') return null;
-  // A video is described from beside it (its SRT, a photo of its folder): from the copy once the
-  // SRT's copy is there, else from the card.
-  const beside = at.copyOn !== undefined && !sidecarsCopied(at.path) ? cardPlace(row) : at;
+  // A video is described from beside it (its SRT, photos of its folder): from the copy once the
+  // copies of those are there (the card's are not read twice), else from the card.
+  const beside =
+    at.copyOn !== undefined && !(await sidecarsCopied(at.path, row.absPath)) ? cardPlace(row) : at;
   return readMediaInfo(beside.path, {
     relPath: row.relPath,
     root: beside.root,
@@ -286,10 +288,11 @@ async function describeFile(
   });
 }
 
-/** Whether a video's SRT sits beside it (a copy made before the video's). */
-function sidecarsCopied(file: string): boolean {
-  const stem = file.replace(/\.[^./]+$/, '');
-  return !/\.(mp4|mov)$/i.test(file) || ['.SRT', '.srt'].some((ext) => existsSync(`${stem}${ext}`));
+/** Whether the side-cars beside a video on its card (its SRT, the photos tried) all sit beside its copy. */
+async function sidecarsCopied(copy: string, card: string): Promise<boolean> {
+  if (!/\.(mp4|mov)$/i.test(copy)) return true;
+  const dir = path.dirname(copy);
+  return (await sidecarNames(card)).every((name) => existsSync(path.join(dir, name)));
 }
 
 /** The 'hashed' change: fingerprint, what the requests say of the file, the exposure log of an MRK. */

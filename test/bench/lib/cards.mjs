@@ -58,7 +58,10 @@ function flightFolder(root, start, n, mission) {
 
 /**
  * Builds a card under `root`. `spec.groups`: [{ count, size, ext }], written
- * into flight folders of at most `perFolder` files. Returns the card's files.
+ * into flight folders of at most `perFolder` files; a group with `suffix`
+ * instead of `ext` is one file named after its flight folder, as DJI names
+ * the RTK files (`DJI_202401011200_001` + `_Timestamp.MRK`). Returns the
+ * card's files.
  */
 export function makeCard(root, spec) {
   const { mission, seed, groups, perFolder = 999 } = spec;
@@ -75,7 +78,10 @@ export function makeCard(root, spec) {
         folderStart = new Date(start.getTime() + (folderNo - 1) * 3_600_000);
         folder = flightFolder(root, folderStart, folderNo, mission);
       }
-      const file = path.join(folder, mediaName(folderStart, index % perFolder, g.ext));
+      const name = g.suffix
+        ? `${path.basename(folder).slice(0, -(mission.length + 1))}${g.suffix}`
+        : mediaName(folderStart, index % perFolder, g.ext);
+      const file = path.join(folder, name);
       writeFile(file, g.size, seed, index);
       files.push({ path: file, size: g.size });
     }
@@ -114,6 +120,20 @@ export function cardSpecs(quick) {
           start: '2024-01-04T10:00:00Z',
           groups: [{ count: 1000, size: 4 * KiB, ext: 'JPG' }],
         },
+        offload: {
+          mission: 'Survey',
+          seed: 'offload',
+          start: '2024-01-05T10:00:00Z',
+          groups: [
+            { count: 40, size: 5 * MiB, ext: 'JPG' },
+            { count: 1, size: 40 * MiB, ext: 'MP4' },
+            // The flight's RTK/PPK files, named after its folder (main/core/media/rtk-files.ts).
+            { count: 1, size: 24 * KiB, suffix: '_Timestamp.MRK' },
+            { count: 1, size: 2 * MiB, suffix: '_Rinex.obs' },
+            { count: 1, size: 48 * KiB, suffix: '_PPKNAV.nav' },
+            { count: 1, size: 1 * MiB, suffix: '_PPKRAW.bin' },
+          ],
+        },
       }
     : {
         survey: {
@@ -141,6 +161,21 @@ export function cardSpecs(quick) {
           seed: 'reinsert',
           start: '2024-01-04T10:00:00Z',
           groups: [{ count: 10000, size: 4 * KiB, ext: 'JPG' }],
+        },
+        // Issue 20: a 2 GiB survey card in one flight folder (229 photos, 3 videos, the RTK files).
+        offload: {
+          mission: 'Survey',
+          seed: 'offload',
+          start: '2024-01-05T10:00:00Z',
+          groups: [
+            { count: 229, size: 5 * MiB, ext: 'JPG' },
+            { count: 3, size: 300 * MiB, ext: 'MP4' },
+            // The flight's RTK/PPK files, named after its folder (main/core/media/rtk-files.ts).
+            { count: 1, size: 24 * KiB, suffix: '_Timestamp.MRK' },
+            { count: 1, size: 2 * MiB, suffix: '_Rinex.obs' },
+            { count: 1, size: 48 * KiB, suffix: '_PPKNAV.nav' },
+            { count: 1, size: 1 * MiB, suffix: '_PPKRAW.bin' },
+          ],
         },
       };
 }

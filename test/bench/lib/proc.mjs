@@ -38,6 +38,63 @@ export function peakRssMiB(pid) {
   }
 }
 
+/** Bytes the process made the storage layer read (/proc/<pid>/io read_bytes), or null. */
+export function ioReadBytes(pid) {
+  try {
+    const m = /read_bytes:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU seconds of a live process's threads, summed by thread name (Node's:
+ * MainThread, WorkerThread for worker_threads, libuv-worker for the file
+ * system's thread pool, V8Worker for the collector and compiler).
+ */
+export function threadCpu(pid) {
+  const out = {};
+  let tids;
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out[name] = (out[name] ?? 0) + (Number(fields[11]) + Number(fields[12])) / clkTck;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/**
+ * Seconds the threads of a live process spent runnable but waiting for a
+ * core (/proc/<pid>/task/<tid>/schedstat, second field): on a shared machine,
+ * the CPU other work took from it.
+ */
+export function waitForCpuS(pid) {
+  let total = 0;
+  try {
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    return null;
+  }
+  return total;
+}
+
 /** Keeps the last `max` characters of a stream. */
 function tail(max) {
   let text = '';
@@ -55,8 +112,12 @@ function tail(max) {
 /**
  * Runs `cmd args` to completion. Options: env, cwd, svcPid (the service, whose
  * CPU use during the run is reported), statsFile (written by exit-stats.mjs),
- * onLine (each stdout line), timeoutMs.
- * Resolves { code, wallS, cpuS, peakRssMiB, svcCpuS, stdoutTail, stderrTail }.
+ * onLine (each stdout line), timeoutMs, until (a predicate over stdout
+ * lines: at the first line it accepts, the process's figures so far are taken
+ * as `mark` and it is killed; `onMark` is called at that moment, before the
+ * kill, for figures of the caller's own).
+ * Resolves { code, wallS, cpuS, peakRssMiB, svcCpuS, mark, stdoutTail, stderrTail };
+ * mark: { wallS, cpuS, peakRssMiB, ioReadBytes, threads, waitForCpuS, svcCpuS } or null.
  */
 export function measure(cmd, args, opts = {}) {
   return new Promise((resolve, reject) => {
@@ -72,6 +133,21 @@ export function measure(cmd, args, opts = {}) {
     let rss = 0;
     let wall = 0;
     let svc1 = null;
+    let mark = null;
+    const takeMark = (line) => {
+      if (mark || !opts.until?.(line)) return;
+      mark = {
+        wallS: (performance.now() - t0) / 1000,
+        cpuS: cpuSeconds(child.pid),
+        peakRssMiB: peakRssMiB(child.pid),
+        ioReadBytes: ioReadBytes(child.pid),
+        threads: threadCpu(child.pid),
+        waitForCpuS: waitForCpuS(child.pid),
+        svcCpuS: opts.svcPid && svc0 !== null ? cpuSeconds(opts.svcPid) - svc0 : null,
+        ...opts.onMark?.(),
+      };
+      child.kill('SIGKILL');
+    };
     const sample = () => {
       const c = cpuSeconds(child.pid);
       if (c !== null) cpu = c;
@@ -85,10 +161,13 @@ export function measure(cmd, args, opts = {}) {
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (d) => {
       out.push(d);
-      if (opts.onLine) {
+      if (opts.onLine || opts.until) {
         const lines = (partial + d).split('\n');
         partial = lines.pop() ?? '';
-        for (const l of lines) opts.onLine(l);
+        for (const l of lines) {
+          opts.onLine?.(l);
+          takeMark(l);
+        }
       }
     });
     child.stderr.setEncoding('utf8');
@@ -111,7 +190,10 @@ export function measure(cmd, args, opts = {}) {
     });
     child.on('close', (code, signal) => {
       running.delete(child);
-      if (partial && opts.onLine) opts.onLine(partial);
+      if (partial) {
+        opts.onLine?.(partial);
+        takeMark(partial);
+      }
       let cpuS = cpu;
       let peak = rss;
       if (opts.statsFile) {
@@ -130,6 +212,7 @@ export function measure(cmd, args, opts = {}) {
         cpuS,
         peakRssMiB: peak,
         svcCpuS: svc0 !== null && svc1 !== null ? svc1 - svc0 : null,
+        mark,
         stdoutTail: out.value,
         stderrTail: err.value,
       });
