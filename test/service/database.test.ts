@@ -5,7 +5,16 @@
  * PostgreSQL allows; they run in that tier.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CODES, InstanceConflictError, startService, type RunningService } from '../../main/service/index.js';
+import pg from 'pg';
+import {
+  CODES,
+  InstanceConflictError,
+  startService,
+  type PostgresConfig,
+  type RunningService,
+} from '../../main/service/index.js';
+import { connectionOptions } from '../../main/service/data/config.js';
+import { INSTANCE_LOCK } from '../../main/service/data/instance-lock.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
 import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
 import { LoginThrottle, RateLimit } from '../../main/service/throttle.js';
@@ -20,6 +29,7 @@ import {
   startTemp,
   tempDir,
 } from './helpers.js';
+import { until } from '../support/harness.js';
 
 let s: Awaited<ReturnType<typeof startTemp>>;
 beforeAll(async () => {
@@ -261,6 +271,61 @@ describe.runIf(onPostgres)('several instances on one PostgreSQL database', () =>
         /A drone-media-sync service with the embedded bucket already uses/,
       );
     } finally {
+      await embedded.stop();
+      removeDir(d2);
+    }
+  });
+
+  it('PostgreSQL: a lost instance lock is taken again; another instance that got in meanwhile makes this one not ready (503004) until it is gone', async () => {
+    const [d1, d2] = [tempDir(), tempDir()];
+    const embedded = await startTemp({ dataDir: d1 });
+    const tables = openTables(embedded);
+    // The connection holding the instance lock, as the database sees it.
+    const holder = async () =>
+      (
+        await tables.all<{ pid: number; mode: string }>(
+          `SELECT a.pid, l.mode FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+           WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()
+             AND a.application_name = 'drone-media-sync instance lock'`,
+        )
+      )[0];
+    const cut = (pid: number) => tables.run('SELECT pg_terminate_backend(?)', [pid]);
+    const other = new pg.Client(connectionOptions(embedded.dbConfig as PostgresConfig));
+    try {
+      const first = await holder();
+      expect(first?.mode).toBe('ExclusiveLock');
+      // The connection is cut (as a server restart cuts it): the lock is taken again on a new one.
+      await cut(first!.pid);
+      await until(
+        'the lock taken again',
+        async () => ![undefined, first!.pid].includes((await holder())?.pid),
+      );
+      expect((await holder())?.mode).toBe('ExclusiveLock');
+      await expect(
+        startService({ dataDir: d2, logger: false, database: embedded.dbConfig }),
+      ).rejects.toBeInstanceOf(InstanceConflictError);
+
+      // Another instance (an external bucket's shared lock) waits for the lock and gets it the
+      // moment this one's connection is cut, before it can be taken again.
+      await other.connect();
+      const othersLock = other.query('SELECT pg_advisory_lock_shared($1)', [INSTANCE_LOCK]);
+      await cut((await holder())!.pid);
+      await othersLock;
+      const readyz = () => call(embedded, 'GET', '/readyz', { token: null });
+      await until('readiness to say the conflict', async () => (await readyz()).status === 503);
+      const answer = await readyz();
+      expect(answer.body.code).toBe(CODES.INSTANCE_CONFLICT);
+      expect(answer.body.message).toMatch(
+        /another drone-media-sync service started on that database meanwhile/,
+      );
+      expect(answer.body.message).toMatch(/stop one of the two/);
+      // The other one stops: this instance holds the database again and is ready.
+      await other.end();
+      await until('ready again', async () => (await readyz()).status === 200);
+      expect((await holder())?.mode).toBe('ExclusiveLock');
+    } finally {
+      await other.end().catch(() => undefined);
+      await tables.close();
       await embedded.stop();
       removeDir(d2);
     }
