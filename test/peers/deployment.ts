@@ -93,6 +93,8 @@ export async function startInstance(opts: {
 
 export interface Haproxy {
   url: string;
+  /** Its log (stderr): check results, and one line per request when started with `log`. */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -100,9 +102,15 @@ export interface Haproxy {
  * HAProxy in front of `ports`: round robin, /readyz checked every 500 ms
  * (down after 2 failures), failed connections and cut answers retried on
  * another instance. The service is what makes such a retry safe: a repeated
- * callback is recorded once (README "upload-callback").
+ * callback is recorded once (README "upload-callback"). `log`: one line per
+ * request in log() (status, instance, timings), for a test to say what
+ * happened; the load benchmark leaves it off.
  */
-export async function startHaproxy(dir: string, ports: number[]): Promise<Haproxy> {
+export async function startHaproxy(
+  dir: string,
+  ports: number[],
+  opts: { log?: boolean } = {},
+): Promise<Haproxy> {
   const [port] = await freePorts(1);
   const errorfile = path.join(dir, '503.http');
   fs.writeFileSync(
@@ -116,8 +124,10 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
     [
       'global',
       '  maxconn 2000',
+      ...(opts.log ? ['  log stderr format iso local0 info'] : []),
       'defaults',
       '  mode http',
+      ...(opts.log ? ['  log global', '  option httplog'] : []),
       '  timeout connect 2s',
       '  timeout client 60s',
       '  timeout server 60s',
@@ -155,6 +165,7 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
   }
   return {
     url,
+    log: () => err,
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');
