@@ -29,11 +29,14 @@ import { rgwBucketConfig } from '../peers/ceph/peer.js';
 import { startRgw, type Rgw } from '../peers/ceph/rgw.js';
 import { startHaproxy, startInstance, stopInstance, type Instance } from '../peers/deployment.js';
 import { startPostgres, type PgCluster } from '../support/postgres.js';
+import { cores, groupSeconds, machineBusySeconds, selfSeconds } from './cpu.js';
 
 const AGENTS = Number(process.env.DMS_SCALE_AGENTS ?? 200);
 const ROUNDS = Number(process.env.DMS_SCALE_ROUNDS ?? 3);
 const PRELOAD = Number(process.env.DMS_SCALE_ROWS ?? 1_000_000);
 const TINY_BATCHES = 20;
+/** Rounds of one agent alone, before the crowd: each request's own time, with no queue in front of it. */
+const SOLO_ROUNDS = 30;
 const PHASE_DEADLINE_MS = 180_000;
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
@@ -45,6 +48,23 @@ interface Side {
   workspaceId: string;
   /** Runs SQL on the side's database (setup and counting only). */
   sql(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
+  /** The side's processes by name (each with what it starts), for where the CPU went. */
+  processes: Record<string, number[]>;
+}
+
+/** CPU seconds during a phase: per process group, this process (the agents), the whole machine. */
+interface CpuUse {
+  groups: Record<string, number>;
+  agents: number;
+  machine: number;
+}
+
+async function cpuDuring<T>(groups: Record<string, number[]>, f: () => Promise<T>): Promise<[T, CpuUse]> {
+  const [g0, a0, m0] = [groupSeconds(groups), selfSeconds(), machineBusySeconds()];
+  const result = await f();
+  const [g1, a1, m1] = [groupSeconds(groups), selfSeconds(), machineBusySeconds()];
+  const used = Object.fromEntries(Object.keys(groups).map((k) => [k, g1[k]! - g0[k]!]));
+  return [result, { groups: used, agents: a1 - a0, machine: m1 - m0 }];
 }
 
 type Timings = Record<string, number[]>;
@@ -86,6 +106,9 @@ async function agentTokens(side: Side): Promise<string[]> {
 async function runAgents(
   side: Side,
   tokens: string[],
+  rounds = ROUNDS,
+  /** In the files' names: the solo agent's files are not the crowd's. */
+  tag = '',
 ): Promise<{ timings: Timings; errors: string[]; ms: number }> {
   const timings: Timings = { sts: [], 'fast-upload': [], callback: [], waylines: [] };
   const errors: string[] = [];
@@ -104,7 +127,7 @@ async function runAgents(
   };
   const agent = async (i: number) => {
     const token = tokens[i]!;
-    for (let round = 0; round < ROUNDS && Date.now() < deadline; round++) {
+    for (let round = 0; round < rounds && Date.now() < deadline; round++) {
       const sts = await timed('sts', () =>
         api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`),
       );
@@ -119,7 +142,7 @@ async function runAgents(
       };
       const content = randomBytes(4096);
       const fp = md5(content);
-      const name = `DJI_20240301090000_${String(i).padStart(4, '0')}_${round}_W.JPG`;
+      const name = `DJI_20240301090000_${tag}${String(i).padStart(4, '0')}_${round}_W.JPG`;
       const fu = await timed('fast-upload', () =>
         api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, { fingerprint: fp, name }),
       );
@@ -175,15 +198,18 @@ async function runAgents(
     }
   };
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: AGENTS }, (_, i) => agent(i)));
+  await Promise.all(tokens.map((_, i) => agent(i)));
   return { timings, errors, ms: performance.now() - t0 };
 }
 
 async function tinyBatches(side: Side, token: string): Promise<{ times: number[]; errors: string[] }> {
-  const known = (
-    await side.sql('SELECT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 LIMIT 500', [
-      side.workspaceId,
-    ])
+  const known = // Pre-loaded rows only: a fast-upload's copy shares its original's tiny fingerprint, and a
+  // batch holding one twice would be answered with it once (counted as an error).
+  (
+    await side.sql(
+      "SELECT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 AND path = 'DJI_202401010800_001' LIMIT 500",
+      [side.workspaceId],
+    )
   ).map((r) => String(r.tiny_fingerprint));
   const times: number[] = [];
   const errors: string[] = [];
@@ -219,7 +245,11 @@ async function countTwice(side: Side): Promise<number> {
 
 interface Result {
   label: string;
+  /** One agent alone first: what each request costs without a queue in front of it. */
+  solo: { timings: Timings; errors: string[]; ms: number };
   agents: { timings: Timings; errors: string[]; ms: number };
+  /** Where the CPU went while the agents ran. */
+  cpu: CpuUse;
   tiny: { times: number[]; errors: string[] };
   twice: number;
   preloadS: number;
@@ -228,9 +258,10 @@ interface Result {
 async function measure(side: Side, preloadS: number, adminToken: string): Promise<Result> {
   const tokens = await agentTokens(side);
   await tinyBatches(side, adminToken); // warm-up, not counted
-  const agents = await runAgents(side, tokens);
+  const solo = await runAgents(side, tokens.slice(0, 1), SOLO_ROUNDS, 'solo-');
+  const [agents, cpu] = await cpuDuring(side.processes, () => runAgents(side, tokens));
   const tiny = await tinyBatches(side, adminToken);
-  return { label: side.label, agents, tiny, twice: await countTwice(side), preloadS };
+  return { label: side.label, solo, agents, cpu, tiny, twice: await countTwice(side), preloadS };
 }
 
 async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop(): Promise<void> }> {
@@ -262,6 +293,13 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
     label: 'PostgreSQL, 2 instances + HAProxy',
     url: lb.url,
     workspaceId: ws,
+    processes: {
+      'serve #1': [instances[0]!.child.pid!],
+      'serve #2': [instances[1]!.child.pid!],
+      HAProxy: [lb.pid],
+      PostgreSQL: [pg.serverPid()],
+      'Ceph (RGW, mon, osd)': rgw.pids(),
+    },
     sql: async (sql, params = []) => {
       let n = 0;
       return pg.query(
@@ -309,6 +347,7 @@ async function sqliteSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop
     label: 'SQLite, 1 instance',
     url: instance.baseUrl,
     workspaceId: instance.workspaceId,
+    processes: { 'serve #1': [instance.child.pid!], 'Ceph (RGW, mon, osd)': rgw.pids() },
     sql: (sql, params = []) => {
       const stmt = db.prepare(sql);
       return Promise.resolve(
@@ -330,7 +369,14 @@ function table(results: Result[]): string {
   const f = (n: number) => (Number.isNaN(n) ? '–' : n < 10 ? n.toFixed(1) : n.toFixed(0));
   const row = (name: string, cell: (r: Result) => string) => `| ${name} | ${results.map(cell).join(' | ')} |`;
   const lat = (k: string) => (r: Result) =>
-    `${f(pct(r.agents.timings[k]!, 50))} / ${f(pct(r.agents.timings[k]!, 99))}`;
+    `${f(pct(r.agents.timings[k]!, 50))} / ${f(pct(r.agents.timings[k]!, 99))} ` +
+    `(alone ${f(pct(r.solo.timings[k]!, 50))} / ${f(pct(r.solo.timings[k]!, 99))})`;
+  const requests = (r: Result) => Object.values(r.agents.timings).reduce((n, xs) => n + xs.length, 0);
+  // CPU while the agents ran, in cores (CPU seconds over the wall time): who used the machine.
+  const core = (seconds: number, r: Result) => `${(seconds / (r.agents.ms / 1000)).toFixed(2)}`;
+  const groups = [...new Set(results.flatMap((r) => Object.keys(r.cpu.groups)))];
+  const others = (r: Result) =>
+    r.cpu.machine - r.cpu.agents - Object.values(r.cpu.groups).reduce((a, b) => a + b, 0);
   return [
     `| ${AGENTS} agents × ${ROUNDS} rounds, ${PRELOAD.toLocaleString('en')} rows | ${results.map((r) => r.label).join(' | ')} |`,
     `| --- | ${results.map(() => '---').join(' | ')} |`,
@@ -338,15 +384,20 @@ function table(results: Result[]): string {
     row('sts p50 / p99 ms', lat('sts')),
     row('upload-callback p50 / p99 ms', lat('callback')),
     row('waylines page p50 / p99 ms', lat('waylines')),
+    row('requests per second (agents)', (r) => (requests(r) / (r.agents.ms / 1000)).toFixed(0)),
+    row(`CPU while the agents ran, cores used of ${cores()}: all processes`, (r) => core(r.cpu.machine, r)),
+    row('… the simulated agents (this process)', (r) => core(r.cpu.agents, r)),
+    ...groups.map((g) =>
+      row(`… ${g}`, (r) => (r.cpu.groups[g] === undefined ? '–' : core(r.cpu.groups[g], r))),
+    ),
+    row('… everything else on the machine', (r) => core(others(r), r)),
     row(
       `1,000 tiny fingerprints p50 / max ms (${TINY_BATCHES} batches; target < 100)`,
       (r) => `${f(pct(r.tiny.times, 50))} / ${f(Math.max(...r.tiny.times))}`,
     ),
-    row('requests answered', (r) =>
-      String(Object.values(r.agents.timings).reduce((n, xs) => n + xs.length, 0) + r.tiny.times.length),
-    ),
+    row('requests answered', (r) => String(requests(r) + r.tiny.times.length)),
     row('agents wall time s', (r) => (r.agents.ms / 1000).toFixed(1)),
-    row('errors', (r) => String(r.agents.errors.length + r.tiny.errors.length)),
+    row('errors', (r) => String(r.agents.errors.length + r.tiny.errors.length + r.solo.errors.length)),
     row('callbacks recorded twice', (r) => String(r.twice)),
     row('pre-load of the rows s', (r) => r.preloadS.toFixed(0)),
   ].join('\n');
@@ -375,7 +426,7 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
     `\n${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at end ${load}\n\n${table(results)}\n`,
   );
   for (const r of results) {
-    const errs = [...r.agents.errors, ...r.tiny.errors];
+    const errs = [...r.solo.errors, ...r.agents.errors, ...r.tiny.errors];
     if (errs.length) console.log(`${r.label}: first errors:\n  ${errs.slice(0, 10).join('\n  ')}`);
   }
 });

@@ -93,6 +93,7 @@ export async function startInstance(opts: {
 
 export interface Haproxy {
   url: string;
+  pid: number;
   /** Its log (stderr): check results, and one line per request when started with `log`. */
   log(): string;
   stop(): Promise<void>;
@@ -165,6 +166,7 @@ export async function startHaproxy(
   }
   return {
     url,
+    pid: child.pid!,
     log: () => err,
     async stop() {
       if (child.exitCode === null) {
