@@ -3,8 +3,9 @@
  * (the real CLI) on it with Ceph RGW as their bucket, HAProxy in front, three
  * real agents (`drone-media-sync sync`, token in DMS_TOKEN) syncing cards
  * through HAProxy at once. Mid-run one instance is killed with SIGKILL, later
- * PostgreSQL is restarted, both while every agent still has files to do. Then the database is counted: every file of every card has
- * exactly one callback record, none lost, none twice.
+ * PostgreSQL is restarted, both while every agent still has files to do.
+ * Then the database is counted: every file of every card has exactly one
+ * callback record, none lost, none twice.
  *
  * What to expect of the time: a callback whose answer was a 5xx (PostgreSQL
  * stopped under it) may have been recorded, so the agent asks again no sooner
