@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { ApiClient } from '../core/api/client.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
-import { createLogger, type Logger } from '../core/log.js';
+import { createLogger, createPlainLogger, type Logger } from '../core/log.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
 import {
   resolveConnection,
@@ -82,7 +82,11 @@ async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
 async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
   const paths = statePaths(resolveStateDir(flags, env));
   const config = loadConfig(paths.config);
-  const logger = createLogger({ level: flags.verbose ? 'debug' : (env.DMS_LOG_LEVEL ?? 'warn') });
+  // A person at a terminal reads plain warnings; the JSON log is for -v and DMS_LOG_LEVEL.
+  const logger =
+    flags.verbose || env.DMS_LOG_LEVEL !== undefined
+      ? createLogger({ level: flags.verbose ? 'debug' : env.DMS_LOG_LEVEL })
+      : createPlainLogger('warn');
   const token = await tokenFlag(flags);
   let local: RunningService | null = null;
   const inputs: ConnectionInputs = {

@@ -20,6 +20,11 @@ export function flightLines(f: FlightCompleteness): string[] {
   ];
 }
 
+/** A verdict's sentence under a headline that already names the card: without the card's name again. */
+export function unlabelled(message: string, label: string): string {
+  return message.startsWith(`${label}: `) ? message.slice(label.length + 2) : message;
+}
+
 /** The printable report in a card's manifest folder. */
 export const reportFile = (manifestDir: string): string => path.join(manifestDir, 'report.html');
 
@@ -29,11 +34,39 @@ export const reportFile = (manifestDir: string): string => path.join(manifestDir
  * can neither forge a line nor send escapes.
  */
 export function offloadText(o: CardOffload, manifestDir?: string): string {
-  const lines = [o.verdict.message];
-  for (const r of o.verdict.reasons) lines.push(`  - ${r}`);
+  const lines = [o.message];
+  if (o.local) {
+    // Two verdicts, each with its reasons: the local copies, then the workspace.
+    lines.push(`  Local copies: ${unlabelled(o.local.message, o.card.label)}`);
+    for (const r of o.local.reasons) lines.push(`    - ${r}`);
+    lines.push(`  In the workspace: ${unlabelled(o.verdict.message, o.card.label)}`);
+    for (const r of o.verdict.reasons) lines.push(`    - ${r}`);
+  } else for (const r of o.verdict.reasons) lines.push(`  - ${r}`);
+  for (const n of o.verdict.notes) lines.push(`  Note: ${n}`);
   for (const f of o.flights) lines.push(...flightLines(f));
   if (manifestDir) lines.push(`  Report: ${reportFile(manifestDir)}`);
   return `${lines.map((l) => visible(l)).join('\n')}\n`;
+}
+
+/** A card's local verdict, when its copies came to rest (before the upload is done). */
+export function localText(o: CardOffload): string {
+  if (!o.local) return '';
+  const lines = [o.local.message, ...o.local.reasons.map((r) => `  - ${r}`)];
+  return `${lines.map((l) => visible(l)).join('\n')}\n`;
+}
+
+export function localJson(o: CardOffload): Record<string, unknown> {
+  return {
+    type: 'local-verdict',
+    source: o.card.sourceId,
+    label: o.card.label,
+    at: new Date().toISOString(),
+    safe: o.local?.safe ?? false,
+    message: o.local?.message ?? '',
+    reasons: o.local?.reasons ?? [],
+    counts: o.local?.counts ?? null,
+    readBack: o.local?.readBack ?? 'none',
+  };
 }
 
 /** The same as one JSON object (the `verdict` lines of `sync --json`). */
@@ -42,9 +75,19 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
     type: 'verdict',
     source: o.card.sourceId,
     label: o.card.label,
-    safe: o.verdict.safe,
-    message: o.verdict.message,
+    // Safe to format: locally safe or in the workspace; `reasons` are the workspace's, `local` the copies'.
+    safe: o.safe,
+    message: o.message,
     reasons: o.verdict.reasons,
+    workspace: { safe: o.verdict.safe, message: o.verdict.message },
+    local: o.local && {
+      safe: o.local.safe,
+      message: o.local.message,
+      reasons: o.local.reasons,
+      counts: o.local.counts,
+      readBack: o.local.readBack,
+    },
+    notes: o.verdict.notes,
     counts: o.verdict.counts,
     flights: o.flights.map(({ exposures: _e, ...f }) => f),
     ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),

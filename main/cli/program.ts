@@ -54,6 +54,11 @@ export function buildProgram(): Command {
       '--aircraft-serial <sn>',
       "the aircraft's serial, for files that do not carry it (e.g. H20T photos)",
     )
+    .option(
+      '--copy-to <dir>',
+      'copy each card to this folder first, verified by reading back (repeatable); the upload goes on from the copies',
+      collect(String),
+    )
     .action(async (dirs: string[], opts: SyncFlags) => {
       process.exitCode = await (await import('./commands/sync.js')).syncCommand(dirs, opts);
     });
@@ -64,6 +69,11 @@ export function buildProgram(): Command {
     .option(
       '--mount-root <dir>',
       'where cards get mounted (repeatable; default: the OS places)',
+      collect(String),
+    )
+    .option(
+      '--copy-to <dir>',
+      'copy each card to this folder first, verified by reading back (repeatable)',
       collect(String),
     )
     .option('--json', 'print events as JSON lines')

@@ -8,7 +8,9 @@ import { flightFolderOf } from './media/flight-folder.js';
 import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import type { Card, CardMonitor } from './sources/cards.js';
-import { completeSource, type Completed } from './offload/complete.js';
+import { completeLocal, completeSource, type Completed } from './offload/complete.js';
+import type { CardOffload } from './offload/card.js';
+import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import { SyncEngine, type FileEvent, type RunState, type RunStateChange } from './sync/engine.js';
@@ -34,6 +36,15 @@ export interface AgentEvents {
   wayline: [{ source: Source; folder: string; match: WaylineMatch | null }];
   /** A card came to rest: checked in the bucket, its verdict ("safe to format" or why not) and manifest. */
   offload: [{ source: Source } & Completed];
+  /**
+   * Every file of a card read and copied to the local destinations: its local
+   * verdict ("locally safe", or why not), before the upload is done.
+   */
+  local: [{ source: Source; offload: CardOffload; histories: string[] }];
+  /** A destination stopped for a card (full, unplugged, read-only, not enough room): its reason. */
+  'destination-stopped': [{ source: Source; destination: string; message: string }];
+  /** A staging destination's copy of a card was deleted: every file of it is in the workspace. */
+  cleaned: [Cleaned];
 }
 
 export interface AgentOptions {
@@ -117,6 +128,11 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.emit('file', e);
     });
     this.engine.on('progress', (p) => this.emit('progress', p));
+    this.engine.on('copied', ({ sourceId }) => this.copiesAtRest(sourceId));
+    this.engine.on('destination-stopped', ({ sourceId, destination, message }) => {
+      const source = this.sourceById(sourceId);
+      if (source) this.emit('destination-stopped', { source, destination: destination.label, message });
+    });
     this.engine.on('state', (change) => {
       this.emit('state', change);
       // `sync` settles its folders itself, after its one run.
@@ -143,6 +159,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.runOnce = true;
     const sources = roots.map((root) => folderSource(root));
     for (const source of sources) {
+      this.known.set(source.sourceId, source);
       this.history.begin(source.sourceId);
       await this.rescan(source, signal);
     }
@@ -156,6 +173,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.emit('offload', { source, ...done });
       completed.push({ source, ...done });
     }
+    this.tidyStaging();
     return { completed };
   }
 
@@ -190,6 +208,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       { quietMs: this.quietMs },
     );
     this.watchers.set(source.sourceId, watcher);
+    this.known.set(source.sourceId, source);
     watcher.start();
     this.history.begin(source.sourceId);
     this.emit('source', { type: 'source-added', source });
@@ -244,6 +263,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         try {
           const done = await this.complete(cardSource(card), manifestsDir, this.controller.signal);
           this.emit('offload', { source: cardSource(card), ...done });
+          if (done.offload.verdict.safe) this.tidyStaging();
         } catch (err) {
           const e = toDmsError(err);
           if (e.kind !== 'cancelled')
@@ -255,9 +275,47 @@ export class Agent extends EventEmitter<AgentEvents> {
   }
 
   /** A source at rest: its objects checked in the bucket, its verdict, its manifest written and uploaded. */
+  /** The cards and folders this agent follows (or syncs once), by id. */
+  private readonly known = new Map<string, Source>();
+
+  private sourceById(sourceId: string): Source | undefined {
+    return this.known.get(sourceId);
+  }
+
+  /**
+   * A card's files are all read and copied (the engine's copy lane drained
+   * for it): its local verdict and each destination's history, at once,
+   * while the upload goes on from the copies.
+   */
+  private copiesAtRest(sourceId: string): void {
+    const source = this.sourceById(sourceId);
+    if (!source || this.engine.localDestinations.length === 0) return;
+    try {
+      const done = completeLocal({
+        queue: this.queue,
+        card: { sourceId, label: source.label },
+        destinations: this.engine.localDestinations,
+      });
+      this.emit('local', { source, ...done });
+    } catch (err) {
+      const e = toDmsError(err);
+      this.emit('warning', `The local verdict for ${source.label} could not be made: ${e.message}`);
+    }
+  }
+
+  /** Staging copies whose every file is in the workspace, older than their destination keeps them: deleted. */
+  private tidyStaging(): void {
+    try {
+      for (const c of cleanStaging(this.queue)) this.emit('cleaned', c);
+    } catch (err) {
+      this.emit('warning', `A staging copy could not be cleaned up: ${toDmsError(err).message}`);
+    }
+  }
+
   private complete(source: Source, manifestsDir: string, signal?: AbortSignal): Promise<Completed> {
     return completeSource({
       queue: this.queue,
+      destinations: this.engine.localDestinations,
       bucket: this.engine.bucket,
       card: { sourceId: source.sourceId, label: source.label },
       manifestsDir,
@@ -316,6 +374,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       { quietMs: this.quietMs },
     );
     this.watchers.set(source.sourceId, watcher);
+    this.known.set(source.sourceId, source);
     watcher.start();
     this.history.begin(source.sourceId);
     this.emit('source', { type: 'source-added', source });

@@ -49,6 +49,24 @@ export const ConfigSchema = z.object({
     .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/, 'file types are extensions like JPG or MP4'))
     .default([...MEDIA_FILE_TYPES]),
   exclude: z.array(z.string()).default([]),
+  /**
+   * Local destinations every card is copied to first, verified by reading the
+   * copy back: the card can be pulled once it is locally safe, the upload
+   * goes on from the copies. 'archive': kept; 'staging': a card's copy there
+   * may be deleted by the agent once every file of it is verified in the
+   * workspace and older than `keepDays`.
+   */
+  destinations: z
+    .array(
+      z.object({
+        path: z.string().trim().min(1, 'is required'),
+        label: z.string().trim().max(64).optional(),
+        role: z.enum(['archive', 'staging']).default('archive'),
+        keepDays: z.number().int().min(0).max(3650).optional(),
+      }),
+    )
+    .max(8, 'at most 8 destinations')
+    .default([]),
   concurrency: z
     .object({
       files: z.number().int().min(1, 'at least 1').max(16, 'at most 16').default(3),

@@ -216,10 +216,10 @@ export function toDmsError(err: unknown, fallback: ErrorKind = 'server'): DmsErr
     );
   }
   if (code === 'EACCES' || code === 'EPERM') {
-    return new DmsError('source-missing', 'The file cannot be read (permission denied).', {
-      cause: err,
-      retryable: false,
-    });
+    // There, and refused to us: waiting for the card or retrying would not change that.
+    const p = (err as { path?: unknown }).path;
+    const text = `${typeof p === 'string' ? p : 'The file'} cannot be read: permission denied. Copy it off by hand, or fix its permissions on a computer, then choose Retry.`;
+    return new DmsError('invalid-input', text, { cause: err, retryable: false, plain: text });
   }
   const message = err instanceof Error ? err.message : String(err);
   return new DmsError(fallback, message, { cause: err });

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { safeJsonText } from '../shared/visible.js';
+import { safeJsonText, visible } from '../shared/visible.js';
 
 /**
  * Keys whose values must never reach a log line, wherever they appear:
@@ -43,6 +43,30 @@ export function createLogger(
       hooks: LOG_HOOKS,
     },
     typeof dest === 'number' ? pino.destination({ fd: dest, sync: true }) : dest,
+  );
+}
+
+/**
+ * For a person at a terminal: warnings and errors as plain lines on stderr
+ * ("warning: The manifest of … could not be uploaded: …"), made visible-safe;
+ * no JSON, no debug chatter. The JSON log (createLogger) is for -v and
+ * DMS_LOG_LEVEL, and for the app's log file.
+ */
+export function createPlainLogger(level = 'warn', out: NodeJS.WritableStream = process.stderr): Logger {
+  const words: Record<number, string> = { 40: 'warning', 50: 'error', 60: 'error' };
+  return pino(
+    { level, redact: { paths: REDACT_PATHS, censor: '[secret]' }, base: undefined },
+    {
+      write(line: string): void {
+        try {
+          const o = JSON.parse(line) as { level?: number; msg?: unknown };
+          const msg = typeof o.msg === 'string' ? o.msg : JSON.stringify(o.msg ?? '');
+          out.write(`${words[o.level ?? 40] ?? 'note'}: ${visible(msg)}\n`);
+        } catch {
+          out.write(visible(line.trimEnd()) + '\n');
+        }
+      },
+    },
   );
 }
 

@@ -36,7 +36,7 @@ export async function signIn(
       username,
       password,
     );
-    return { server: url, workspaceId: r.workspace_id, token: r.access_token };
+    return { server: url, workspaceId: r.workspace_id, token: r.access_token, user: username };
   } catch (err) {
     throw connectionFailure(err, url, 'login');
   }

@@ -30,6 +30,7 @@ const NOTICE_ICONS: Record<Notice['kind'], IconName> = {
   'sign-in': 'attention',
   halted: 'attention',
   safe: 'idle',
+  'locally-safe': 'idle',
 };
 
 export async function runApp(): Promise<void> {

@@ -15,18 +15,21 @@ import { statePaths, type StatePaths } from '../core/paths.js';
 import type { Queue } from '../core/queue/queue.js';
 import { canUpload } from '../core/session/connection.js';
 import { openSession, type Session } from '../core/session/open.js';
-import { LOCAL_LABEL } from '../core/session/target.js';
+import { LOCAL_LABEL, sameServer } from '../core/session/target.js';
 import type {
+  AccountView,
   AppStateView,
   FlightSummaryView,
   FlightView,
   HistoryEntryView,
   QueueItemView,
+  SettingsAnswer,
   SettingsView,
   WaylinePageView,
   WaylineQueryView,
 } from '../shared/ipc.js';
 import { signIn, testConnection, verifyToken } from './account.js';
+import { CardLedger } from './card-ledger.js';
 import { UserError } from './failures.js';
 import { flightSummaries, flightView, TileCache } from './flights.js';
 import type { Activity } from './notifications.js';
@@ -44,7 +47,7 @@ import { applySettings, needsRestart, toSettingsView } from './settings.js';
 import { Pushes, type PushMessage } from './pushes.js';
 import {
   appStateView,
-  historyView,
+  historyViews,
   progressView,
   queueItemView,
   waylinePageView,
@@ -87,8 +90,10 @@ export class AppController extends EventEmitter<ControllerEvents> {
   /** No server chosen yet: cards are counted, nothing is sent ("Sign in to upload"). */
   private waiting: WaitingForSignIn | null = null;
   private lockRetry: NodeJS.Timeout | null = null;
-  /** Each card's last verdict ("safe to format" or why not), by source id. */
-  private readonly verdicts = new Map<string, { safe: boolean; message: string; reasons: string[] }>();
+  /** Each card's verdicts (locally safe, in the workspace), by source id. */
+  private readonly cards = new CardLedger();
+  /** The stored sign-in as the agent was built with it (who and where; its token is never shown). */
+  private stored: StoredToken | null = null;
   private stopped = false;
   private startError: string | null = null;
   private chain: Promise<unknown> = Promise.resolve();
@@ -178,24 +183,49 @@ export class AppController extends EventEmitter<ControllerEvents> {
   state(): AppStateView {
     const rt = this.rt;
     const waiting = this.waiting;
+    const counts = rt ? this.session?.queue.counts() : undefined;
     return appStateView({
       engine: rt?.agent.engine ?? null,
       signedIn: rt ? canUpload(rt.conn) : false,
       serverLabel:
         rt?.conn.label ??
-        (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'no server yet')),
+        (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'No server chosen yet')),
+      account: this.account(),
       startError: rt ? null : (waiting?.attention() ?? this.startError ?? 'The sync engine is not running.'),
-      failedCount: rt ? (this.session?.queue.counts().failed.files ?? 0) : 0,
+      failedCount: counts?.failed.files ?? 0,
+      waitingForCard: counts?.['waiting-for-source'].files ?? 0,
+      hasFiles: counts ? Object.values(counts).some((c) => c.files > 0) : false,
+      destinations: rt?.agent.engine.localDestinations.map((d) => d.label) ?? [],
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],
-      verdicts: this.verdicts,
+      verdicts: (sourceId) => this.cards.view(sourceId),
     });
   }
 
+  /**
+   * Where uploads go, for the window: the server in force (or the one
+   * chosen in the settings), its workspace, and who signed in to it.
+   */
+  private account(): AccountView {
+    const conn = this.rt?.conn;
+    if (conn?.kind === 'local' || (!conn && this.config.useLocalService))
+      return { kind: 'local', server: null, workspaceId: null, user: null };
+    const server = conn?.kind === 'server' ? conn.serverUrl : (this.config.server?.url ?? null);
+    if (!server) return { kind: 'none', server: null, workspaceId: null, user: null };
+    const mine = this.stored && sameServer(this.stored.server, server) ? this.stored : null;
+    return {
+      kind: 'server',
+      server,
+      workspaceId: conn?.target.workspaceId ?? mine?.workspaceId ?? this.config.server?.workspaceId ?? null,
+      user: mine?.user ?? null,
+    };
+  }
+
+  /** Before the first sign-in nothing is recorded, so there is nothing to list (the window says why). */
   queueList(filter: QueueFilter, limit: number): QueueItemView[] {
-    return listQueue(this.requireQueue(), filter, limit).map((r) =>
-      queueItemView(r, this.requireQueue().sources.labelOf(r.sourceId)),
-    );
+    if (this.waiting) return [];
+    const queue = this.requireQueue();
+    return listQueue(queue, filter, limit).map((r) => queueItemView(r, queue.sources.labelOf(r.sourceId)));
   }
 
   retry(selector: { id: number } | { all: true }): { count: number } {
@@ -226,20 +256,41 @@ export class AppController extends EventEmitter<ControllerEvents> {
   }
 
   history(limit: number): HistoryEntryView[] {
-    return this.requireRuntime().agent.history.list(limit).map(historyView);
+    if (this.waiting) return [];
+    const queue = this.requireQueue();
+    return historyViews(queue.history.list(limit), queue.list({ states: ['failed'], limit: 1_000_000 }));
   }
 
   async setWayline(folder: string, waylineId: string | null): Promise<{ updated: number }> {
     return { updated: await this.requireRuntime().agent.setFolderWayline(folder, waylineId) };
   }
 
+  /** The workspace's waylines; what stops them is said for this page (a sign-in, the server), never about uploads. */
   async waylines(q: WaylineQueryView): Promise<WaylinePageView> {
-    const page = await this.requireRuntime().conn.api.listWaylines(waylineQuery(q));
-    return waylinePageView(page.list, page.pagination);
+    const rt = this.rt;
+    if (!rt || !canUpload(rt.conn))
+      throw new UserError(
+        'auth',
+        rt || this.waiting
+          ? 'Sign in (Settings, Sign in) to see the waylines of your workspace.'
+          : (this.startError ?? 'The app is starting; the waylines are shown in a moment.'),
+      );
+    try {
+      const page = await rt.conn.api.listWaylines(waylineQuery(q));
+      return waylinePageView(page.list, page.pagination);
+    } catch (err) {
+      if (toDmsError(err).kind === 'auth')
+        throw new UserError(
+          'auth',
+          'The server no longer accepts this sign-in. Sign in again (Settings, Sign in) to see the waylines.',
+        );
+      throw err;
+    }
   }
 
   /** The flights of a card (source id), or of the recent ones. */
   flights(cardId?: string): FlightSummaryView[] {
+    if (this.waiting) return []; // nothing is read of a card before a sign-in
     const queue = this.requireQueue();
     const ids = cardId ? [cardId] : queue.recentSources().slice(0, 20);
     return flightSummaries(
@@ -271,15 +322,16 @@ export class AppController extends EventEmitter<ControllerEvents> {
     return { sourceId, label: this.requireQueue().sources.labelOf(sourceId) };
   }
 
-  settings(): SettingsView & { signedIn: boolean } {
+  settings(): SettingsAnswer {
     const conn = this.rt?.conn;
     return {
       ...toSettingsView(this.config),
       signedIn: conn ? canUpload(conn) : false,
+      account: this.account(),
     };
   }
 
-  saveSettings(view: SettingsView): Promise<SettingsView & { signedIn: boolean }> {
+  saveSettings(view: SettingsView): Promise<SettingsAnswer> {
     return this.serial(async () => {
       const out = applySettings(this.readConfig() ?? this.config, view);
       if (!out.ok) throw new UserError('invalid-input', 'Some settings need fixing.', out.fields);
@@ -298,6 +350,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
 
   async signOut(): Promise<{ signedIn: false }> {
     this.opts.secrets.clear();
+    this.stored = null;
     this.log.info('signed out');
     await this.serial(() => this.rebuild());
     return { signedIn: false };
@@ -415,6 +468,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
     if (!session) return this.changed();
     try {
       const conn = await session.reconnect(this.config);
+      this.stored = this.opts.secrets.read();
       // Switched to a real server (or to none): the local one is not needed any more.
       if (conn.kind !== 'local') await this.local.close();
       if (conn.kind === 'none') {
@@ -442,7 +496,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
           activity: (a) => this.emit('activity', a),
           label: (id, label) => this.session?.queue.sources.seen(id, label),
           progress: (p) => (this.push.progress = progressView(p)),
-          verdict: (id, v) => this.verdicts.set(id, v),
+          cards: this.cards,
           changed: () => this.changed(),
         },
         manifestsDir: this.paths.manifests,

@@ -143,6 +143,7 @@ describe('IPC handlers', () => {
       aircraftDefault: 'M350',
       aircraftSerial: '',
       startAtLogin: true,
+      destinations: [],
     });
     expect(r).toEqual({
       ok: false,
@@ -230,6 +231,7 @@ describe('IPC handlers', () => {
       aircraftDefault: '',
       aircraftSerial: '',
       startAtLogin: true,
+      destinations: [],
     });
     expect(r).toEqual({
       ok: false,
@@ -260,12 +262,24 @@ describe('shell and dialog channels', () => {
     expect(Object.values(HELP_URLS).every((u) => u.startsWith('https://'))).toBe(true);
   });
 
-  it('dialog:pick-folder asks for a directory, and a cancel is null', async () => {
+  it('dialog:pick-folder asks for a directory (to watch, or to copy cards to: the title says which), and a cancel is null', async () => {
     expect(await invoke('dialog:pick-folder', undefined)).toEqual({ ok: true, value: '/picked/folder' });
-    expect(electron.dialog.showOpenDialog).toHaveBeenCalledWith(
+    expect(electron.dialog.showOpenDialog).toHaveBeenLastCalledWith(
       win,
-      expect.objectContaining({ properties: ['openDirectory'] }),
+      expect.objectContaining({
+        title: 'Choose a folder to watch',
+        properties: ['openDirectory', 'createDirectory'],
+      }),
     );
+    expect(await invoke('dialog:pick-folder', { purpose: 'destination' })).toEqual({
+      ok: true,
+      value: '/picked/folder',
+    });
+    expect(electron.dialog.showOpenDialog).toHaveBeenLastCalledWith(
+      win,
+      expect.objectContaining({ title: 'Choose a folder to copy each card to (on a drive of its own)' }),
+    );
+    expect((await invoke('dialog:pick-folder', { purpose: '/etc' })).ok).toBe(false);
     electron.dialog.showOpenDialog.mockResolvedValueOnce({ canceled: true, filePaths: [] });
     expect(await invoke('dialog:pick-folder', undefined)).toEqual({ ok: true, value: null });
   });

@@ -56,8 +56,10 @@ export type ControllerApi = Pick<
   | 'mapTile'
 >;
 
+export type FolderPurpose = 'watch' | 'destination';
+
 export interface ShellActions {
-  pickFolder(): Promise<string | null>;
+  pickFolder(purpose: FolderPurpose): Promise<string | null>;
   openLogFolder(): Promise<void>;
   openHelp(topic: keyof typeof HELP_URLS): Promise<void>;
 }
@@ -83,7 +85,7 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'flights:get': (r) => c.flight(r.cardId, r.folder),
     'flights:accept': (r) => c.acceptFlight(r.cardId, r.folder),
     'map:tile': (r) => c.mapTile(r.z, r.x, r.y),
-    'dialog:pick-folder': () => s.pickFolder(),
+    'dialog:pick-folder': (r) => s.pickFolder(r && 'purpose' in r ? r.purpose : 'watch'),
     'shell:open-log-folder': async () => {
       await s.openLogFolder();
       return null;
@@ -168,10 +170,13 @@ export function registerIpc(o: { handlers: Handlers; trusted: TrustedWindow; log
 /** The three requests answered by Electron itself. */
 export function electronShellActions(o: { window(): BrowserWindow | null; logDir: string }): ShellActions {
   return {
-    async pickFolder() {
+    async pickFolder(purpose) {
       const options: Electron.OpenDialogOptions = {
-        title: 'Choose a folder to watch',
-        properties: ['openDirectory'],
+        title:
+          purpose === 'destination'
+            ? 'Choose a folder to copy each card to (on a drive of its own)'
+            : 'Choose a folder to watch',
+        properties: ['openDirectory', 'createDirectory'],
       };
       const win = o.window();
       const r = win ? await dialog.showOpenDialog(win, options) : await dialog.showOpenDialog(options);

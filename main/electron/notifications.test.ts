@@ -139,7 +139,7 @@ describe('notification policy', () => {
     expect(p.flushDue()).toEqual([]); // not yet
     c.advance(120_000);
     const [n] = p.flushDue();
-    expect(n!.body).toBe('10 files synced (10 B uploaded).');
+    expect(n!.body).toBe('10 files synced (10 bytes uploaded).');
     expect(p.dueAt).toBeNull();
     expect(p.flushDue()).toEqual([]);
   });
@@ -210,8 +210,51 @@ describe('notification policy', () => {
     ]);
   });
 
+  it('says "locally safe: you can take the card out" once, when the copies are verified; not when they are not', () => {
+    const p = new NotificationPolicy();
+    const local = {
+      type: 'local' as const,
+      sourceId: 'card:1',
+      label: 'M3E_CARD',
+      safe: false,
+      message: 'M3E_CARD: not safe to format from the copies yet — 1,200 files of 1,214 verified on SSD',
+    };
+    expect(p.handle(local)).toEqual([]);
+    const safe = {
+      ...local,
+      safe: true,
+      message: 'M3E_CARD: 1,214 files copied and verified on SSD and T7_BACKUP — safe to format',
+    };
+    expect(p.handle(safe)).toEqual([
+      {
+        kind: 'locally-safe',
+        title: 'M3E_CARD is locally safe: you can take the card out',
+        body: safe.message,
+      },
+    ]);
+    expect(p.handle(safe)).toEqual([]);
+    // Another card is news of its own.
+    expect(p.handle({ ...safe, sourceId: 'card:2', label: 'M30T_CARD' })).toHaveLength(1);
+  });
+
+  it('says a destination that stopped for a card once, with its reason', () => {
+    const p = new NotificationPolicy();
+    const stop = {
+      type: 'destination-stopped' as const,
+      sourceId: 'card:1',
+      label: 'M3E_CARD',
+      destination: 'T7_BACKUP',
+      message:
+        'T7_BACKUP: 41 GB free, the card needs 58 GB. Nothing was written there; free space (or choose another destination), then sync again.',
+    };
+    expect(p.handle(stop)).toEqual([
+      { kind: 'problem', title: 'M3E_CARD: not copied to T7_BACKUP', body: stop.message },
+    ]);
+    expect(p.handle(stop)).toEqual([]);
+  });
+
   it('formats sizes', () => {
-    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(0)).toBe('0 bytes');
     expect(formatBytes(1536)).toBe('1.5 KB');
     expect(formatBytes(250 * 1024 * 1024)).toBe('250 MB');
     expect(formatBytes(3.4 * 1024 ** 3)).toBe('3.4 GB');

@@ -5,6 +5,7 @@
  * goes idle, and problems that need the user are said once until resolved.
  */
 import type { HaltReason, RunStateName } from '../shared/ipc.js';
+import { formatBytes } from '../shared/sizes.js';
 
 /** What the controller reports (plain data, no secrets). */
 export type Activity =
@@ -19,10 +20,14 @@ export type Activity =
     }
   | { type: 'state'; state: RunStateName; message: string | null; halt?: HaltReason }
   /** A card came to rest: its verdict. */
-  | { type: 'offload'; sourceId: string; label: string; safe: boolean; message: string; reasons: string[] };
+  | { type: 'offload'; sourceId: string; label: string; safe: boolean; message: string; reasons: string[] }
+  /** A card's copies came to rest on the local destinations: its local verdict (the upload goes on). */
+  | { type: 'local'; sourceId: string; label: string; safe: boolean; message: string }
+  /** A local destination stopped for a card (full, unplugged, too small): its reason. */
+  | { type: 'destination-stopped'; sourceId: string; label: string; destination: string; message: string };
 
 export interface Notice {
-  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted' | 'safe';
+  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted' | 'safe' | 'locally-safe';
   title: string;
   body: string;
 }
@@ -42,17 +47,7 @@ interface CardScan {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
-}
+export { formatBytes };
 
 /** "Waypoint1" from "DJI_202209021517_001_Waypoint1" (a manual flight has no name part). */
 function missionOf(folder: string): string {
@@ -72,6 +67,10 @@ export class NotificationPolicy {
   private haltSaid = false;
   /** The last verdict said per card, so the same one is not said twice. */
   private readonly verdicts = new Map<string, string>();
+  /** Cards already said to be locally safe (once per card while the app runs). */
+  private readonly locallySafe = new Set<string>();
+  /** Destination stops already said, by card, destination and reason. */
+  private readonly stops = new Set<string>();
 
   constructor(opts: PolicyOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -103,7 +102,33 @@ export class NotificationPolicy {
         return this.stateChanged(a.state, a.message, a.halt);
       case 'offload':
         return this.offload(a);
+      case 'local':
+        return this.local(a);
+      case 'destination-stopped': {
+        const key = `${a.sourceId}|${a.destination}|${a.message}`;
+        if (this.stops.has(key)) return [];
+        this.stops.add(key);
+        return [{ kind: 'problem', title: `${a.label}: not copied to ${a.destination}`, body: a.message }];
+      }
     }
+  }
+
+  /**
+   * The card's copies are verified on every local destination: the crew may
+   * take the card out now, while the upload goes on from the copies. Said
+   * once per card; a local verdict that is not safe is left to the window
+   * (the card's full verdict follows when it comes to rest).
+   */
+  private local(a: Extract<Activity, { type: 'local' }>): Notice[] {
+    if (!a.safe || this.locallySafe.has(a.sourceId)) return [];
+    this.locallySafe.add(a.sourceId);
+    return [
+      {
+        kind: 'locally-safe',
+        title: `${a.label} is locally safe: you can take the card out`,
+        body: a.message,
+      },
+    ];
   }
 
   /**

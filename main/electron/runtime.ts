@@ -16,6 +16,7 @@ import { cardSource } from '../core/sources/source.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
 import { countSource } from '../core/sync/scan.js';
 import { startService, type RunningService } from '../service/index.js';
+import type { CardLedger } from './card-ledger.js';
 import type { Activity } from './notifications.js';
 
 /** An agent at work for a target (a server, or the local service the user chose). */
@@ -33,8 +34,8 @@ export interface RuntimeSink {
   activity(a: Activity): void;
   label(sourceId: string, label: string): void;
   progress(p: ProgressSnapshot): void;
-  /** A card's verdict, for the window and the tray. */
-  verdict(sourceId: string, v: { safe: boolean; message: string; reasons: string[] }): void;
+  /** Each card's verdicts (local, workspace), its bytes in the workspace and stopped destinations. */
+  cards: CardLedger;
   /** Something the window shows changed (state, counts, the list). */
   changed(): void;
 }
@@ -105,6 +106,7 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
       activity({ type: 'source-added', sourceId, label, isCard: e.source.kind === 'card' });
     else if (e.type === 'source-removed') activity({ type: 'source-removed', sourceId });
     else if (e.type === 'scanned') {
+      sink.cards.scanned(sourceId);
       activity({ type: 'scanned', sourceId, pending: e.pending, alreadyDone: e.alreadyDone });
       for (const w of e.skipped) log.warn({ source: sourceId, file: w.relPath }, w.message);
     }
@@ -114,6 +116,8 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
   // quick batch; counts are refreshed on every finished file and state change so "4 of 4" is shown.
   const refresh = () => sink.progress(agent.engine.progress.snapshot());
   agent.on('file', (e) => {
+    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored')
+      sink.cards.fileThere(e.sourceId, e.size);
     activity({ type: 'file', outcome: e.outcome, size: e.size });
     if (!live()) return;
     refresh();
@@ -137,9 +141,39 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
     activity({ type: 'wayline', sourceId: source.sourceId, folder, waylineName: match?.waylineName ?? null });
   });
   agent.on('warning', (w) => log.warn(w));
+  agent.on('local', ({ source, offload }) => {
+    sink.cards.local(source.sourceId, offload);
+    const l = offload.local;
+    if (l)
+      activity({
+        type: 'local',
+        sourceId: source.sourceId,
+        label: source.label,
+        safe: l.safe,
+        message: l.message,
+      });
+    if (live()) sink.changed();
+  });
+  agent.on('destination-stopped', ({ source, destination, message }) => {
+    sink.cards.stopped(source.sourceId, destination, message);
+    activity({
+      type: 'destination-stopped',
+      sourceId: source.sourceId,
+      label: source.label,
+      destination,
+      message,
+    });
+    if (live()) sink.changed();
+  });
+  agent.on('cleaned', (c) =>
+    log.info(
+      { destination: c.destination.label, folder: c.folder, files: c.files },
+      'staging copy deleted: every file of it is in the workspace',
+    ),
+  );
   agent.on('offload', ({ source, offload }) => {
+    sink.cards.offload(source.sourceId, offload);
     const v = offload.verdict;
-    sink.verdict(source.sourceId, { safe: v.safe, message: v.message, reasons: v.reasons });
     activity({
       type: 'offload',
       sourceId: source.sourceId,
@@ -236,13 +270,13 @@ export class WaitingForSignIn {
     }));
   }
 
-  /** "Sign in to upload: 212 files on M30T_CARD wait." */
+  /** "212 files on M30T_CARD wait. Nothing is uploaded until you sign in." */
   attention(): string {
     const cards = this.cards();
     const files = cards.reduce((n, c) => n + c.files, 0);
     if (files === 0) return this.reason;
     const names = cards.map((c) => c.label).join(', ');
-    return `Sign in to upload: ${files} file${files === 1 ? '' : 's'} on ${names} ${files === 1 ? 'waits' : 'wait'}. Nothing is uploaded until you sign in.`;
+    return `${files} file${files === 1 ? '' : 's'} on ${names} ${files === 1 ? 'waits' : 'wait'}. Nothing is uploaded until you sign in.`;
   }
 
   stop(): void {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { ConfigSchema, type Config } from '../core/config.js';
 import { tidyServerUrl } from '../core/session/target.js';
-import type { FieldErrors, SettingsView } from '../shared/ipc.js';
+import type { DestinationView, FieldErrors, SettingsView } from '../shared/ipc.js';
 
 type Field = keyof SettingsView | 'form';
 
@@ -29,6 +29,8 @@ const FIELD_RULES: Record<keyof SettingsView, string> = {
   aircraftSerial:
     'The aircraft serial is the serial number printed on the aircraft (letters and digits), or empty.',
   startAtLogin: 'Choose on or off.',
+  destinations:
+    'Each copy destination is a full folder path with a label of at most 64 characters (at most 8 destinations).',
 };
 
 /** Config paths (as zod reports them) -> the window's field names. */
@@ -65,6 +67,12 @@ export function toSettingsView(config: Config): SettingsView {
     aircraftDefault: config.aircraftDefault ?? '',
     aircraftSerial: config.aircraftSerial ?? '',
     startAtLogin: config.startAtLogin,
+    destinations: config.destinations.map((d) => ({
+      path: d.path,
+      label: d.label ?? '',
+      role: d.role,
+      keepDays: d.keepDays ?? null,
+    })),
   };
 }
 
@@ -87,6 +95,53 @@ function isDirectory(p: string): boolean {
   }
 }
 
+/** The folder can be written to by this user (access(2) also says no on a read-only disk). */
+function isWritable(p: string): boolean {
+  try {
+    fs.accessSync(p, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What the disk says about a folder: there (as a folder), and writable. */
+export interface FolderProbe {
+  exists(p: string): boolean;
+  writable(p: string): boolean;
+}
+
+const DISK: FolderProbe = { exists: isDirectory, writable: isWritable };
+
+/**
+ * The first problem of the destinations, in plain words naming the one it
+ * is about, or null. A destination already in the settings may be
+ * unplugged right now (a drive taken away) and is kept as it is; a new one
+ * must be there and writable. A staging destination needs its keep days.
+ */
+export function destinationsProblem(
+  current: Config['destinations'],
+  list: readonly DestinationView[],
+  disk: FolderProbe = DISK,
+): string | null {
+  const seen = new Set<string>();
+  for (const d of list) {
+    const name = d.label || d.path;
+    if (!path.isAbsolute(d.path))
+      return `"${d.path}" is not a full path; choose the folder with Add destination.`;
+    if (seen.has(path.resolve(d.path))) return `${d.path} is in the list twice.`;
+    seen.add(path.resolve(d.path));
+    if (d.role === 'staging' && d.keepDays === null)
+      return `${name}: a staging destination needs the days its copies are kept once they are in the workspace (0 or more).`;
+    if (current.some((c) => path.resolve(c.path) === path.resolve(d.path))) continue;
+    if (!disk.exists(d.path))
+      return `The folder ${d.path} does not exist (or is not a folder): plug in the drive, or choose another folder.`;
+    if (!disk.writable(d.path))
+      return `The folder ${d.path} cannot be written to: choose a folder on a drive you can write to.`;
+  }
+  return null;
+}
+
 export type SettingsOutcome = { ok: true; config: Config } | { ok: false; fields: FieldErrors };
 
 /**
@@ -97,7 +152,7 @@ export type SettingsOutcome = { ok: true; config: Config } | { ok: false; fields
 export function applySettings(
   current: Config,
   view: SettingsView,
-  exists: (p: string) => boolean = isDirectory,
+  disk: FolderProbe = DISK,
 ): SettingsOutcome {
   const fields: FieldErrors = {};
   const serverUrl = tidyServerUrl(view.serverUrl);
@@ -112,9 +167,12 @@ export function applySettings(
   for (const f of folders) {
     if (!path.isAbsolute(f))
       fields.watchedFolders ??= `"${f}" is not a full path; choose the folder with the Add folder button.`;
-    else if (!current.watchedFolders.includes(f) && !exists(f))
+    else if (!current.watchedFolders.includes(f) && !disk.exists(f))
       fields.watchedFolders ??= `The folder ${f} does not exist (or is not a folder).`;
   }
+  const destinations = view.destinations.map((d) => ({ ...d, path: d.path.trim(), label: d.label.trim() }));
+  const destinationProblem = destinationsProblem(current.destinations, destinations, disk);
+  if (destinationProblem) fields.destinations = destinationProblem;
   if (Object.keys(fields).length) return { ok: false, fields };
 
   const candidate = {
@@ -130,6 +188,13 @@ export function applySettings(
     aircraftDefault: view.aircraftDefault === '' ? undefined : view.aircraftDefault,
     aircraftSerial: view.aircraftSerial.trim() === '' ? undefined : view.aircraftSerial.trim(),
     startAtLogin: view.startAtLogin,
+    destinations: destinations.map((d) => ({
+      path: d.path,
+      ...(d.label ? { label: d.label } : {}),
+      role: d.role,
+      // Archive copies are kept: keep days mean nothing there.
+      ...(d.role === 'staging' && d.keepDays !== null ? { keepDays: d.keepDays } : {}),
+    })),
   };
   const parsed = ConfigSchema.safeParse(candidate);
   if (!parsed.success) {
@@ -156,6 +221,7 @@ export function needsRestart(prev: Config, next: Config): boolean {
     prev.autoSyncCards !== next.autoSyncCards ||
     !same(prev.mountRoots, next.mountRoots) ||
     prev.caFile !== next.caFile ||
+    !same(prev.destinations, next.destinations) ||
     prev.watchedFolders.some((f) => !next.watchedFolders.includes(f))
   );
 }

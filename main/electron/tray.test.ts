@@ -25,8 +25,12 @@ const state = (s: Partial<AppStateView> = {}): AppStateView => ({
   halt: null,
   failedCount: 0,
   progress: progress(),
+  waitingForCard: 0,
   serverLabel: 'the built-in local service',
   signedIn: true,
+  account: { kind: 'local', server: null, workspaceId: null, user: null },
+  hasFiles: true,
+  destinations: [],
   cards: [],
   ...s,
 });
@@ -51,10 +55,10 @@ describe('trayView', () => {
     });
   });
 
-  it('syncing: blue, "Uploading 37 of 212 — 1.2 GB left, ~4 min", percentage in the tooltip', () => {
+  it('syncing: blue, the files left (never a file number beside the done count), percentage in the tooltip', () => {
     const v = trayView(syncing);
     expect(v.icon).toBe('syncing');
-    expect(v.activityLine).toBe('Uploading 37 of 212 — 1.2 GB left, ~4 min');
+    expect(v.activityLine).toBe('Uploading 176 files (1.2 GB left, ~4 min)');
     expect(v.tooltip).toBe('Drone Media Sync: uploading, 40%');
   });
 
@@ -63,7 +67,48 @@ describe('trayView', () => {
     const noEta = trayView(
       state({ engine: 'syncing', progress: progress({ filesTotal: 3, bytesTotal: 3000 }) }),
     );
-    expect(noEta.activityLine).toBe('Uploading 1 of 3 — 2.9 KB left');
+    expect(noEta.activityLine).toBe('Uploading 3 files (2.9 KB left)');
+  });
+
+  it('syncing: a card whose copies are verified is said to be locally safe while the upload goes on', () => {
+    const local = {
+      safe: true,
+      message: 'M3E_CARD: 1,214 files copied and verified on SSD and T7_BACKUP — safe to format',
+      reasons: [],
+      files: 1214,
+      verified: 1214,
+      destinations: [
+        { label: 'SSD', verified: 1214 },
+        { label: 'T7_BACKUP', verified: 1214 },
+      ],
+    };
+    const workspace = {
+      safe: false,
+      message: 'M3E_CARD: 3.1 GB of 58 GB in the workspace — the upload goes on',
+      reasons: [],
+      bytesTotal: 58e9,
+      bytesThere: 3.1e9,
+      amount: '3.1 GB of 58 GB',
+      final: false,
+    };
+    const card = {
+      id: 'c',
+      label: 'M3E_CARD',
+      root: '/media/M3E_CARD',
+      waitingForSignIn: null,
+      headline: { safe: true, message: local.message },
+      local,
+      workspace,
+      stopped: [],
+    };
+    expect(trayView({ ...syncing, cards: [card] }).activityLine).toBe(
+      'M3E_CARD is locally safe; uploading 176 files (1.2 GB left, ~4 min)',
+    );
+    // Not yet verified everywhere: the upload line alone.
+    expect(
+      trayView({ ...syncing, cards: [{ ...card, local: { ...local, safe: false }, headline: null }] })
+        .activityLine,
+    ).toBe('Uploading 176 files (1.2 GB left, ~4 min)');
   });
 
   it('paused: grey, with what is waiting', () => {
@@ -86,7 +131,11 @@ describe('trayView', () => {
       id: 'c',
       label: 'M30T_CARD',
       root: '/media/x',
-      verdict: { safe, message, reasons: [] },
+      waitingForSignIn: null,
+      headline: { safe, message },
+      local: null,
+      workspace: null,
+      stopped: [],
     });
     const safe = trayView(
       state({ cards: [card(true, 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format')] }),
@@ -166,7 +215,7 @@ describe('tray menu', () => {
     const a = actions();
     const items = trayMenuTemplate(trayView(syncing), syncing, a);
     expect(items.filter((i) => i.type !== 'separator').map((i) => i.label)).toEqual([
-      'Uploading 37 of 212 — 1.2 GB left, ~4 min',
+      'Uploading 176 files (1.2 GB left, ~4 min)',
       'Open Drone Media Sync',
       'Pause syncing',
       'Sync now',
@@ -215,7 +264,7 @@ describe('AppTray (applies the view to an Electron Tray)', () => {
     tray.update(syncing);
     expect(t.tooltip).toBe('Drone Media Sync: uploading, 40%');
     const firstMenu = t.menu;
-    expect(firstMenu!.template[0]!.label).toBe('Uploading 37 of 212 — 1.2 GB left, ~4 min');
+    expect(firstMenu!.template[0]!.label).toBe('Uploading 176 files (1.2 GB left, ~4 min)');
     // Windows/macOS images carry a 2x representation for HiDPI.
     expect((t.image as { reps: unknown[] }).reps).toHaveLength(2);
     const syncingImage = t.image;

@@ -74,18 +74,22 @@ export function trayView(s: AppStateView): TrayView {
   }
   if (s.engine === 'syncing') {
     if (p.filesTotal === 0) return { icon: 'syncing', tooltip: `${APP}: syncing`, activityLine: 'Syncing…' };
-    const current = Math.min(p.filesTotal, p.filesDone + p.filesFailed + 1);
-    const left = formatBytes(Math.max(0, p.bytesTotal - p.bytesDone));
     const eta = formatEta(p.etaSeconds);
-    return {
-      icon: 'syncing',
-      tooltip: `${APP}: uploading, ${percent}%`,
-      activityLine: `Uploading ${current} of ${p.filesTotal} — ${left} left${eta ? `, ${eta}` : ''}`,
-    };
+    // Files left, never a file number: "37 of 212" beside "34 done" reads as a contradiction.
+    const upload =
+      remaining === 0
+        ? `finishing ${files(p.filesTotal)}`
+        : `uploading ${files(remaining)} (${formatBytes(Math.max(0, p.bytesTotal - p.bytesDone))} left${eta ? `, ${eta}` : ''})`;
+    // A card whose copies are verified may come out now: said first, while the upload goes on.
+    const freed = s.cards.find((c) => c.local?.safe && !c.workspace?.safe);
+    const line = freed
+      ? `${freed.label} is locally safe; ${upload}`
+      : `${upload.charAt(0).toUpperCase()}${upload.slice(1)}`;
+    return { icon: 'syncing', tooltip: `${APP}: uploading, ${percent}%`, activityLine: line };
   }
   if (s.failedCount > 0) return attention(`${files(s.failedCount)} need attention`);
   // The cards' verdicts: a card not safe to format needs a look; safe ones are said.
-  const verdicts = s.cards.flatMap((c) => (c.verdict ? [c.verdict] : []));
+  const verdicts = s.cards.flatMap((c) => (c.headline ? [c.headline] : []));
   const unsafe = verdicts.find((v) => !v.safe);
   if (unsafe) return attention(unsafe.message);
   if (verdicts.length > 0) {

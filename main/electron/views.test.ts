@@ -2,12 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { DmsError, QueueWriteError } from '../core/errors.js';
 import { Progress } from '../core/sync/progress.js';
 import { RUN_STATES } from '../shared/states.js';
-import { appStateView, type AppStateInput } from './views.js';
+import type { QueueRow } from '../core/queue/queue.js';
+import { appStateView, historyViews, type AppStateInput } from './views.js';
 
 const input = (engine: AppStateInput['engine'], more: Partial<AppStateInput> = {}): AppStateInput => ({
   engine,
   signedIn: true,
   serverLabel: 'https://media.example',
+  account: { kind: 'server', server: 'https://media.example', workspaceId: 'ws-1', user: 'crew' },
   startError: null,
   failedCount: 0,
   progress: null,
@@ -33,5 +35,42 @@ describe('the window shows the engine’s run state as it is', () => {
     const auth = new DmsError('auth', text, { plain: text });
     const signIn = appStateView(input({ state: 'auth-required', error: auth, progress: new Progress() }));
     expect(signIn.attention).toBe(text);
+  });
+});
+
+describe('the history says how many files of each flight need the user now', () => {
+  const entry = (id: number, folder: string, failed: number, files = 3) => ({
+    id,
+    sourceId: 'card:1',
+    label: 'M30T_CARD',
+    folder,
+    startedAt: 1_000 * id,
+    finishedAt: 1_000 * id + 500,
+    files,
+    bytes: 0,
+    fastUploaded: 0,
+    failed,
+    wayline: null,
+  });
+  const failedRow = (relPath: string, sourceId = 'card:1') => ({ sourceId, relPath }) as QueueRow;
+  const FLIGHT = 'DJI_202403121015_001_Bridge-North';
+
+  it('from the queue, not from the sync’s events: a later sync with none failed, a retry failing again', () => {
+    // Sync 1 saw 2 failures; sync 2 (the card back in) finished the rest and saw none; the 2 still fail.
+    const list = historyViews(
+      [entry(2, FLIGHT, 0, 1), entry(1, FLIGHT, 2, 0), entry(3, 'DJI_202403121102_002_Solar-A1', 4)],
+      [
+        failedRow(`DCIM/${FLIGHT}/DJI_0006_W.JPG`),
+        failedRow(`DCIM/${FLIGHT}/DJI_0006_T.JPG`),
+        failedRow(`DCIM/${FLIGHT}/DJI_0007_W.JPG`, 'card:other'), // another card's: not this card's flight
+      ],
+    );
+    // The newest sync of the flight says 2; the older one points to it (null); a flight whose
+    // failures were retried through says 0 although its sync once counted 4.
+    expect(list.map((h) => [h.id, h.failed])).toEqual([
+      [2, 2],
+      [1, null],
+      [3, 0],
+    ]);
   });
 });

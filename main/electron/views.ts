@@ -5,14 +5,16 @@
  */
 import type { Wayline, WaylineQuery } from '../core/api/types.js';
 import { DmsError, ERROR_KINDS, plainMessage, QueueWriteError, type ErrorKind } from '../core/errors.js';
+import { flightFolderOf } from '../core/media/flight-folder.js';
 import type { HistoryEntry } from '../core/queue/history.js';
 import type { QueueRow } from '../core/queue/queue.js';
 import { cardSource } from '../core/sources/source.js';
 import type { SyncEngine } from '../core/sync/engine.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
+import type { CardVerdicts } from './card-ledger.js';
 import type {
+  AccountView,
   AppStateView,
-  CardView,
   HistoryEntryView,
   ProgressView,
   QueueItemView,
@@ -76,7 +78,34 @@ export function queueItemView(row: QueueRow, sourceLabel: string): QueueItemView
   };
 }
 
-export function historyView(e: HistoryEntry): HistoryEntryView {
+/**
+ * The history as the window lists it. Its counts come from the files' events
+ * of each sync, but "failed" is what the crew acts on, so it is the queue's
+ * word now: the files of that card's flight folder that need the user
+ * (failed in an earlier sync and still failed, or failed again after a
+ * retry, count once; a retried file that got through no longer counts). It
+ * goes on the newest sync of each card and folder; older ones say null.
+ */
+export function historyViews(
+  entries: readonly HistoryEntry[],
+  failedRows: readonly QueueRow[],
+): HistoryEntryView[] {
+  const key = (sourceId: string, folder: string) => `${sourceId}\u0000${folder}`;
+  const failedNow = new Map<string, number>();
+  for (const r of failedRows) {
+    const k = key(r.sourceId, flightFolderOf(r.relPath).path);
+    failedNow.set(k, (failedNow.get(k) ?? 0) + 1);
+  }
+  const seen = new Set<string>();
+  return entries.map((e) => {
+    const k = key(e.sourceId, e.folder);
+    const newest = !seen.has(k);
+    seen.add(k);
+    return historyView(e, newest ? (failedNow.get(k) ?? 0) : null);
+  });
+}
+
+function historyView(e: HistoryEntry, failed: number | null): HistoryEntryView {
   return {
     id: e.id,
     sourceId: e.sourceId,
@@ -87,7 +116,7 @@ export function historyView(e: HistoryEntry): HistoryEntryView {
     files: e.files,
     bytes: e.bytes,
     fastUploaded: e.fastUploaded,
-    failed: e.failed,
+    failed,
     wayline: e.wayline
       ? { waylineId: e.wayline.waylineId, waylineName: e.wayline.waylineName, how: e.wayline.how }
       : null,
@@ -149,14 +178,21 @@ export interface AppStateInput {
   engine: Pick<SyncEngine, 'state' | 'error' | 'progress'> | null;
   signedIn: boolean;
   serverLabel: string;
+  account: AccountView;
   /** Why there is no engine, when there is none (not signed in: "Sign in to upload: ..."). */
   startError: string | null;
   failedCount: number;
+  waitingForCard?: number;
+  hasFiles?: boolean;
+  destinations?: readonly string[];
   progress: ProgressView | null;
-  cards: ReadonlyArray<{ id: string; label: string; root: string }>;
-  /** Each card's last verdict, by source id. */
-  verdicts?: ReadonlyMap<string, CardView['verdict']>;
+  /** Inserted cards; `files`: counted and waiting for a sign-in (no server chosen yet). */
+  cards: ReadonlyArray<{ id: string; label: string; root: string; files?: number }>;
+  /** Each card's verdicts, by source id. */
+  verdicts?: (sourceId: string) => CardVerdicts;
 }
+
+const NO_VERDICTS: CardVerdicts = { headline: null, local: null, workspace: null, stopped: [] };
 
 /**
  * The window's state. The engine's run state is shown as it is (a
@@ -185,14 +221,19 @@ export function appStateView(i: AppStateInput): AppStateView {
     attention,
     halt,
     failedCount: i.failedCount,
+    waitingForCard: i.waitingForCard ?? 0,
     progress: i.progress ?? (e ? progressView(e.progress.snapshot()) : NO_PROGRESS),
     serverLabel: i.serverLabel,
     signedIn: i.signedIn,
+    account: i.account,
+    hasFiles: i.hasFiles ?? false,
+    destinations: [...(i.destinations ?? [])],
     cards: i.cards.map((c) => ({
       id: c.id,
       label: c.label,
       root: c.root,
-      verdict: i.verdicts?.get(cardSource(c).sourceId) ?? null,
+      waitingForSignIn: c.files ?? null,
+      ...(i.verdicts?.(cardSource(c).sourceId) ?? NO_VERDICTS),
     })),
   };
 }

@@ -10,11 +10,13 @@
  *   middle of a request is never closed for a newcomer.
  * - A request Node's parser refuses before it exists (URL and headers over
  *   16 KiB, a header with a line break or control character, a request that
- *   did not arrive in time) is answered with the contract's envelope, not
- *   Fastify's own JSON.
+ *   did not arrive in time) is answered in the server's own terms: the
+ *   contract's envelope at the API (not Fastify's own JSON), S3's XML error
+ *   at the embedded bucket (not Node's bare status line).
  *
- * (The headers timeout that cuts connections which never send a complete
- * request is Node's own, set in server.ts from limits.ts.)
+ * Both servers use this (server.ts, bucket/embedded.ts). The headers timeout
+ * that cuts connections which never send a complete request is Node's own,
+ * set there from limits.ts.
  */
 import http from 'node:http';
 import net, { type Socket } from 'node:net';
@@ -54,7 +56,13 @@ interface Tracked {
   gone: boolean;
 }
 
-/** Applies the per-address bound and the make-room rule (file comment) to `server`. Replaces server.maxConnections. */
+/**
+ * Applies the per-address bound and the make-room rule (file comment) to
+ * `server`. Replaces server.maxConnections. Call it once the server's own
+ * handlers are attached: a server that answers 'checkContinue' or
+ * 'checkExpectation' itself (the bucket) gets those requests instead of
+ * 'request', and they are in progress all the same.
+ */
 export function guardConnections(server: http.Server, limits: ConnectionLimits): void {
   // Map order is the order of last activity: the first idle entry is the longest idle.
   const open = new Map<Socket, Tracked>();
@@ -101,7 +109,7 @@ export function guardConnections(server: http.Server, limits: ConnectionLimits):
     socket.once('close', () => forget(t));
   });
 
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const t = open.get(req.socket);
     if (t === undefined) return;
     t.busy++;
@@ -113,7 +121,33 @@ export function guardConnections(server: http.Server, limits: ConnectionLimits):
       open.delete(t.socket);
       open.set(t.socket, t);
     });
-  });
+  };
+  server.on('request', onRequest);
+  // Only where the server answers them itself: a listener here would take them from Node's own handling.
+  for (const event of ['checkContinue', 'checkExpectation']) {
+    if (server.listenerCount(event) > 0) server.on(event, onRequest);
+  }
+}
+
+/** What a request Node's parser refused is: too large, too late, or not HTTP. */
+export type ClientErrorKind = 'too-large' | 'timeout' | 'malformed';
+
+export function clientErrorKind(err: NodeJS.ErrnoException): ClientErrorKind {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return 'too-large';
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return 'timeout';
+    default:
+      return 'malformed';
+  }
+}
+
+/** An answer written straight to the socket, for a request that never became one. */
+export interface RawAnswer {
+  status: number;
+  contentType: string;
+  body: string;
 }
 
 /** The envelope a request gets when Node's parser refused it (see clientErrorAnswer). */
@@ -121,8 +155,8 @@ export function clientErrorAnswer(
   err: NodeJS.ErrnoException,
   opts: { maxHeaderBytes: number },
 ): { status: number; envelope: Envelope } {
-  switch (err.code) {
-    case 'HPE_HEADER_OVERFLOW':
+  switch (clientErrorKind(err)) {
+    case 'too-large':
       return {
         status: 431,
         envelope: {
@@ -130,7 +164,7 @@ export function clientErrorAnswer(
           message: `The request's URL and headers are larger than ${opts.maxHeaderBytes} bytes. Check the address and the x-auth-token header (a token is far shorter).`,
         },
       };
-    case 'ERR_HTTP_REQUEST_TIMEOUT':
+    case 'timeout':
       return {
         status: 408,
         envelope: {
@@ -138,7 +172,7 @@ export function clientErrorAnswer(
           message: 'The request did not arrive completely in time. Send it again.',
         },
       };
-    default:
+    case 'malformed':
       return {
         status: 400,
         envelope: {
@@ -155,17 +189,23 @@ const answered = new WeakSet<Socket>();
 const DRAIN_MS = 2_000;
 const DRAIN_BYTES = 2 * 1024 * 1024;
 
+/** The API's answer to a request Node's parser refused: the envelope as JSON. */
+export function envelopeAnswer(err: NodeJS.ErrnoException, opts: { maxHeaderBytes: number }): RawAnswer {
+  const { status, envelope } = clientErrorAnswer(err, opts);
+  return { status, contentType: 'application/json', body: JSON.stringify(envelope) };
+}
+
 /**
- * Fastify's clientErrorHandler: the envelope, then the connection is closed.
- * What the client is still sending (the rest of a 1 MB token) is read and
- * dropped for a moment first, bounded in time and bytes: closing a socket
- * with unread data sends a reset, and the client would see "connection
- * reset" instead of the answer.
+ * The servers' 'clientError' handler (Fastify's clientErrorHandler at the
+ * API): `answer`, then the connection is closed. What the client is still
+ * sending (the rest of a 1 MB token) is read and dropped for a moment
+ * first, bounded in time and bytes: closing a socket with unread data sends
+ * a reset, and the client would see "connection reset" instead of the answer.
  */
 export function answerClientError(
   err: NodeJS.ErrnoException,
   socket: Socket,
-  opts: { maxHeaderBytes: number },
+  answer: (err: NodeJS.ErrnoException) => RawAnswer,
 ): void {
   // Node calls again for each further chunk the parser refuses: one answer only.
   if (answered.has(socket)) return;
@@ -178,13 +218,12 @@ export function answerClientError(
     socket.destroy();
     return;
   }
-  const { status, envelope } = clientErrorAnswer(err, opts);
-  const body = JSON.stringify(envelope);
+  const { status, contentType, body } = answer(err);
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\nContent-Type: ${contentType}\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+  if (clientErrorKind(err) === 'timeout') {
     // A client that stopped sending: nothing to wait for.
     socket.once('finish', () => socket.destroy());
     return;

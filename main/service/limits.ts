@@ -6,21 +6,25 @@
 export interface ServiceLimits {
   /** Both servers: time to receive a request's headers (a connection that sends none is cut after it). */
   headersTimeoutMs: number;
-  /** Both servers: a connection with no byte in either direction for this long is closed. */
+  /**
+   * Both servers: a connection with no byte in either direction for this long
+   * is closed. At the bucket this is the only limit on a request once its
+   * headers are in: an upload that keeps sending, however slowly, is served
+   * however long it takes (a crew's uplink, shared by a dozen uploads under
+   * a bandwidth limit, can take hours over one large part).
+   */
   idleTimeoutMs: number;
   /** Both servers: an idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
   /** API: a whole request (headers and body). */
   requestTimeoutMs: number;
-  /** Bucket: a whole request, long enough for the largest part on a slow link. */
-  bucketRequestTimeoutMs: number;
   /**
-   * Each server: open connections beyond this are closed at once. The API
-   * makes room first: a new connection replaces the longest-idle one that is
-   * not in the middle of a request (connections.ts).
+   * Each server: the most open connections. At the cap a new connection
+   * replaces the longest-idle one that is not in the middle of a request
+   * (connections.ts); when every one is busy, it is closed at once.
    */
   maxConnections: number;
-  /** API: connections one client address (IPv6: one /64) may hold; more are closed at once. */
+  /** Each server: connections one client address (IPv6: one /64) may hold; more are closed at once. */
   maxConnectionsPerAddress: number;
   /** Largest PutObject body. */
   maxObjectBytes: number;
@@ -47,9 +51,8 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   idleTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   requestTimeoutMs: 30_000,
-  bucketRequestTimeoutMs: 60 * 60_000,
   maxConnections: 256,
-  // The agent's keep-alive pool holds up to 32 to a server; a few agents behind one NAT fit.
+  // The agent holds up to 32 connections to the API and 48 to a bucket (storage/s3.ts); a few agents behind one NAT fit.
   maxConnectionsPerAddress: 64,
   maxObjectBytes: 5 * GiB,
   maxPartBytes: 5 * GiB,
@@ -62,8 +65,11 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   stsRefillSeconds: 10,
 };
 
-/** The defaults with `given` applied; every value must be a positive integer. */
+/** The defaults with `given` applied; every value must be a positive integer, every name a limit. */
 export function resolveLimits(given: Partial<ServiceLimits> = {}): ServiceLimits {
+  for (const name of Object.keys(given)) {
+    if (!(name in DEFAULT_LIMITS)) throw new Error(`limits.${name} is not a limit of the service.`);
+  }
   const limits = { ...DEFAULT_LIMITS, ...given };
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isSafeInteger(value) || value < 1) {

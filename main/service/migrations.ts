@@ -232,14 +232,14 @@ export const MIGRATIONS: readonly Migration[] = [
         WHERE json_valid(ext) AND json_type(ext, '$.tinny_fingerprint') = 'text';
       CREATE INDEX media_by_tiny_fingerprint ON media(workspace_id, tiny_fingerprint) WHERE result = 0;
 
-      -- Wrong passwords per client address or per username (throttle.ts).
+      -- Wrong passwords per client address or per username (client-limits.ts).
       CREATE TABLE login_failures (
         key TEXT PRIMARY KEY,
         count INTEGER NOT NULL,
         blocked_until INTEGER NOT NULL,
         last_at INTEGER NOT NULL
       );
-      -- Token buckets: sts issues per API token (throttle.ts).
+      -- Token buckets: sts issues per API token (client-limits.ts).
       CREATE TABLE rate_limits (
         key TEXT PRIMARY KEY,
         tokens REAL NOT NULL,
@@ -264,6 +264,22 @@ export const MIGRATIONS: readonly Migration[] = [
         at BIGINT NOT NULL
       );
     `,
+  },
+  {
+    // What S3 keeps with an object and gives back (bucket/s3-headers.ts), the
+    // upload an object was completed from (a repeated Complete answers as the
+    // first one did), and the flexible checksum of each part (bucket/s3-checksum.ts).
+    description: 'embedded bucket: stored object headers, completed upload id, part checksums',
+    sql: `
+      -- JSON object of header name -> value: cache-control, content-encoding, x-amz-meta-*...
+      ALTER TABLE bucket_objects ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+      ALTER TABLE bucket_objects ADD COLUMN upload_id TEXT;
+      ALTER TABLE bucket_uploads ADD COLUMN headers TEXT NOT NULL DEFAULT '{}';
+      -- JSON object {"<algorithm>": "<base64>"}, or NULL when the part came without one
+      ALTER TABLE bucket_parts ADD COLUMN checksum TEXT;
+    `,
+    // The embedded bucket is single-instance and keeps these in the data dir's SQLite file.
+    postgres: 'SELECT 1',
   },
 ];
 

@@ -2,10 +2,10 @@ import http from 'node:http';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { StorageProviderError } from './bucket/types.js';
-import { answerClientError, guardConnections } from './connections.js';
+import { answerClientError, envelopeAnswer, guardConnections } from './connections.js';
 import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
-import { ThrottledError } from './throttle.js';
+import { ThrottledError } from './client-limits.js';
 import { ApiError, CODES, type Envelope } from './envelope.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerManageRoutes } from './routes/manage.js';
@@ -39,7 +39,7 @@ export function buildServer(
     },
     // Requests Node's parser refuses (URL and headers over 16 KiB, CR/LF in a header...): see connections.ts.
     clientErrorHandler: (err, socket) =>
-      answerClientError(err, socket, { maxHeaderBytes: http.maxHeaderSize }),
+      answerClientError(err, socket, (e) => envelopeAnswer(e, { maxHeaderBytes: http.maxHeaderSize })),
     // Malformed percent-encoding in the URL, before any route is found.
     frameworkErrors: (_err, _req, reply: FastifyReply) => {
       void reply

@@ -31,12 +31,63 @@ export interface ProgressView {
   currentSource: string | null;
 }
 
-/** A card inserted now, with its last verdict ("safe to format" or why not) once its sync came to rest. */
+/** One verdict of a card: safe or not, its one line, and what to do first (one sentence per problem). */
+export interface VerdictView {
+  safe: boolean;
+  message: string;
+  reasons: string[];
+}
+
+/** Locally safe: every file of the card copied to every local destination and verified by reading it back. */
+export interface LocalVerdictView extends VerdictView {
+  /** Files of the card. */
+  files: number;
+  /** Files verified on every destination (the bar: verified / files). */
+  verified: number;
+  /** Each destination ("SSD", "T7_BACKUP") with its files verified there. */
+  destinations: Array<{ label: string; verified: number }>;
+}
+
+/** In the workspace: acknowledged by the server and checked in its bucket. */
+export interface WorkspaceVerdictView extends VerdictView {
+  /** Bytes of the card's files, and of those in the workspace (the bar), live while the upload goes on. */
+  bytesTotal: number;
+  bytesThere: number;
+  /** "3.1 GB of 58 GB", in the words of the verdicts' own lines. */
+  amount: string;
+  /**
+   * The card came to rest and was checked in the bucket: this is its verdict.
+   * False while the upload goes on from the copies (reasons are then empty).
+   */
+  final: boolean;
+}
+
+/** A card inserted now: its two verdicts once made, and what stopped on the way. */
 export interface CardView {
   id: string;
   label: string;
   root: string;
-  verdict: { safe: boolean; message: string; reasons: string[] } | null;
+  /** No server chosen yet: the media files found on it, which wait for a sign-in (nothing is recorded). Else null. */
+  waitingForSignIn: number | null;
+  /** The card's one line: safe to format when either verdict holds. Null until its first verdict. */
+  headline: { safe: boolean; message: string } | null;
+  /** Null: no local destination (none set), or its copies are not all made yet. */
+  local: LocalVerdictView | null;
+  /** Null until the card's first verdict. */
+  workspace: WorkspaceVerdictView | null;
+  /** Local destinations that stopped for this card (full, unplugged, too small), until its next scan. */
+  stopped: Array<{ destination: string; message: string }>;
+}
+
+/** Where uploads go, as the first-run steps and the sign-in panel say it. Never a secret. */
+export interface AccountView {
+  /** 'none': no server chosen yet; 'local': the built-in local service. */
+  kind: 'none' | 'server' | 'local';
+  /** The server's address (kind 'server'), else null. */
+  server: string | null;
+  workspaceId: string | null;
+  /** Who signed in (the user name given at sign-in); null when unknown (a pasted token, the CLI's login). */
+  user: string | null;
 }
 
 export interface AppStateView {
@@ -47,10 +98,17 @@ export interface AppStateView {
   /** Why the engine halted (engine 'halted'): the queue cannot be written. Resume once fixed. */
   halt: { reason: HaltReason; message: string } | null;
   failedCount: number;
+  /** Files whose card (or folder) was taken out: they wait for it and continue when it is back. */
+  waitingForCard: number;
   progress: ProgressView;
   /** "the built-in local service" or the server URL. */
   serverLabel: string;
   signedIn: boolean;
+  account: AccountView;
+  /** A card or folder was read for the current target (files recorded): the first-run steps are over. */
+  hasFiles: boolean;
+  /** The local destinations in force (labels), copied to before the upload. */
+  destinations: string[];
   /** Cards currently inserted. */
   cards: CardView[];
 }
@@ -89,7 +147,11 @@ export interface HistoryEntryView {
   files: number;
   bytes: number;
   fastUploaded: number;
-  failed: number;
+  /**
+   * Files of this card's flight folder that need the user now (failed, not retried through), on its
+   * newest sync; null on older syncs of the same card and folder (their files are counted there).
+   */
+  failed: number | null;
   wayline: WaylineMatchView | null;
 }
 
@@ -139,6 +201,18 @@ export interface FlightView extends FlightSummaryView {
   tiles: { attribution: string; maxZoom: number } | null;
 }
 
+/** One local destination as the Settings window edits it (config.json `destinations`). */
+export const DestinationSchema = z
+  .object({
+    path: z.string().trim().min(1).max(4096),
+    /** What the crew calls the drive ("T7_BACKUP"); '' = the folder's name. */
+    label: z.string().trim().max(64),
+    role: z.enum(['archive', 'staging']),
+    /** Staging only: days a copy is kept once every file of it is in the workspace. */
+    keepDays: z.number().int().min(0).max(3650).nullable(),
+  })
+  .strict();
+
 /** Settings as the window edits them (config.json minus secrets, plus sign-in status). */
 export const SettingsSchema = z.object({
   serverUrl: z.string().trim().max(2048),
@@ -161,8 +235,18 @@ export const SettingsSchema = z.object({
     .trim()
     .regex(/^([A-Za-z0-9-]{4,64})?$/),
   startAtLogin: z.boolean(),
+  /**
+   * Local destinations every card is copied to first (verified by reading back): the card can be
+   * taken out once it is locally safe. 'staging' copies are deleted once in the workspace and older
+   * than keepDays; 'archive' ones are kept.
+   */
+  destinations: z.array(DestinationSchema).max(8),
 });
 export type SettingsView = z.infer<typeof SettingsSchema>;
+export type DestinationView = z.infer<typeof DestinationSchema>;
+
+/** What settings:get and settings:save answer: the settings, whether a sign-in is stored, and for whom. */
+export type SettingsAnswer = SettingsView & { signedIn: boolean; account: AccountView };
 
 /** Per-field reasons a form shows next to the field. */
 export type FieldErrors = Partial<Record<keyof SettingsView | 'form', string>>;
@@ -224,11 +308,8 @@ export const Channels = {
     response: null as unknown as { updated: number },
   },
   'waylines:list': { request: WaylineQuerySchema, response: null as unknown as WaylinePageView },
-  'settings:get': { request: Empty, response: null as unknown as SettingsView & { signedIn: boolean } },
-  'settings:save': {
-    request: SettingsSchema,
-    response: null as unknown as SettingsView & { signedIn: boolean },
-  },
+  'settings:get': { request: Empty, response: null as unknown as SettingsAnswer },
+  'settings:save': { request: SettingsSchema, response: null as unknown as SettingsAnswer },
   'auth:login': {
     request: z
       .object({
@@ -279,7 +360,11 @@ export const Channels = {
       .refine((t) => t.x < 2 ** t.z && t.y < 2 ** t.z, 'tile outside the world'),
     response: null as unknown as string,
   },
-  'dialog:pick-folder': { request: Empty, response: null as unknown as string | null },
+  /** A folder chosen by the user: to watch, or as a local destination (the dialog's title says which). */
+  'dialog:pick-folder': {
+    request: Empty.or(z.object({ purpose: z.enum(['watch', 'destination']) }).strict()),
+    response: null as unknown as string | null,
+  },
   'shell:open-log-folder': { request: Empty, response: null },
   'shell:open-help': { request: z.object({ topic: z.enum(['docs', 'support']) }).strict(), response: null },
 } as const;

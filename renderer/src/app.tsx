@@ -44,6 +44,8 @@ export function App() {
   }, []);
 
   const go = (s: Screen): void => {
+    // Another screen opens at its top, not where the last one was scrolled to.
+    if (s !== screen) window.scrollTo(0, 0);
     setScreen(s);
     setOpened((prev) => (prev.has(s) ? prev : new Set([...prev, s])));
   };

@@ -1,20 +1,8 @@
 /** Numbers, sizes, times and places in the words a field crew reads at a glance. */
 
-const UNITS = ['KB', 'MB', 'GB', 'TB'] as const;
+import { formatBytes } from '../../main/shared/sizes.js';
 
-/** Sizes as Windows Explorer shows them (1 KB = 1024 bytes). */
-export function formatBytes(n: number): string {
-  if (!Number.isFinite(n) || n < 0) return '–';
-  if (n < 1024) return `${Math.round(n)} ${n === 1 ? 'byte' : 'bytes'}`;
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < UNITS.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  const digits = v >= 100 ? 0 : 1;
-  return `${v.toFixed(digits)} ${UNITS[i] ?? 'TB'}`;
-}
+export { formatBytes };
 
 export function formatRate(bytesPerSecond: number): string {
   if (!Number.isFinite(bytesPerSecond) || bytesPerSecond <= 0) return '–';

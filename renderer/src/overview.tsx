@@ -1,10 +1,19 @@
 import { visible } from '../../main/shared/visible.js';
 import { QUEUE_FILTERS, type QueueFilter } from '../../main/shared/domain.js';
 import { resumable } from '../../main/shared/states.js';
-import type { AppStateView, HistoryEntryView, QueueItemView, WaylineView } from '../../main/shared/ipc.js';
+import type {
+  AppStateView,
+  HistoryEntryView,
+  QueueItemView,
+  RunStateName,
+  WaylineView,
+} from '../../main/shared/ipc.js';
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './bridge.js';
 import { formatBytes, formatDuration, formatEta, formatRate, formatWhen, plural } from './format.js';
+import { Cards } from './cards.js';
+import { GetStarted, firstRunSteps } from './get-started.js';
+import { NeedYou } from './need-you.js';
 import { usePushed } from './use-pushed.js';
 import { banners, fileStateWords, fileTone, progressSentence } from './words.js';
 
@@ -60,44 +69,44 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
       return null;
     });
 
-  const failedInList = queue?.filter((q) => q.state === 'failed').length ?? 0;
-  const failedTotal = Math.max(state?.failedCount ?? 0, failedInList);
+  // The first-run steps lead to Settings themselves: the sign-in banner then only says why.
+  const firstRun = state ? firstRunSteps(state) !== null : false;
 
   return (
     <div class="screen">
       <h1 class="visually-hidden">Overview</h1>
       {state ? (
-        <div class="banners">
-          {banners(state).map((b) => (
-            <div key={b.title} class={`banner tone-${b.tone}`} role="status" data-testid="banner">
-              <div class="banner-text">
-                <p class="banner-title">{visible(b.title)}</p>
-                {b.detail ? <p class="banner-detail">{visible(b.detail)}</p> : null}
+        banners(state).length > 0 ? (
+          <div class="banners">
+            {banners(state).map((b) => (
+              <div key={b.title} class={`banner tone-${b.tone}`} role="status" data-testid="banner">
+                <div class="banner-text">
+                  <p class="banner-title">{visible(b.title)}</p>
+                  {b.detail ? <p class="banner-detail">{visible(b.detail)}</p> : null}
+                </div>
+                {b.action === 'settings' && !firstRun ? (
+                  <button type="button" class="btn btn-primary" onClick={onGoToSettings}>
+                    Open Settings to sign in
+                  </button>
+                ) : null}
               </div>
-              {b.action === 'settings' ? (
-                <button type="button" class="btn btn-primary" onClick={onGoToSettings}>
-                  Open Settings to sign in
-                </button>
-              ) : b.action === 'retry-all' ? (
-                <button
-                  type="button"
-                  class="btn btn-primary"
-                  disabled={busy !== null}
-                  onClick={() => void retry({ all: true }, 'the failed files')}
-                >
-                  Retry all
-                </button>
-              ) : null}
-            </div>
-          ))}
-        </div>
+            ))}
+          </div>
+        ) : null
       ) : (
         <p class="muted" role="status">
           Loading…
         </p>
       )}
 
-      {state ? (
+      {state ? <GetStarted state={state} onGoToSettings={onGoToSettings} /> : null}
+      {state && state.failedCount > 0 ? (
+        <NeedYou failedCount={state.failedCount} busy={busy} onRetry={retry} />
+      ) : null}
+      {state ? <Cards state={state} /> : null}
+
+      {/* Before the first sign-in there is no engine: nothing is counted, paused or synced yet. */}
+      {state && (state.signedIn || state.account.kind !== 'none') ? (
         <ProgressPanel
           state={state}
           busy={busy}
@@ -127,16 +136,6 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
                 ))}
               </select>
             </label>
-            {failedTotal > 0 ? (
-              <button
-                type="button"
-                class="btn"
-                disabled={busy !== null}
-                onClick={() => void retry({ all: true }, 'the failed files')}
-              >
-                Retry all failed
-              </button>
-            ) : null}
           </div>
         </div>
         {queueError ? (
@@ -152,9 +151,15 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
             <p class="muted">Loading…</p>
           )
         ) : queue.length === 0 ? (
-          <p class="empty">{filter === 'failed' ? 'No file needs you.' : 'No files here.'}</p>
+          <p class="empty">
+            {state && !state.signedIn && state.account.kind === 'none'
+              ? 'Nothing is recorded before you sign in: the files of a card are listed here once you do.'
+              : filter === 'failed'
+                ? 'No file needs you.'
+                : 'No files here.'}
+          </p>
         ) : (
-          <QueueTable items={queue} busy={busy} onRetry={(item) => void retry({ id: item.id }, item.name)} />
+          <QueueTable items={queue} engine={state?.engine ?? 'idle'} />
         )}
       </section>
 
@@ -174,20 +179,23 @@ function ProgressPanel(props: {
   const p = state.progress;
   // Halted (disk full...) resumes with the same button, once the cause is fixed.
   const paused = resumable(state.engine);
+  const still = state.engine === 'halted' ? 'Stopped' : 'Paused';
   const source = p.currentSource ?? state.cards[0]?.label ?? null;
   const pct = p.bytesTotal > 0 ? Math.min(100, Math.floor((p.bytesDone / p.bytesTotal) * 100)) : 0;
   const eta = formatEta(p.etaSeconds);
+  // A speed and a time left only while something moves: a finished batch shows neither.
+  const moving = state.engine === 'syncing' && p.filesDone + p.filesFailed < p.filesTotal;
 
   return (
     <section class="panel progress-panel" aria-labelledby="progress-h">
       <div class="panel-head">
         <h2 id="progress-h">
-          {source ? (
-            <>
-              <span class="muted-label">Card / folder:</span> {visible(source)}
-            </>
+          {state.cards.length > 0 || !source ? (
+            'Upload progress'
           ) : (
-            'No card inserted'
+            <>
+              <span class="muted-label">Folder:</span> {visible(source)}
+            </>
           )}
         </h2>
         <div class="panel-tools">
@@ -211,14 +219,10 @@ function ProgressPanel(props: {
         </div>
       </div>
 
-      {state.cards.length > 1 ? (
-        <p class="muted">Cards inserted: {state.cards.map((c) => c.label).join(', ')}</p>
-      ) : null}
-
       {p.filesTotal > 0 ? (
         <>
           <p class="progress-sentence" data-testid="progress-sentence">
-            {progressSentence(p, state.engine)}
+            {progressSentence(state)}
           </p>
           <progress
             class="bar"
@@ -243,17 +247,17 @@ function ProgressPanel(props: {
             </div>
             <div>
               <dt>Speed</dt>
-              <dd data-testid="stat-rate">{paused ? 'Paused' : formatRate(p.rate)}</dd>
+              <dd data-testid="stat-rate">{paused ? still : moving ? formatRate(p.rate) : '–'}</dd>
             </div>
             <div>
               <dt>Time left</dt>
-              <dd data-testid="stat-eta">{paused ? '–' : eta || '–'}</dd>
+              <dd data-testid="stat-eta">{moving ? eta || '–' : '–'}</dd>
             </div>
           </dl>
         </>
       ) : (
         <p class="progress-sentence" data-testid="progress-sentence">
-          {progressSentence(p, state.engine)}
+          {progressSentence(state)}
         </p>
       )}
     </section>
@@ -266,11 +270,8 @@ function folderOf(relPath: string): string {
   return i > 0 ? relPath.slice(0, i) : '(top of the card)';
 }
 
-function QueueTable(props: {
-  items: QueueItemView[];
-  busy: string | null;
-  onRetry: (item: QueueItemView) => void;
-}) {
+/** Every file with its state in words true for the engine's state; failed ones are retried from "need you" above. */
+function QueueTable(props: { items: QueueItemView[]; engine: RunStateName }) {
   return (
     <div class="table-scroll" tabIndex={0} role="region" aria-label="File list">
       <table class="table queue">
@@ -282,9 +283,6 @@ function QueueTable(props: {
             </th>
             <th scope="col">Status</th>
             <th scope="col">Problem</th>
-            <th scope="col">
-              <span class="visually-hidden">Action</span>
-            </th>
           </tr>
         </thead>
         <tbody>
@@ -298,8 +296,8 @@ function QueueTable(props: {
               </td>
               <td class="num nowrap">{formatBytes(item.size)}</td>
               <td class="nowrap">
-                <span class={`state tone-${fileTone(item)}`} data-testid="file-state">
-                  {fileStateWords(item)}
+                <span class={`state tone-${fileTone(item, props.engine)}`} data-testid="file-state">
+                  {fileStateWords(item, props.engine)}
                 </span>
                 {item.state === 'uploading' && item.progress !== null ? (
                   <progress
@@ -310,19 +308,8 @@ function QueueTable(props: {
                   />
                 ) : null}
               </td>
-              <td class="problem">{item.error ? visible(item.error.plain) : ''}</td>
-              <td class="action">
-                {item.state === 'failed' ? (
-                  <button
-                    type="button"
-                    class="btn btn-small"
-                    aria-label={`Retry ${visible(item.name)}`}
-                    disabled={props.busy !== null}
-                    onClick={() => props.onRetry(item)}
-                  >
-                    Retry
-                  </button>
-                ) : null}
+              <td class={item.state === 'failed' ? 'problem' : 'problem problem-wait'}>
+                {item.error ? visible(item.error.plain) : ''}
               </td>
             </tr>
           ))}
@@ -409,7 +396,7 @@ function History() {
                     Already on server
                   </th>
                   <th scope="col" class="num">
-                    Failed
+                    Need you
                   </th>
                   <th scope="col">Wayline</th>
                 </tr>
@@ -425,7 +412,14 @@ function History() {
                       {e.finishedAt === null ? 'Not finished' : formatDuration(e.finishedAt - e.startedAt)}
                     </td>
                     <td class="num">{e.fastUploaded.toLocaleString()}</td>
-                    <td class={e.failed > 0 ? 'num failed-count' : 'num'}>{e.failed.toLocaleString()}</td>
+                    <td
+                      class={e.failed !== null && e.failed > 0 ? 'num failed-count' : 'num'}
+                      title={
+                        e.failed === null ? 'Counted on the newer sync of this flight, above' : undefined
+                      }
+                    >
+                      {e.failed === null ? '–' : e.failed.toLocaleString()}
+                    </td>
                     <td class="wayline-cell">
                       {e.folder === '' ? (
                         <span class="muted">{e.wayline ? visible(e.wayline.waylineName) : '–'}</span>
@@ -453,7 +447,8 @@ function History() {
       {entries && entries.length > 0 ? (
         <p class="muted small">
           Showing the last {plural(Math.min(entries.length, HISTORY_LIMIT), 'sync')}. “Already on server”
-          files were not sent again.
+          files were not sent again; “Need you” counts the files of the flight that failed and are not retried
+          yet.
         </p>
       ) : null}
     </section>

@@ -3,12 +3,13 @@
  * it, the sign-in panel (sign-in.tsx), which fills in the workspace.
  */
 import { visible } from '../../main/shared/visible.js';
-import type { FieldErrors, SettingsView } from '../../main/shared/ipc.js';
+import type { AccountView, FieldErrors, SettingsView } from '../../main/shared/ipc.js';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call } from './bridge.js';
 import { FieldError, Hint, NumberField, aria, type Note } from './fields.js';
 import { DRONE_MODELS, FILE_TYPES } from './models.js';
 import { SignIn } from './sign-in.js';
+import { Destinations } from './destinations.js';
 import { isKnownType, toForm, validateSettings, type SettingsForm } from './validate.js';
 
 type FieldName = keyof SettingsView;
@@ -18,6 +19,7 @@ const FIELD_ORDER: FieldName[] = [
   'workspaceId',
   'watchedFolders',
   'include',
+  'destinations',
   'filesConcurrency',
   'partsConcurrency',
   'bandwidthLimitKiBps',
@@ -28,6 +30,7 @@ const FIELD_ORDER: FieldName[] = [
 export function Settings(props: { onSignedInChange: (signedIn: boolean) => void }) {
   const [form, setForm] = useState<SettingsForm | null>(null);
   const [signedIn, setSignedIn] = useState(false);
+  const [account, setAccount] = useState<AccountView | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [errors, setErrors] = useState<FieldErrors>({});
   const [saveNote, setSaveNote] = useState<Note>(null);
@@ -37,11 +40,21 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
   const load = async (): Promise<void> => {
     const r = await call('settings:get', undefined);
     if (r.ok) {
-      const { signedIn: s, ...settings } = r.value;
+      const { signedIn: s, account: a, ...settings } = r.value;
       setForm(toForm(settings));
       setSignedIn(s);
+      setAccount(a);
       setLoadError(null);
     } else setLoadError(r.error.message);
+  };
+
+  /** After a sign-in or out: who and where, from main; the form's unsaved edits stay. */
+  const refreshAccount = async (): Promise<void> => {
+    const r = await call('settings:get', undefined);
+    if (!r.ok) return;
+    setSignedIn(r.value.signedIn);
+    setAccount(r.value.account);
+    props.onSignedInChange(r.value.signedIn);
   };
 
   useEffect(() => {
@@ -98,9 +111,10 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
     const r = await call('settings:save', checked.value);
     setSaving(false);
     if (r.ok) {
-      const { signedIn: s, ...settings } = r.value;
+      const { signedIn: s, account: a, ...settings } = r.value;
       setForm(toForm(settings));
       setSignedIn(s);
+      setAccount(a);
       setErrors({});
       setSaveNote({ tone: 'ok', text: 'Settings saved.' });
     } else {
@@ -113,7 +127,7 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
   };
 
   const addFolder = async (): Promise<void> => {
-    const r = await call('dialog:pick-folder', undefined);
+    const r = await call('dialog:pick-folder', { purpose: 'watch' });
     if (!r.ok) {
       setErrors({ ...errors, watchedFolders: r.error.message });
       return;
@@ -275,6 +289,13 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
           </fieldset>
         </fieldset>
 
+        <Destinations
+          list={form.destinations}
+          error={e.destinations}
+          onChange={(destinations) => update({ destinations })}
+          onError={(destinations) => setErrors({ ...errors, destinations })}
+        />
+
         <fieldset class="group">
           <legend>Speed</legend>
           <div class="field-row">
@@ -369,11 +390,13 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
       <SignIn
         form={form}
         signedIn={signedIn}
+        account={account}
         onSignedIn={(s, workspaceId) => {
           setSignedIn(s);
           props.onSignedInChange(s);
           if (workspaceId !== undefined && workspaceId !== form.workspaceId)
             setForm({ ...form, workspaceId });
+          void refreshAccount();
         }}
         onFieldErrors={(f) => setErrors({ ...errors, ...f })}
       />

@@ -3,8 +3,8 @@
  * password, or a pasted token), signing out, testing the connection.
  */
 import { visible } from '../../main/shared/visible.js';
-import type { FieldErrors } from '../../main/shared/ipc.js';
-import { useState } from 'preact/hooks';
+import type { AccountView, FieldErrors } from '../../main/shared/ipc.js';
+import { useEffect, useState } from 'preact/hooks';
 import { call } from './bridge.js';
 import { FieldError, aria, type Note } from './fields.js';
 import { urlProblem, type SettingsForm } from './validate.js';
@@ -17,9 +17,53 @@ function target(form: SettingsForm): { serverUrl: string; problem: string | null
   return { serverUrl, problem: urlProblem(serverUrl) };
 }
 
+/** The same server, as an address is typed: scheme and host in any case, trailing slashes aside. */
+function sameAddress(a: string, b: string): boolean {
+  const tidy = (u: string): string => {
+    const t = u.trim().replace(/\/+$/, '');
+    try {
+      const url = new URL(t);
+      return `${url.protocol}//${url.host}${url.pathname.replace(/\/+$/, '')}`.toLowerCase();
+    } catch {
+      return t.toLowerCase();
+    }
+  };
+  return tidy(a) === tidy(b);
+}
+
+/**
+ * What the panel says about the sign-in, from main's data: who is signed in
+ * where, or why the address in the form is not signed in (an edit not
+ * saved yet is another server: it is signed in to only once one signs in there).
+ */
+function status(
+  form: SettingsForm,
+  signedIn: boolean,
+  a: AccountView | null,
+): { here: boolean; line: string } {
+  const formServer = form.serverUrl.trim();
+  if (form.useLocalService)
+    return a?.kind === 'local'
+      ? { here: true, line: 'The built-in local service on this computer needs no sign-in.' }
+      : { here: false, line: 'Save the settings to use the built-in local service (no sign-in is needed).' };
+  const ws = a?.workspaceId ? `, workspace ${a.workspaceId}` : '';
+  const who = a?.user ? ` as ${a.user}` : '';
+  if (signedIn && a?.kind === 'server' && a.server !== null) {
+    if (formServer === '' || sameAddress(formServer, a.server))
+      return { here: true, line: `Signed in${who} to ${a.server}${ws}.` };
+    return {
+      here: false,
+      line: `Not signed in to ${formServer}: it is not saved yet. Signed in${who} to ${a.server}. Signing in below switches to ${formServer} and saves it.`,
+    };
+  }
+  if (formServer === '') return { here: false, line: 'Enter the server address above, then sign in.' };
+  return { here: false, line: `Not signed in to ${formServer} yet.` };
+}
+
 export function SignIn(props: {
   form: SettingsForm;
   signedIn: boolean;
+  account: AccountView | null;
   onSignedIn: (signedIn: boolean, workspaceId?: string) => void;
   onFieldErrors: (f: FieldErrors) => void;
 }) {
@@ -30,6 +74,11 @@ export function SignIn(props: {
   const [note, setNote] = useState<Note>(null);
   const [testNote, setTestNote] = useState<Note>(null);
   const [busy, setBusy] = useState<string | null>(null);
+  // What was said about signing in belongs to the address it was said for.
+  useEffect(() => {
+    setNote(null);
+    setTestNote(null);
+  }, [props.form.serverUrl.trim(), props.form.useLocalService]);
 
   const run = async (name: string, fn: () => Promise<void>): Promise<void> => {
     setBusy(name);
@@ -110,18 +159,62 @@ export function SignIn(props: {
       setTestNote(r.ok ? { tone: 'ok', text: r.value.message } : { tone: 'error', text: r.error.message });
     });
 
+  const st = status(props.form, props.signedIn, props.account);
+  const local = props.form.useLocalService;
+  // Signed in here: who and where, and Sign out; the fields wait behind "someone else".
+  const fields = (
+    <form
+      class="stack"
+      noValidate
+      aria-label="Sign in with user name and password"
+      onSubmit={(ev) => {
+        ev.preventDefault();
+        void login();
+      }}
+    >
+      <div class="field">
+        <label for="f-username">User name</label>
+        <input
+          id="f-username"
+          type="text"
+          autoComplete="username"
+          spellcheck={false}
+          value={username}
+          onInput={(ev) => setUsername(ev.currentTarget.value)}
+          {...aria('username', errs.username)}
+        />
+        <FieldError field="username" error={errs.username} />
+      </div>
+      <div class="field">
+        <label for="f-password">Password</label>
+        <input
+          id="f-password"
+          type="password"
+          autoComplete="current-password"
+          value={password}
+          onInput={(ev) => setPassword(ev.currentTarget.value)}
+          {...aria('password', errs.password)}
+        />
+        <FieldError field="password" error={errs.password} />
+      </div>
+      <div class="button-row">
+        <button type="submit" class="btn btn-primary" disabled={busy !== null}>
+          {busy === 'login' ? 'Signing in…' : 'Sign in'}
+        </button>
+      </div>
+    </form>
+  );
+
   return (
     <section class="panel signin" aria-labelledby="signin-h">
       <div class="panel-head">
         <h2 id="signin-h">Sign in</h2>
-        <span class={props.signedIn ? 'pill pill-ok' : 'pill pill-warn'} data-testid="signin-status">
-          {props.signedIn ? 'Signed in' : 'Not signed in'}
+        <span class={st.here ? 'pill pill-ok' : 'pill pill-warn'} data-testid="signin-status">
+          {st.here ? 'Signed in' : 'Not signed in'}
         </span>
       </div>
-      <p class="muted small">
-        {props.form.useLocalService
-          ? 'To the built-in local service.'
-          : `To ${props.form.serverUrl.trim() || 'the server above'}.`}
+      <p class="signin-line" data-testid="signin-line">
+        {visible(st.line)}
       </p>
       {errs.server ? (
         <p class="field-error" role="alert">
@@ -129,81 +222,53 @@ export function SignIn(props: {
         </p>
       ) : null}
 
-      <form
-        class="stack"
-        noValidate
-        aria-label="Sign in with user name and password"
-        onSubmit={(ev) => {
-          ev.preventDefault();
-          void login();
-        }}
-      >
-        <div class="field">
-          <label for="f-username">User name</label>
-          <input
-            id="f-username"
-            type="text"
-            autoComplete="username"
-            spellcheck={false}
-            value={username}
-            onInput={(ev) => setUsername(ev.currentTarget.value)}
-            {...aria('username', errs.username)}
-          />
-          <FieldError field="username" error={errs.username} />
-        </div>
-        <div class="field">
-          <label for="f-password">Password</label>
-          <input
-            id="f-password"
-            type="password"
-            autoComplete="current-password"
-            value={password}
-            onInput={(ev) => setPassword(ev.currentTarget.value)}
-            {...aria('password', errs.password)}
-          />
-          <FieldError field="password" error={errs.password} />
-        </div>
-        <div class="button-row">
-          <button type="submit" class="btn btn-primary" disabled={busy !== null}>
-            {busy === 'login' ? 'Signing in…' : 'Sign in'}
-          </button>
-          {props.signedIn ? (
+      {local ? null : st.here ? (
+        <>
+          <div class="button-row">
             <button type="button" class="btn" disabled={busy !== null} onClick={() => void signOut()}>
               Sign out
             </button>
-          ) : null}
-        </div>
-      </form>
-
-      <details class="token-box">
-        <summary>Or paste an access token</summary>
-        <form
-          class="stack"
-          noValidate
-          aria-label="Sign in with an access token"
-          onSubmit={(ev) => {
-            ev.preventDefault();
-            void useToken();
-          }}
-        >
-          <div class="field">
-            <label for="f-token">Access token</label>
-            <textarea
-              id="f-token"
-              rows={2}
-              spellcheck={false}
-              autoComplete="off"
-              value={token}
-              onInput={(ev) => setToken(ev.currentTarget.value)}
-              {...aria('token', errs.token)}
-            />
-            <FieldError field="token" error={errs.token} />
           </div>
-          <button type="submit" class="btn" disabled={busy !== null}>
-            Use this token
-          </button>
-        </form>
-      </details>
+          <details class="token-box">
+            <summary>Sign in as someone else</summary>
+            {fields}
+          </details>
+        </>
+      ) : (
+        fields
+      )}
+
+      {local ? null : (
+        <details class="token-box">
+          <summary>Or paste an access token</summary>
+          <form
+            class="stack"
+            noValidate
+            aria-label="Sign in with an access token"
+            onSubmit={(ev) => {
+              ev.preventDefault();
+              void useToken();
+            }}
+          >
+            <div class="field">
+              <label for="f-token">Access token</label>
+              <textarea
+                id="f-token"
+                rows={2}
+                spellcheck={false}
+                autoComplete="off"
+                value={token}
+                onInput={(ev) => setToken(ev.currentTarget.value)}
+                {...aria('token', errs.token)}
+              />
+              <FieldError field="token" error={errs.token} />
+            </div>
+            <button type="submit" class="btn" disabled={busy !== null}>
+              Use this token
+            </button>
+          </form>
+        </details>
+      )}
 
       {note ? (
         <p

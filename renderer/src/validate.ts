@@ -3,7 +3,7 @@
  * words for each field. Mirrors SettingsSchema in main/shared/ipc.ts (which
  * main applies again), plus the rules main adds (http/https URL, workspace).
  */
-import type { FieldErrors, SettingsView } from '../../main/shared/ipc.js';
+import type { DestinationView, FieldErrors, SettingsView } from '../../main/shared/ipc.js';
 import { FILE_TYPES } from './models.js';
 
 export interface SettingsForm {
@@ -20,7 +20,19 @@ export interface SettingsForm {
   aircraftDefault: string;
   aircraftSerial: string;
   startAtLogin: boolean;
+  destinations: DestinationForm[];
 }
+
+/** A local destination as its row of the form holds it (keep days as typed). */
+export interface DestinationForm {
+  path: string;
+  label: string;
+  role: DestinationView['role'];
+  keepDays: string;
+}
+
+/** Staging copies are kept this long once in the workspace, unless the crew says otherwise. */
+export const DEFAULT_KEEP_DAYS = '7';
 
 export function toForm(s: SettingsView): SettingsForm {
   return {
@@ -37,7 +49,36 @@ export function toForm(s: SettingsView): SettingsForm {
     aircraftDefault: s.aircraftDefault,
     aircraftSerial: s.aircraftSerial,
     startAtLogin: s.startAtLogin,
+    destinations: s.destinations.map((d) => ({
+      path: d.path,
+      label: d.label,
+      role: d.role,
+      keepDays: d.keepDays === null ? (d.role === 'staging' ? '' : DEFAULT_KEEP_DAYS) : String(d.keepDays),
+    })),
   };
+}
+
+/**
+ * The destinations to send, or the first problem, naming the destination.
+ * Whether a folder is there and writable only main can tell (it says so).
+ */
+function checkDestinations(
+  list: readonly DestinationForm[],
+): { value: DestinationView[] } | { error: string } {
+  if (list.length > 8) return { error: 'At most 8 copy destinations.' };
+  const value: DestinationView[] = [];
+  for (const d of list) {
+    const name = d.label.trim() || d.path;
+    if (d.label.trim().length > 64) return { error: `${name}: the label is at most 64 characters.` };
+    let keepDays: number | null = null;
+    if (d.role === 'staging') {
+      const n = wholeNumber(d.keepDays, 0, 3650, 'the days its copies are kept once in the workspace');
+      if ('error' in n) return { error: `${name} (staging): ${n.error}` };
+      keepDays = n.value;
+    }
+    value.push({ path: d.path, label: d.label.trim(), role: d.role, keepDays });
+  }
+  return { value };
 }
 
 /** A reason when `url` is not an http(s) address, else null. */
@@ -111,7 +152,16 @@ export function validateSettings(
     errors.aircraftSerial =
       'Enter the serial number printed on the aircraft (letters and digits), or leave it empty.';
 
-  if (Object.keys(errors).length > 0 || 'error' in files || 'error' in parts || 'error' in bw)
+  const destinations = checkDestinations(f.destinations);
+  if ('error' in destinations) errors.destinations = destinations.error;
+
+  if (
+    Object.keys(errors).length > 0 ||
+    'error' in files ||
+    'error' in parts ||
+    'error' in bw ||
+    'error' in destinations
+  )
     return { ok: false, errors };
   return {
     ok: true,
@@ -129,6 +179,7 @@ export function validateSettings(
       aircraftDefault: f.aircraftDefault,
       aircraftSerial: serial,
       startAtLogin: f.startAtLogin,
+      destinations: destinations.value,
     },
   };
 }

@@ -262,14 +262,23 @@ describe('controller with a workspace server', () => {
         workspaceId: svc.workspaceId,
       });
       const token = secrets.value!.token;
-      expect(secrets.value).toEqual({ server: svc.baseUrl, workspaceId: svc.workspaceId, token });
+      expect(secrets.value).toEqual({
+        server: svc.baseUrl,
+        workspaceId: svc.workspaceId,
+        token,
+        user: 'crew',
+      });
       expect(fs.readFileSync(path.join(stateDir, 'config.json'), 'utf8')).not.toContain(token);
       expect(c.state()).toMatchObject({ serverLabel: svc.baseUrl, signedIn: true, attention: null });
+      // Who and where, for the window: the user name kept with the sign-in (never the token).
+      const account = { kind: 'server', server: svc.baseUrl, workspaceId: svc.workspaceId, user: 'crew' };
       expect(c.settings()).toMatchObject({
         serverUrl: svc.baseUrl,
         workspaceId: svc.workspaceId,
         signedIn: true,
+        account,
       });
+      expect(c.state().account).toEqual(account);
 
       expect(await c.testConnection(svc.baseUrl, '')).toEqual({
         message: 'Connected: 30 waylines in this workspace.',
@@ -312,6 +321,16 @@ describe('controller with a workspace server', () => {
       const out = c.state();
       expect(out).toMatchObject({ engine: 'auth-required', signedIn: false });
       expect(out.attention).toBe(`Sign in to ${svc.baseUrl} to start uploading. Cards are queued meanwhile.`);
+      // Signed out: the server stays chosen, nobody is signed in to it.
+      expect(out.account).toEqual({
+        kind: 'server',
+        server: svc.baseUrl,
+        workspaceId: svc.workspaceId,
+        user: null,
+      });
+      await expect(c.waylines({ orderBy: 'name asc', page: 1, pageSize: 5 })).rejects.toThrow(
+        'Sign in (Settings, Sign in) to see the waylines of your workspace.',
+      );
     } finally {
       await c.stop();
     }
@@ -334,18 +353,26 @@ describe('before any sign-in, and beside the command line', () => {
     try {
       insertCard(path.join(mnt, 'DJI_CARD'));
       await until('the card counted', () => (c.state().attention ?? '').includes('4 files on DJI_CARD'));
+      // Nothing recorded before a sign-in: the lists are empty (the window says why), never an error.
+      expect(c.queueList('all', 10)).toEqual([]);
+      expect(c.history(10)).toEqual([]);
+      expect(c.flights()).toEqual([]);
+      await expect(c.waylines({ orderBy: 'name asc', page: 1, pageSize: 5 })).rejects.toThrow(
+        'Sign in (Settings, Sign in) to see the waylines of your workspace.',
+      );
       const s = c.state();
       expect(s).toMatchObject({
         engine: 'auth-required',
         signedIn: false,
         cards: [expect.objectContaining({ label: 'DJI_CARD' })],
       });
-      expect(s.attention).toBe(
-        'Sign in to upload: 4 files on DJI_CARD wait. Nothing is uploaded until you sign in.',
-      );
+      expect(s.attention).toBe('4 files on DJI_CARD wait. Nothing is uploaded until you sign in.');
+      expect(s.cards).toEqual([
+        expect.objectContaining({ label: 'DJI_CARD', waitingForSignIn: 4, headline: null }),
+      ]);
+      expect(s.account).toEqual({ kind: 'none', server: null, workspaceId: null, user: null });
       // No local service was started, so no local bucket exists on the laptop.
       expect(fs.existsSync(path.join(stateDir, 'local-service'))).toBe(false);
-      expect(() => c.queueList('all', 10)).toThrow(/Sign in to upload/);
 
       await c.login(svc.baseUrl, 'crew', 'correct-horse-battery');
       await until(
@@ -435,10 +462,16 @@ describe('verified offload in the app', () => {
         missing: [4],
         float: [2],
       });
-      await until('the verdict', () => (c.state().cards[0]?.verdict ?? null) !== null);
-      const v = c.state().cards[0]!.verdict!;
+      await until('the verdict', () => c.state().cards[0]?.workspace?.final === true);
+      const v = c.state().cards[0]!.workspace!;
       expect(v.safe).toBe(false);
       expect(v.message).toBe('M3E_CARD: not safe to format yet — 1 flight incomplete');
+      // No local destination: no local verdict; the card's line is the workspace's.
+      expect(c.state().cards[0]).toMatchObject({
+        local: null,
+        headline: { safe: false, message: v.message },
+        stopped: [],
+      });
       const notices = activity.flatMap((a) => new NotificationPolicy().handle(a));
       expect(notices).toContainEqual({
         kind: 'problem',
@@ -472,8 +505,8 @@ describe('verified offload in the app', () => {
 
       // Accepted as it is: the verdict is made again at once, and says safe.
       expect(c.acceptFlight(flight!.cardId, flight!.folder)).toMatchObject({ accepted: true });
-      await until('safe', () => c.state().cards[0]?.verdict?.safe === true, 15_000);
-      expect(c.state().cards[0]!.verdict!.message).toMatch(
+      await until('safe', () => c.state().cards[0]?.workspace?.safe === true, 15_000);
+      expect(c.state().cards[0]!.headline!.message).toMatch(
         /^M3E_CARD: 9 files verified in workspace .* — safe to format$/,
       );
       const manifests = fs.readdirSync(path.join(stateDir, 'manifests'));

@@ -98,6 +98,7 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
       aircraftDefault: '',
       aircraftSerial: '',
       startAtLogin: false,
+      destinations: [],
     },
     'auth:login': { serverUrl: svc.baseUrl, username: 'crew', password: PASSWORD },
     'auth:set-token': { serverUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: 'not-a-valid-token' },

@@ -381,7 +381,9 @@ export async function startProxy(opts: ProxyOptions): Promise<FaultProxy> {
             return;
           }
           rec.clientStatus = outStatus;
-          res.writeHead(outStatus, relayHeaders(ures.headers, body.length, extra));
+          // A HEAD answer has no body but the length of the object it describes.
+          const length = req.method === 'HEAD' ? Number(ures.headers['content-length'] ?? 0) : body.length;
+          res.writeHead(outStatus, relayHeaders(ures.headers, length, extra));
           if (fault.kind === 'reset' && fault.at === 'mid-response') {
             // Headers and half the body, then the connection dies.
             res.write(body.subarray(0, Math.floor(body.length / 2)), () => setImmediate(cut));

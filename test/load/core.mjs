@@ -551,6 +551,8 @@ function serviceLogErrors(logFile, max = 5) {
   }
   const lines = text.split('\n').filter((l) => {
     if (!l.trim()) return false;
+    // The line `serve` writes for a person at every start (where to sign in) is not an error.
+    if (l.startsWith('Serving http')) return false;
     try {
       return JSON.parse(l).level >= 50;
     } catch {
@@ -656,7 +658,9 @@ export async function openSession(options = {}) {
         else if (!answering)
           problems.push('the service does not answer a plain waylines request after the load');
         if (logErrors.count > 0)
-          problems.push(`the service logged ${logErrors.count} error lines (see ${logFile})`);
+          problems.push(
+            `the service logged ${logErrors.count} error lines (${logFile}), first: ${logErrors.examples[0]}`,
+          );
         return {
           machine: {
             cpus: os.cpus().length,

@@ -5,12 +5,13 @@
  * defaults are in the README's Security section); the assertions use
  * generous upper bounds so a busy machine does not fail them.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CODES } from '../../main/service/index.js';
+import { CODES, DEFAULT_LIMITS } from '../../main/service/index.js';
 import { call, getSts, paths, startTemp, type Loose } from './helpers.js';
 import { rawS3, signer } from './s3-raw.js';
 
@@ -52,6 +53,40 @@ function stall(url: string, data: string): Promise<{ ms: number; answer: string 
   });
 }
 
+/** What the bucket says to a connection whose request did not arrive in time. */
+const BUCKET_TIMEOUT_MESSAGE = 'The request did not arrive completely in time. Send it again.';
+
+/** Splits a raw HTTP answer into its status and S3 error (code and message). */
+function xmlAnswer(text: string): { status: number; code?: string; message?: string } {
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0);
+  const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
+  const message = /<Message>([^<]*)<\/Message>/.exec(text)?.[1];
+  return { status, ...(code !== undefined ? { code } : {}), ...(message !== undefined ? { message } : {}) };
+}
+
+/** The request line and signed headers of a PutObject of `length` bytes, up to the blank line. */
+async function signedPut(sts: Loose, key: string, length: number, headers: Record<string, string> = {}) {
+  const endpoint = new URL(sts.endpoint);
+  const signed = await signer(sts).sign({
+    method: 'PUT',
+    protocol: 'http:',
+    hostname: endpoint.hostname,
+    port: Number(endpoint.port),
+    path: `/media/${key}`,
+    query: {},
+    headers: {
+      host: endpoint.host,
+      'content-length': String(length),
+      'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+      ...headers,
+    },
+  });
+  const head = Object.entries(signed.headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  return `PUT /media/${key} HTTP/1.1\r\n${head}\r\n`;
+}
+
 describe('6. a client that stops sending', () => {
   // Short timeouts on a service of its own: a password check can take longer than one here.
   let s: Awaited<ReturnType<typeof startTemp>>;
@@ -61,7 +96,6 @@ describe('6. a client that stops sending', () => {
         headersTimeoutMs: TIMEOUT_MS,
         idleTimeoutMs: TIMEOUT_MS,
         requestTimeoutMs: 3 * TIMEOUT_MS,
-        bucketRequestTimeoutMs: 3 * TIMEOUT_MS,
       },
     });
   });
@@ -82,21 +116,8 @@ describe('6. a client that stops sending', () => {
 
     // A properly signed PutObject that promises 1000 bytes and sends 10.
     const sts = await getSts(s);
-    const endpoint = new URL(sts.endpoint);
     const key = `${sts.object_key_prefix}/half.jpg`;
-    const signed = await signer(sts).sign({
-      method: 'PUT',
-      protocol: 'http:',
-      hostname: endpoint.hostname,
-      port: Number(endpoint.port),
-      path: `/media/${key}`,
-      query: {},
-      headers: { host: endpoint.host, 'content-length': '1000', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
-    });
-    const head = Object.entries(signed.headers)
-      .map(([k, v]) => `${k}: ${v}\r\n`)
-      .join('');
-    const halfBody = await stall(sts.endpoint, `PUT /media/${key} HTTP/1.1\r\n${head}\r\n0123456789`);
+    const halfBody = await stall(sts.endpoint, `${await signedPut(sts, key, 1000)}0123456789`);
 
     for (const [what, r] of Object.entries({ halfLogin, halfHeaders, halfBody })) {
       // Not before the timeout (the server waited), and well within it plus Node's check interval.
@@ -109,6 +130,116 @@ describe('6. a client that stops sending', () => {
     const tmp = join(s.bucket.dataDir, 'tmp');
     for (let i = 0; i < 50 && readdirSync(tmp).length > 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(readdirSync(tmp)).toEqual([]);
+  });
+});
+
+/**
+ * Sends `head`, then `body` in slices of a tenth of `rate` every 100 ms (after
+ * "100 Continue" when `head` asks for it), like an upload on a slow uplink.
+ * Resolves with the answer once the server has given a final one, or closed.
+ */
+function trickle(
+  url: string,
+  head: string,
+  body: Buffer,
+  rate: number,
+): Promise<{ ms: number; answer: string }> {
+  const { hostname, port } = new URL(url);
+  const waitForContinue = /^expect: 100-continue\r$/im.test(head);
+  return new Promise((resolve) => {
+    const started = Date.now();
+    let answer = '';
+    let sent = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const tick = (): void => {
+      if (socket.destroyed || sent >= body.length) return;
+      const slice = body.subarray(sent, sent + rate / 10);
+      sent += slice.length;
+      socket.write(slice);
+      timer = setTimeout(tick, 100);
+    };
+    const socket = net.connect({ host: hostname, port: Number(port) }, () => {
+      socket.write(head);
+      if (!waitForContinue) tick();
+    });
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ ms: Date.now() - started, answer });
+    };
+    socket.setEncoding('latin1');
+    socket.on('data', (d: string) => {
+      answer += d;
+      if (waitForContinue && sent === 0 && answer.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) tick();
+      // A final answer (not the 100) in full: headers, and the body its Content-Length announces.
+      const final = answer.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+      const end = final.indexOf('\r\n\r\n');
+      const length = Number(/\r\ncontent-length: (\d+)/i.exec(final)?.[1] ?? 0);
+      if (end >= 0 && final.length >= end + 4 + length) done();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', done);
+  });
+}
+
+describe('6. a client that sends slowly', () => {
+  // Every timeout the service has, at 2 s: the body below keeps coming for six times as long.
+  const SHORT_MS = 2000;
+  let svc: Awaited<ReturnType<typeof startTemp>>;
+  beforeAll(async () => {
+    const timeouts = Object.keys(DEFAULT_LIMITS).filter((name) => name.endsWith('TimeoutMs'));
+    svc = await startTemp({ limits: Object.fromEntries(timeouts.map((name) => [name, SHORT_MS])) });
+  });
+  afterAll(async () => {
+    await svc.stop();
+  });
+
+  it('a body trickling at 10 KiB/s for 12 s is served, with or without Expect: 100-continue; one that stops is cut', async () => {
+    const sts = await getSts(svc);
+    const body = randomBytes(120 * 1024);
+    const md5 = createHash('md5').update(body);
+    const contentMd5 = md5.copy().digest('base64');
+    const key = (name: string): string => `${sts.object_key_prefix}/${name}`;
+    const rate = 10 * 1024;
+    const [plain, expecting, stalled] = await Promise.all([
+      trickle(
+        sts.endpoint,
+        await signedPut(sts, key('slow.jpg'), body.length, { 'content-md5': contentMd5 }),
+        body,
+        rate,
+      ),
+      trickle(
+        sts.endpoint,
+        await signedPut(sts, key('slow-expect.jpg'), body.length, {
+          'content-md5': contentMd5,
+          expect: '100-continue',
+        }),
+        body,
+        rate,
+      ),
+      // Headers and a tenth of the body, then nothing.
+      stall(sts.endpoint, `${await signedPut(sts, key('stalled.jpg'), body.length)}${'x'.repeat(12 * 1024)}`),
+    ]);
+    const status = (answer: string): string =>
+      /^HTTP\/1\.1 (?:100 Continue\r\n\r\nHTTP\/1\.1 )?(\d{3})/.exec(answer)?.[1] ?? answer;
+    expect([status(plain.answer), status(expecting.answer)]).toEqual(['200', '200']);
+    // Served once the whole body was there, not before.
+    expect(Math.min(plain.ms, expecting.ms)).toBeGreaterThanOrEqual(11_000);
+    const etag = `"${md5.digest('hex')}"`;
+    for (const name of ['slow.jpg', 'slow-expect.jpg']) {
+      const head = await rawS3(sts, { method: 'HEAD', path: `/media/${key(name)}` });
+      expect([name, head.status, head.headers.etag]).toEqual([name, 200, etag]);
+    }
+    // The one that stopped sending: cut once it had been silent for the idle timeout.
+    expect(stalled.ms).toBeGreaterThanOrEqual(SHORT_MS * 0.9);
+    expect(stalled.ms).toBeLessThan(SHORT_MS + 10_000);
+    // ...with S3's answer, so that its client knows to send it again.
+    expect(xmlAnswer(stalled.answer)).toEqual({
+      status: 400,
+      code: 'RequestTimeout',
+      message: BUCKET_TIMEOUT_MESSAGE,
+    });
+    expect((await rawS3(sts, { method: 'HEAD', path: `/media/${key('stalled.jpg')}` })).status).toBe(404);
   });
 });
 
@@ -393,49 +524,108 @@ async function twentyTries(
   return codes;
 }
 
+/** Twenty PutObjects in a row from `localAddress`, each on a connection of its own: the status of each, or 'refused'. */
+async function twentyPuts(sts: Loose, localAddress: string): Promise<unknown[]> {
+  const statuses: unknown[] = [];
+  for (let i = 0; i < 20; i++) {
+    const put = rawS3(sts, {
+      method: 'PUT',
+      path: `/media/${sts.object_key_prefix}/beside-${i}.jpg`,
+      body: `photo ${i}`,
+      localAddress,
+    });
+    statuses.push(
+      await put.then(
+        (r) => r.status,
+        () => 'refused',
+      ),
+    );
+  }
+  return statuses;
+}
+
+type Temp = Awaited<ReturnType<typeof startTemp>>;
+
+/**
+ * Issue 22's case on one of the two servers: 1,000 sockets from 127.0.0.1
+ * that send nothing, and twenty requests from a client on 127.0.0.2 beside
+ * them, each of which must be `served`. Resolves with what each of the
+ * sockets the server held was told when it was cut at the headers timeout.
+ */
+async function idleBeside(server: {
+  url: (svc: Temp) => string;
+  /** Before the sockets are opened (credentials...). */
+  prepare?: (svc: Temp) => Promise<unknown>;
+  tries: (svc: Temp, localAddress: string, prepared: unknown) => Promise<unknown[]>;
+  served: unknown;
+}): Promise<string[]> {
+  const HEADERS_MS = 5000;
+  const svc = await startTemp({ limits: { headersTimeoutMs: HEADERS_MS, maxConnectionsPerAddress: 16 } });
+  const sockets: net.Socket[] = [];
+  try {
+    const prepared = await server.prepare?.(svc);
+    const started = Date.now();
+    sockets.push(...(await idleSockets(server.url(svc), 1000, '127.0.0.1')));
+    // Beyond the 16 of this address, every connection is closed at once (not after a timeout).
+    const settled = await waitFor(
+      'the extra connections to be closed',
+      () => sockets.filter(isOpen).length <= 16,
+      3000,
+    ).then(
+      () => true,
+      () => false,
+    );
+    const held = sockets.filter(isOpen);
+    // Twenty tries from another client address: each one served, while the 16 are still held.
+    const codes = await server.tries(svc, '127.0.0.2', prepared);
+    expect(codes).toEqual(Array(20).fill(server.served));
+    expect([settled, held.length]).toEqual([true, 16]);
+    expect(held.filter(isOpen).length).toBe(16);
+    // The held ones never sent a request: cut at the headers timeout (plus Node's check interval).
+    await waitFor('the held connections to be cut', () => !held.some(isOpen), HEADERS_MS + 10_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(HEADERS_MS * 0.9);
+    // The extras were closed without a word.
+    expect(sockets.filter((sock) => !held.includes(sock) && said.has(sock))).toEqual([]);
+    return held.map((sock) => said.get(sock) ?? '');
+  } finally {
+    for (const sock of sockets) sock.destroy();
+    await svc.stop();
+  }
+}
+
 describe('22. idle connections held open', () => {
   it('1,000 idle sockets from one address: the extras are closed at once, the rest cut after the headers timeout, another client is served beside them', async () => {
-    const HEADERS_MS = 5000;
-    const svc = await startTemp({ limits: { headersTimeoutMs: HEADERS_MS, maxConnectionsPerAddress: 16 } });
-    const sockets: net.Socket[] = [];
-    try {
-      const started = Date.now();
-      sockets.push(...(await idleSockets(svc.baseUrl, 1000, '127.0.0.1')));
-      // Beyond the 16 of this address, every connection is closed at once (not after a timeout).
-      const settled = await waitFor(
-        'the extra connections to be closed',
-        () => sockets.filter(isOpen).length <= 16,
-        3000,
-      ).then(
-        () => true,
-        () => false,
-      );
-      const held = sockets.filter(isOpen);
-      // Twenty tries from another client address: each one served, while the 16 are still held.
-      const codes = await twentyTries(svc, '127.0.0.2');
-      expect(codes).toEqual(Array(20).fill(0));
-      expect([settled, held.length]).toEqual([true, 16]);
-      expect(held.filter(isOpen).length).toBe(16);
-      // The held ones never sent a request: cut at the headers timeout (plus Node's check interval).
-      await waitFor('the held connections to be cut', () => !held.some(isOpen), HEADERS_MS + 10_000);
-      expect(Date.now() - started).toBeGreaterThanOrEqual(HEADERS_MS * 0.9);
-      // ...with the envelope; the extras were closed without a word.
-      expect(new Set(held.map((sock) => JSON.stringify(rawAnswer(said.get(sock) ?? ''))))).toEqual(
-        new Set([
-          JSON.stringify({
-            status: 408,
-            body: {
-              code: CODES.REQUEST_TIMEOUT,
-              message: 'The request did not arrive completely in time. Send it again.',
-            },
-          }),
-        ]),
-      );
-      expect(sockets.filter((sock) => !held.includes(sock) && said.has(sock))).toEqual([]);
-    } finally {
-      for (const sock of sockets) sock.destroy();
-      await svc.stop();
-    }
+    const answers = await idleBeside({ url: (svc) => svc.baseUrl, tries: twentyTries, served: 0 });
+    // ...with the envelope.
+    expect(new Set(answers.map((text) => JSON.stringify(rawAnswer(text))))).toEqual(
+      new Set([
+        JSON.stringify({
+          status: 408,
+          body: {
+            code: CODES.REQUEST_TIMEOUT,
+            message: 'The request did not arrive completely in time. Send it again.',
+          },
+        }),
+      ]),
+    );
+  });
+
+  it("the same at the embedded bucket: an S3 client on another address is served at once, the held sockets get S3's RequestTimeout", async () => {
+    const answers = await idleBeside({
+      url: (svc) => svc.bucket.endpoint,
+      prepare: (svc) => getSts(svc),
+      tries: (_svc, localAddress, sts) => twentyPuts(sts, localAddress),
+      served: 200,
+    });
+    expect(new Set(answers.map((text) => JSON.stringify(xmlAnswer(text))))).toEqual(
+      new Set([
+        JSON.stringify({
+          status: 400,
+          code: 'RequestTimeout',
+          message: BUCKET_TIMEOUT_MESSAGE,
+        }),
+      ]),
+    );
   });
 
   it('idle sockets from many addresses filling the cap: a new client is still served, a request in progress is never closed for it', async () => {
@@ -474,5 +664,91 @@ describe('22. idle connections held open', () => {
       for (const sock of sockets) sock.destroy();
       await svc.stop();
     }
+  });
+
+  it('the same at the embedded bucket, beside an upload in progress that asked for 100-continue', async () => {
+    const svc = await startTemp({
+      limits: { maxConnections: 40, maxConnectionsPerAddress: 10, headersTimeoutMs: 20_000 },
+    });
+    const sockets: net.Socket[] = [];
+    try {
+      const sts = await getSts(svc);
+      const { hostname, port } = new URL(svc.bucket.endpoint);
+      // An upload in progress: headers sent, "100 Continue" received, half its body still to come.
+      const body = randomBytes(64 * 1024);
+      const key = `${sts.object_key_prefix}/in-progress.jpg`;
+      const head = await signedPut(sts, key, body.length, { expect: '100-continue', connection: 'close' });
+      let answer = '';
+      const busy = net.connect({ host: hostname, port: Number(port), localAddress: '127.0.0.3' });
+      sockets.push(busy);
+      busy.setEncoding('latin1');
+      busy.on('data', (d: string) => (answer += d));
+      busy.on('error', () => undefined);
+      await new Promise((r) => busy.once('connect', r));
+      busy.write(head);
+      await waitFor('100 Continue', () => answer.startsWith('HTTP/1.1 100 Continue\r\n\r\n'), 5000);
+      busy.write(body.subarray(0, body.length / 2));
+      // 80 idle connections from eight addresses, 10 each, for a cap of 40.
+      for (let a = 10; a < 18; a++) {
+        sockets.push(...(await idleSockets(svc.bucket.endpoint, 10, `127.0.0.${a}`)));
+      }
+      await waitFor('the cap to hold', () => sockets.filter(isOpen).length <= 40, 3000);
+      expect(await twentyPuts(sts, '127.0.0.2')).toEqual(Array(20).fill(200));
+      // The upload in progress was never closed to make room: it completes and is answered.
+      expect(isOpen(busy)).toBe(true);
+      busy.write(body.subarray(body.length / 2));
+      await waitFor('the upload answer', () => /\r\n\r\nHTTP\/1\.1 \d{3} /.test(answer), 15_000);
+      expect(answer).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK\r\n/);
+      const stored = await rawS3(sts, { method: 'HEAD', path: `/media/${key}` });
+      expect(stored.headers['content-length']).toBe(String(body.length));
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      await svc.stop();
+    }
+  });
+});
+
+describe("22. requests refused before they exist still get S3's XML error at the bucket", () => {
+  it('a 100 KB URL, a 1 MB header, a header with CR/LF or a control character, a garbage request line', async () => {
+    const sts = await getSts(s);
+    const host = new URL(sts.endpoint).host;
+    const object = `/media/${sts.object_key_prefix}/x.jpg`;
+    const get = (target: string, value: string) =>
+      `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nx-amz-meta-note: ${value}\r\n\r\n`;
+    const tooLarge = {
+      status: 400,
+      code: 'RequestHeaderSectionTooLarge',
+      message:
+        "The request's URL and headers are larger than 16384 bytes. Check the object key and the headers (a session token is far shorter).",
+    };
+    const notHttp = {
+      status: 400,
+      code: 'BadRequest',
+      message:
+        'The request is not valid HTTP: a header holds a line break or a control character, or the request line is malformed.',
+    };
+    const cases: Array<[string, string, unknown]> = [
+      ['100 KB URL', get(`${object}?x=${'a'.repeat(100 * 1024)}`, 'n'), tooLarge],
+      ['1 MB header', get(object, 't'.repeat(1024 * 1024)), tooLarge],
+      ['header with CR/LF', get(object, 'a\r\nb'), notHttp],
+      ['header with a bare LF', get(object, 'a\nb'), notHttp],
+      ['header with a control character', get(object, 'a\u0001'), notHttp],
+      ['garbage request line', 'NOT HTTP AT ALL\r\n\r\n', notHttp],
+    ];
+    for (const [what, data, expected] of cases) {
+      const { answer } = await stall(sts.endpoint, data);
+      expect([what, xmlAnswer(answer)]).toEqual([what, expected]);
+      expect([what, /\r\ncontent-type: application\/xml\r\n/i.test(answer)]).toEqual([what, true]);
+    }
+    // A client that sends the whole 1 MB header before reading still gets the answer, not a reset.
+    const res = await fetch(`${sts.endpoint}${object}`, {
+      headers: { 'x-amz-meta-note': 't'.repeat(1024 * 1024) },
+    });
+    expect([res.status, xmlAnswer(`HTTP/1.1 ${res.status} \r\n\r\n${await res.text()}`)]).toEqual([
+      400,
+      tooLarge,
+    ]);
+    // The bucket goes on serving.
+    expect((await rawS3(sts, { method: 'HEAD', path: object })).status).toBe(404);
   });
 });

@@ -6,6 +6,7 @@
  * range, head, list with pagination and a delimiter, multipart with ListParts
  * and Abort, presigned URLs). rclone: rclone.peer.test.ts.
  */
+import type { S3Client } from '@aws-sdk/client-s3';
 import {
   AbortMultipartUploadCommand,
   CreateMultipartUploadCommand,
@@ -14,7 +15,6 @@ import {
   ListObjectsV2Command,
   ListPartsCommand,
   PutObjectCommand,
-  S3Client,
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
@@ -26,7 +26,7 @@ import { createUploader } from '../../main/core/storage/index.js';
 import type { MultipartState, UploaderOptions } from '../../main/core/storage/types.js';
 import { StsCache } from '../../main/core/sync/sts-cache.js';
 import { call, getSts, md5Hex, paths, removeDir, s3From, startTemp, tempDir, type Loose } from './helpers.js';
-import { send, signer } from './s3-raw.js';
+import { sdkDefaultsClient, send, signer } from './s3-raw.js';
 
 const MiB = 1024 * 1024;
 let s: Awaited<ReturnType<typeof startTemp>>;
@@ -164,6 +164,77 @@ describe("the agent's uploader", () => {
   });
 });
 
+describe("the agent's conditional writes (If-None-Match: *)", () => {
+  const sdk = async () => s3From(await getSts(s));
+
+  it('a PUT sent again (its first answer lost) finds its own object and leaves it as it was', async () => {
+    const file = join(dir, 'again.JPG');
+    writeFileSync(file, 'a photo sent twice');
+    const key = `${prefix}/again/again.JPG`;
+    const up = uploader();
+    const client = await sdk();
+    try {
+      const req = { filePath: file, size: 18, key, md5Hex: md5Hex('a photo sent twice') };
+      const first = await up.upload(req);
+      const before = await client.send(new HeadObjectCommand({ Bucket: 'media', Key: key }));
+      // Last-Modified has whole seconds: a second write would show.
+      await new Promise((r) => setTimeout(r, 1100));
+      const second = await up.upload(req);
+      expect(second.etag).toBe(first.etag);
+      const after = await client.send(new HeadObjectCommand({ Bucket: 'media', Key: key }));
+      expect(after.LastModified).toEqual(before.LastModified);
+    } finally {
+      up.close();
+      client.destroy();
+    }
+  });
+
+  it('a PUT does not replace another object found at its key; the error says so and is not retried', async () => {
+    const file = join(dir, 'taken.JPG');
+    writeFileSync(file, 'our photo');
+    const key = `${prefix}/taken/taken.JPG`;
+    const client = await sdk();
+    const up = uploader();
+    try {
+      await client.send(new PutObjectCommand({ Bucket: 'media', Key: key, Body: 'another writer' }));
+      const err = (await up
+        .upload({ filePath: file, size: 9, key, md5Hex: md5Hex('our photo') })
+        .catch((e: unknown) => e)) as DmsError;
+      expect(err).toMatchObject({ kind: 'storage', retryable: false, serverCode: 'PreconditionFailed' });
+      expect(err.plain).toMatch(/left as it is/);
+      const kept = await client.send(new GetObjectCommand({ Bucket: 'media', Key: key }));
+      expect(await kept.Body!.transformToString()).toBe('another writer');
+    } finally {
+      up.close();
+      client.destroy();
+    }
+  });
+
+  it('a multipart Complete does not replace an object another writer completed while the parts went up', async () => {
+    const key = `${prefix}/taken/flight.mp4`;
+    const client = await sdk();
+    const up = uploader();
+    try {
+      const err = (await up
+        .upload({
+          filePath: big.path,
+          size: big.size,
+          key,
+          // Another writer finishes first, while this upload is under way.
+          onMultipartStarted: async () =>
+            void (await client.send(new PutObjectCommand({ Bucket: 'media', Key: key, Body: 'first' }))),
+        })
+        .catch((e: unknown) => e)) as DmsError;
+      expect(err).toMatchObject({ kind: 'storage', retryable: false, serverCode: 'PreconditionFailed' });
+      const kept = await client.send(new GetObjectCommand({ Bucket: 'media', Key: key }));
+      expect(await kept.Body!.transformToString()).toBe('first');
+    } finally {
+      up.close();
+      client.destroy();
+    }
+  });
+});
+
 describe('the AWS SDK v3', () => {
   let sts: Loose;
   let client: S3Client;
@@ -296,16 +367,7 @@ describe('the AWS SDK v3', () => {
   });
 
   it('refuses an aws-chunked body (the SDK default checksums) with a clear NotImplemented', async () => {
-    const defaults = new S3Client({
-      endpoint: sts.endpoint,
-      region: sts.region,
-      forcePathStyle: true,
-      credentials: {
-        accessKeyId: sts.credentials.access_key_id,
-        secretAccessKey: sts.credentials.access_key_secret,
-        sessionToken: sts.credentials.security_token,
-      },
-    });
+    const defaults = sdkDefaultsClient(sts);
     try {
       const { Readable } = await import('node:stream');
       const err = await defaults

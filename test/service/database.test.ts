@@ -17,7 +17,7 @@ import { connectionOptions } from '../../main/service/data/config.js';
 import { INSTANCE_LOCK } from '../../main/service/data/instance-lock.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
 import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
-import { LoginThrottle, RateLimit } from '../../main/service/throttle.js';
+import { LoginThrottle, RateLimit } from '../../main/service/client-limits.js';
 import {
   call,
   onPostgres,

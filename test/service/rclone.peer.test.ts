@@ -9,7 +9,7 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODES } from '../../main/service/index.js';
@@ -112,6 +112,48 @@ describe('rclone against the embedded bucket', () => {
       });
       expect(r.body.code).toBe(0);
     }
+  });
+
+  it('lists, checks and copies names that sort next to the delimiter: a second copy sends nothing', async () => {
+    // DCIM0 sorts right after the common prefix DCIM/ ('0' follows '/'): it
+    // was lost from listings, so `check` saw a difference and every `copy`
+    // sent it again.
+    const names = [
+      'DCIM/100MEDIA/DJI_0001.JPG',
+      'DCIM0',
+      'DCIM1.txt',
+      'a/b',
+      'a-',
+      'a.',
+      'a0',
+      'a~',
+      'é/x',
+      'é.',
+      'é0',
+      '🚁/y',
+      '🚁0',
+    ];
+    const src = join(work, 'edges');
+    for (const [i, name] of names.entries()) {
+      mkdirSync(dirname(join(src, name)), { recursive: true });
+      writeFileSync(join(src, name), bytes(100 + i, 10 + i));
+    }
+    const sts = await getSts(s);
+    const env = rcloneEnv(sts);
+    const dest = `dms:${sts.bucket}/${sts.object_key_prefix}/edges`;
+    const copied = (log: string): string[] =>
+      [...log.matchAll(/INFO {2}: (.+?): Copied \(new\)/g)].map((m) => m[1]!).sort();
+
+    const first = await rclone(['copy', '-v', src, dest], env);
+    expect(copied(first.stderr)).toEqual([...names].sort());
+    const listed = (await rclone(['lsf', '-R', '--files-only', dest], env)).stdout
+      .split('\n')
+      .filter(Boolean);
+    expect(listed.sort()).toEqual([...names].sort());
+    await rclone(['check', src, dest], env);
+    const second = await rclone(['copy', '-v', src, dest], env);
+    expect(copied(second.stderr)).toEqual([]);
+    expect(second.stderr).not.toMatch(/Copied/);
   });
 
   it('is refused with a wrong secret, and outside its own prefix', async () => {

@@ -6,6 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -241,4 +242,55 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
+}
+
+/**
+ * A slow uplink in front of `target` (host:port): a TCP relay that passes
+ * what the client sends at `bytesPerSecond` (64 KiB at a time), and what the
+ * server answers as it comes. The client's own socket buffers still take
+ * a few MiB at once on loopback, as a real link's would take less.
+ */
+export async function startUplink(
+  target: { host: string; port: number },
+  bytesPerSecond: number,
+): Promise<{ endpoint: string; close(): Promise<void> }> {
+  const SLICE = 64 * 1024;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const server = net.connect(target);
+    for (const s of [client, server]) {
+      sockets.add(s);
+      s.on('error', () => undefined);
+      s.on('close', () => {
+        sockets.delete(s);
+        client.destroy();
+        server.destroy();
+      });
+    }
+    server.pipe(client);
+    client.on('data', (data: Buffer) => {
+      client.pause();
+      let offset = 0;
+      const pump = (): void => {
+        if (offset >= data.length || server.destroyed) {
+          client.resume();
+          return;
+        }
+        const slice = data.subarray(offset, offset + SLICE);
+        offset += slice.length;
+        server.write(slice);
+        setTimeout(pump, (slice.length * 1000) / bytesPerSecond);
+      };
+      pump();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }

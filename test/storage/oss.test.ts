@@ -81,7 +81,7 @@ const uploadedParts = (cloud: FakeCloud) =>
 
 describe('OSS uploader (mocked ali-oss client)', () => {
   it('puts a small file with Content-MD5 and builds the client from the STS target', async () => {
-    const { cloud, up } = setup({ throttle: () => Promise.resolve() });
+    const { cloud, up } = setup({ throttle: (n) => Promise.resolve(n) });
     const f = files['small.jpg']!;
     let progress = 0;
     const res = await up.upload({

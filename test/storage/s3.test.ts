@@ -78,9 +78,9 @@ function countClientRequests(endpoint: string): { count(): number; stop(): void 
 describe('S3 uploader (s3rver)', () => {
   it('uploads a small file with one PutObject + Content-MD5, byte-identical, paced and with progress', async () => {
     let throttled = 0;
-    const throttle = (n: number): Promise<void> => {
+    const throttle = (n: number): Promise<number> => {
       throttled += n;
-      return Promise.resolve();
+      return Promise.resolve(n);
     };
     const up = uploader({ throttle }, proxy.endpoint);
     const from = proxy.seen.length;
@@ -297,12 +297,13 @@ describe('S3 uploader (s3rver)', () => {
     expect(err).toMatchObject({ kind: 'storage', serverCode: 'NoSuchBucket', retryable: false });
   });
 
-  it('classifies SlowDown, 5xx and AccessDenied answers', async () => {
+  it('classifies SlowDown, 5xx, AccessDenied and RequestTimeout answers', async () => {
     const up = uploader({}, proxy.endpoint);
     const cases: Array<[number, string, string, boolean]> = [
       [503, 'SlowDown', 'throttled', true],
       [500, 'InternalError', 'server', true],
       [403, 'AccessDenied', 'storage', false],
+      [400, 'RequestTimeout', 'timeout', true],
     ];
     for (const [status, code, kind, retryable] of cases) {
       proxy.intercept = () => ({ status, body: s3ErrorXml(code) });
@@ -317,9 +318,74 @@ describe('S3 uploader (s3rver)', () => {
         method: 'PutObject',
         path: 'ws/faults/x.jpg',
       });
+      // The bucket was reached; the request stalled on the way (S3's words for a body that stopped coming).
+      if (code === 'RequestTimeout') {
+        expect([err.message, plainMessage(err)]).toEqual([
+          'The bucket stopped waiting for the rest of the request during PutObject (RequestTimeout (HTTP 400)): nothing arrived for too long.',
+          'The storage bucket stopped waiting for an upload that stalled (a slow or interrupted connection). It will be retried by itself.',
+        ]);
+      }
     }
     proxy.intercept = undefined;
     up.close();
+  });
+
+  it('a store that refuses If-None-Match (501) gets each write again without it, and is not asked with it again', async () => {
+    // Stands in for stores that do not implement conditional writes and say so.
+    let refused = 0;
+    let conditional = 0;
+    proxy.intercept = (req) => {
+      if (req.headers['if-none-match'] === undefined) return undefined;
+      conditional++;
+      refused++;
+      return {
+        status: 501,
+        body: s3ErrorXml(
+          'NotImplemented',
+          'A header you provided implies functionality that is not implemented',
+        ),
+      };
+    };
+    const up = uploader({ multipartThreshold: 16 * MiB, partSize: 8 * MiB }, proxy.endpoint);
+    try {
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/nc/small.jpg',
+        md5Hex: small.md5Hex,
+      });
+      await up.upload({ filePath: big.path, size: big.size, key: 'ws/nc/big.mp4' });
+      await up.upload({
+        filePath: small.path,
+        size: small.size,
+        key: 'ws/nc/small.jpg',
+        md5Hex: small.md5Hex,
+      });
+    } finally {
+      proxy.intercept = undefined;
+      up.close();
+    }
+    expect([refused, conditional]).toEqual([1, 1]);
+    expect(await objectDigest(s3.endpoint, 'ws/nc/small.jpg')).toEqual({
+      size: small.size,
+      md5Hex: small.md5Hex,
+    });
+    expect(await objectDigest(s3.endpoint, 'ws/nc/big.mp4')).toEqual({ size: big.size, md5Hex: big.md5Hex });
+  });
+
+  it('a store that ignores If-None-Match (s3rver here, Ceph RGW 16) is written as before: the last upload replaces the object', async () => {
+    const other = await makeFile(dir, 'other.jpg', 1000);
+    const up = uploader();
+    try {
+      await up.upload({ filePath: small.path, size: small.size, key: 'ws/ignored/x.jpg' });
+      await up.upload({ filePath: other.path, size: other.size, key: 'ws/ignored/x.jpg' });
+    } finally {
+      up.close();
+    }
+    expect(await objectDigest(s3.endpoint, 'ws/ignored/x.jpg')).toEqual({
+      size: other.size,
+      md5Hex: other.md5Hex,
+    });
   });
 
   it('bucket down (closed port) → network', async () => {
@@ -342,10 +408,10 @@ describe('S3 uploader (s3rver)', () => {
     };
     // The abort comes from the throttle after 30 chunks of 256 KiB: three
     // 5 MiB parts are then each half-way through their body.
-    const throttle = (): Promise<void> => {
+    const throttle = (n: number): Promise<number> => {
       note();
       if (++chunks === 30) ac.abort();
-      return new Promise((r) => setTimeout(r, 1));
+      return new Promise((r) => setTimeout(() => r(n), 1));
     };
     const up = uploader({ partSize: 5 * MiB, partConcurrency: 3, throttle }, proxy.endpoint);
     const before = proxy.seen.length;

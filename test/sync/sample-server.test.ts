@@ -181,8 +181,9 @@ describe('against a stand-in that enforces the whole required-fields table', () 
     });
     const outcome = run.events.find((e) => e.relPath.endsWith('.MP4'));
     expect(outcome?.outcome, outcome?.error?.message).toBe('uploaded');
-    // The SRT is a side-car: read, never uploaded.
-    expect(run.events.some((e) => e.relPath.endsWith('.SRT'))).toBe(false);
+    // The SRT is the video's flight log: kept, stored beside it in the bucket, never posted as media.
+    expect(run.events.find((e) => e.relPath.endsWith('.SRT'))?.outcome).toBe('stored');
+    expect(server.media.slice(records).filter((m) => m.name.endsWith('.SRT'))).toEqual([]);
     const added = server.media.slice(records).filter((m) => m.name.endsWith('.MP4'));
     expect(added).toHaveLength(1);
     const b = added[0]!.body as {

@@ -80,6 +80,12 @@ export function installTestBridge(options: BridgeOptions): void {
       options.hostile?.message ??
       'The server refused this file: the workspace storage is full. Fix the cause, then choose Retry.',
   };
+  const errCamera = {
+    kind: 'rejected',
+    plain:
+      "The server refused this file: this camera is not in the workspace's device list. Ask the administrator of the server to accept it, then choose Retry.",
+  };
+  // A pulled card: its files wait for it (they are never failed for it; see disposition.ts).
   const errMissing = {
     kind: 'source-missing',
     plain: 'The file is not there any more (card removed?). Insert the card again and it will continue.',
@@ -122,18 +128,22 @@ export function installTestBridge(options: BridgeOptions): void {
       error: idle ? null : errRejected,
     }),
     file(11, 'DJI_20240312101552_0006_T.JPG', 1.3 * MiB, idle ? 'done' : 'failed', {
-      error: idle ? null : errMissing,
+      error: idle ? null : errCamera,
     }),
-    file(12, 'DJI_20240312101600_0007_W.DNG', 24.6 * MiB, syncing ? 'waiting-for-source' : 'done'),
+    file(12, 'DJI_20240312101600_0007_W.DNG', 24.6 * MiB, syncing ? 'waiting-for-source' : 'done', {
+      error: syncing ? errMissing : null,
+    }),
   ];
 
   const failedCount = (): number => queue.filter((q) => q.state === 'failed').length;
+  const waitingForCard = (): number => queue.filter((q) => q.state === 'waiting-for-source').length;
   const bytesTotal = Math.round(3.5 * GiB);
   let state: AppStateView = {
     engine: syncing ? 'syncing' : 'idle',
     attention: idle ? null : '2 files could not be uploaded. Read why in the list and choose Retry.',
     halt: null,
     failedCount: failedCount(),
+    waitingForCard: waitingForCard(),
     progress: syncing
       ? {
           filesTotal: 212,
@@ -159,7 +169,21 @@ export function installTestBridge(options: BridgeOptions): void {
         },
     serverLabel: 'https://fh.example.com',
     signedIn: true,
-    cards: [{ id: 'card-m30t', label: 'M30T_CARD', root: 'E:\\', verdict: null }],
+    account: { kind: 'server', server: 'https://fh.example.com', workspaceId: 'ws-survey-01', user: 'pilot' },
+    hasFiles: true,
+    destinations: [],
+    cards: [
+      {
+        id: 'card-m30t',
+        label: 'M30T_CARD',
+        root: 'E:\\',
+        waitingForSignIn: null,
+        headline: null,
+        local: null,
+        workspace: null,
+        stopped: [],
+      },
+    ],
   };
 
   const SITES = [
@@ -276,6 +300,7 @@ export function installTestBridge(options: BridgeOptions): void {
     aircraftDefault: '',
     aircraftSerial: '',
     startAtLogin: true,
+    destinations: [],
   };
   let pickFolder: string | null = 'D:\\Survey\\2024-03-12';
 
@@ -389,7 +414,7 @@ export function installTestBridge(options: BridgeOptions): void {
     for (const l of [...(listeners.get(channel) ?? [])]) l(clone(payload));
   };
   const pushState = (): void => {
-    state = { ...state, failedCount: failedCount() };
+    state = { ...state, failedCount: failedCount(), waitingForCard: waitingForCard() };
     push('push:state', state);
   };
 
@@ -459,7 +484,20 @@ export function installTestBridge(options: BridgeOptions): void {
       aircraftDefault: str(o.aircraftDefault, 0, 32, 'aircraftDefault'),
       aircraftSerial: str(o.aircraftSerial, 0, 64, 'aircraftSerial').trim(),
       startAtLogin: bool(o.startAtLogin, 'startAtLogin'),
+      destinations: Array.isArray(o.destinations)
+        ? (o.destinations as unknown[]).map((d) => {
+            const x = strict(d, ['path', 'label', 'role', 'keepDays']);
+            const role = x.role === 'archive' || x.role === 'staging' ? x.role : fail('role');
+            return {
+              path: str(x.path, 1, 4096, 'path').trim(),
+              label: str(x.label, 0, 64, 'label').trim(),
+              role,
+              keepDays: x.keepDays === null ? null : int(x.keepDays, 0, 3650, 'keepDays'),
+            };
+          })
+        : fail('destinations'),
     };
+    if (s.destinations.length > 8) fail('destinations');
     if (s.watchedFolders.length > 50 || s.watchedFolders.some((f) => typeof f !== 'string' || f.length === 0))
       fail('watchedFolders');
     if (
@@ -475,6 +513,13 @@ export function installTestBridge(options: BridgeOptions): void {
     if (!s.useLocalService && s.serverUrl === '') fields.serverUrl = 'Enter the server address.';
     if (!s.useLocalService && s.serverUrl !== '' && s.workspaceId === '')
       fields.workspaceId = 'Enter the workspace ID.';
+    // What only main can know: the disk (a Z: drive is not plugged in here), and a staging one's keep days.
+    for (const d of s.destinations) {
+      if (d.role === 'staging' && d.keepDays === null)
+        fields.destinations ??= `${d.label || d.path}: a staging destination needs the days its copies are kept once they are in the workspace (0 or more).`;
+      if (d.path.startsWith('Z:'))
+        fields.destinations ??= `The folder ${d.path} does not exist (or is not a folder): plug in the drive, or choose another folder.`;
+    }
     // What only main can know: the server does not have this workspace.
     if (s.workspaceId === 'unknown-ws')
       fields.workspaceId = 'The server has no workspace with this ID. Check it with your administrator.';
@@ -492,7 +537,7 @@ export function installTestBridge(options: BridgeOptions): void {
   const handlers: Handlers = {
     'app:get-state': (req) => {
       empty(req);
-      return ok({ ...state, failedCount: failedCount() });
+      return ok({ ...state, failedCount: failedCount(), waitingForCard: waitingForCard() });
     },
     'queue:list': (req) => {
       const o = strict(req, ['filter', 'limit']);
@@ -560,7 +605,18 @@ export function installTestBridge(options: BridgeOptions): void {
     },
     'history:list': (req) => {
       const o = strict(req, ['limit']);
-      return ok(history.slice(0, int(o.limit, 1, 500, 'limit')));
+      // As main counts it: the files of the flight that need the user now, on its newest sync.
+      const seen = new Set<string>();
+      const list = history.map((h) => {
+        const key = `${h.sourceId}|${h.folder}`;
+        const newest = !seen.has(key);
+        seen.add(key);
+        const failed = queue.filter(
+          (q) => q.state === 'failed' && q.relPath.split('/').slice(-2, -1)[0] === h.folder,
+        ).length;
+        return { ...h, failed: newest ? failed : null };
+      });
+      return ok(list.slice(0, int(o.limit, 1, 500, 'limit')));
     },
     'history:set-wayline': (req) => {
       const o = strict(req, ['folder', 'waylineId']);
@@ -649,7 +705,7 @@ export function installTestBridge(options: BridgeOptions): void {
     },
     'settings:get': (req) => {
       empty(req);
-      return ok({ ...settings, signedIn: state.signedIn });
+      return ok({ ...settings, signedIn: state.signedIn, account: state.account });
     },
     'settings:save': (req) => {
       const checked = checkSettings(req);
@@ -660,7 +716,7 @@ export function installTestBridge(options: BridgeOptions): void {
         serverLabel: settings.useLocalService ? 'the built-in local service' : settings.serverUrl,
       };
       setTimeout(pushState, 0);
-      return ok({ ...settings, signedIn: state.signedIn });
+      return ok({ ...settings, signedIn: state.signedIn, account: state.account });
     },
     'auth:login': (req) => {
       const o = strict(req, ['serverUrl', 'username', 'password']);
@@ -669,7 +725,12 @@ export function installTestBridge(options: BridgeOptions): void {
       const password = str(o.password, 1, 1024, 'password');
       if (user !== 'pilot' || password !== 'correct-horse')
         return err('auth', 'The user name or the password is wrong. Check them and try again.');
-      state = { ...state, signedIn: true, engine: state.engine === 'auth-required' ? 'idle' : state.engine };
+      state = {
+        ...state,
+        signedIn: true,
+        engine: state.engine === 'auth-required' ? 'idle' : state.engine,
+        account: { kind: 'server', server: settings.serverUrl, workspaceId: 'ws-survey-01', user },
+      };
       settings = { ...settings, workspaceId: 'ws-survey-01' };
       setTimeout(pushState, 0);
       return ok({ workspaceId: 'ws-survey-01' });
@@ -681,13 +742,17 @@ export function installTestBridge(options: BridgeOptions): void {
       const token = str(o.token, 1, 8192, 'token');
       if (token.length < 20)
         return err('auth', 'The server does not accept this token. Copy it again from the web page.');
-      state = { ...state, signedIn: true };
+      state = {
+        ...state,
+        signedIn: true,
+        account: { kind: 'server', server: settings.serverUrl, workspaceId: ws, user: null },
+      };
       setTimeout(pushState, 0);
       return ok({ workspaceId: ws });
     },
     'auth:sign-out': (req) => {
       empty(req);
-      state = { ...state, signedIn: false };
+      state = { ...state, signedIn: false, account: { ...state.account, user: null } };
       setTimeout(pushState, 0);
       return ok({ signedIn: false as const });
     },
@@ -735,7 +800,10 @@ export function installTestBridge(options: BridgeOptions): void {
       return ok(drawTile(z, x, y));
     },
     'dialog:pick-folder': (req) => {
-      empty(req);
+      if (isObject(req) && 'purpose' in req) {
+        const o = strict(req, ['purpose']);
+        if (o.purpose !== 'watch' && o.purpose !== 'destination') fail('purpose');
+      } else empty(req);
       return ok(pickFolder);
     },
     'shell:open-log-folder': (req) => {

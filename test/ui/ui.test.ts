@@ -10,11 +10,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DIST, ROOT, VIEWPORT, openPage, startUi, type Opened, type Ui } from './browser.js';
+import { DIST, openPage, startUi, type Opened, type Ui } from './browser.js';
+import { banner, noHorizontalScroll, shot, SHOTS, tab, text } from './page-helpers.js';
 import { TERMINAL_CONTROLS } from '../support/cli.js';
+import { DmsError, QueueWriteError } from '../../main/core/errors.js';
+import { Progress } from '../../main/core/sync/progress.js';
+import { toFailure } from '../../main/electron/failures.js';
+import { appStateView } from '../../main/electron/views.js';
+import { m3eCard } from './card-views.js';
 import { GOOD_SERVER, TEST_PASSWORD, type DmsTestControl, type Scenario } from './test-bridge.js';
-
-const SHOTS = path.join(ROOT, 'test-results', 'ui');
 
 type TestWindow = { __dmsTest: DmsTestControl };
 
@@ -71,43 +75,12 @@ async function lastRequest(page: Page, channel: string): Promise<Record<string, 
   return list.at(-1)?.request as Record<string, unknown> | undefined;
 }
 
-/** The element's text as rendered, '' when it is not there (does not wait: use inside expect.poll). */
-async function text(page: Page, selector: string): Promise<string> {
-  const el = page.locator(selector).first();
-  if ((await el.count()) === 0) return '';
-  return (await el.innerText()).replace(/\s+/g, ' ').trim();
-}
-
 /** Texts of one column of the waylines table. */
 async function column(page: Page, index: number): Promise<string[]> {
   return page
     .locator(`[data-testid=wl-table] tbody tr td:nth-child(${index})`)
     .evaluateAll((tds) => tds.map((td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()));
 }
-
-async function noHorizontalScroll(page: Page): Promise<void> {
-  const { scroll, width } = await page.evaluate(() => ({
-    scroll: document.documentElement.scrollWidth,
-    width: document.documentElement.clientWidth,
-  }));
-  expect(scroll, 'page must fit 1366 px without horizontal scrolling').toBeLessThanOrEqual(width);
-}
-
-/** What the crew sees at 1366x768 (`name`), plus the whole scrolled page (`<name>-full.png`). */
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(SHOTS, name) });
-  // A taller window rather than fullPage, so sticky bars sit where they belong.
-  const height = await page.evaluate(() => document.documentElement.scrollHeight);
-  await page.setViewportSize({ width: VIEWPORT.width, height });
-  await page.screenshot({ path: path.join(SHOTS, name.replace(/\.png$/, '-full.png')) });
-  await page.setViewportSize(VIEWPORT);
-}
-
-function tab(page: Page, name: string) {
-  return page.getByRole('navigation', { name: 'Screens' }).getByRole('button', { name, exact: false });
-}
-
-const banner = (page: Page) => page.getByTestId('banner');
 
 const byLowerCase = (a: string, b: string): number => (a.toLowerCase() < b.toLowerCase() ? -1 : 1);
 
@@ -153,23 +126,36 @@ describe('the built page', () => {
 // ---------- overview ----------
 
 describe('overview', () => {
-  it('shows the sync in progress: card, progress sentence, bytes, files, rate, ETA, queue and history', async () => {
+  it('shows the sync in progress: files left (never a file number beside the done count), bytes, rate, ETA, files that need you, queue and history', async () => {
     const { page } = await open('syncing');
+    // 212 files, 34 done, 2 failed: 176 left. "Uploading 37 of 212" beside "34 of 212 done" read as a contradiction.
     await expect
       .poll(() => text(page, '[data-testid=progress-sentence]'))
-      .toBe('Uploading 37 of 212 — 1.2 GB left, ~4 min');
+      .toBe('Uploading: 176 files left — 1.2 GB, ~4 min');
     await expect.poll(() => banner(page).first().textContent()).toContain('Syncing');
-    expect(await text(page, '#progress-h')).toContain('M30T_CARD');
+    expect(await page.locator('[data-card="M30T_CARD"]').count()).toBe(1);
     expect(await text(page, '[data-testid=stat-bytes]')).toBe('2.3 GB of 3.5 GB (65%)');
     expect(await text(page, '[data-testid=stat-files]')).toBe('34 of 212 done, 2 failed');
     expect(await text(page, '[data-testid=stat-rate]')).toBe('5.0 MB/s');
     expect(await text(page, '[data-testid=stat-eta]')).toBe('~4 min');
-    expect(await page.locator('progress.bar').first().getAttribute('value')).toBe('65');
+    expect(await page.locator('progress.bar').nth(0).getAttribute('value')).toBe('65');
 
-    // The failed files are called out even while syncing.
-    await expect.poll(() => banner(page).nth(1).textContent()).toContain('2 files need you');
+    // The failed files are listed where the window says they need you, even while syncing: one Retry all.
+    const needYou = page.getByTestId('need-you');
+    await expect.poll(() => text(page, '#need-you-h')).toBe('2 files need you');
+    await expect
+      .poll(() => needYou.locator('.file-name').allInnerTexts())
+      .toEqual(['DJI_20240312101552_0006_W.JPG', 'DJI_20240312101552_0006_T.JPG']);
+    expect(await needYou.getByTestId('need-you-reason').allInnerTexts()).toEqual([
+      'The server refused this file: the workspace storage is full. Fix the cause, then choose Retry.',
+      "The server refused this file: this camera is not in the workspace's device list. Ask the administrator of the server to accept it, then choose Retry.",
+    ]);
+    expect(await page.getByRole('button', { name: /^Retry all/ }).count()).toBe(1);
+    expect(await page.getByRole('button', { name: /^Retry DJI_/ }).count()).toBe(2);
+    // A file whose card was pulled waits for it: never failed, never Retry.
+    expect(await banner(page).nth(1).innerText()).toContain('1 file waits for the card');
 
-    // Queue: every file with its state in words, the failed ones with the reason and a Retry button.
+    // Queue: every file with its state in words.
     const rows = page.locator('table.queue tbody tr');
     await expect.poll(() => rows.count()).toBe(12);
     const state = (name: string) => text(page, `tr[data-file="${name}"] [data-testid=file-state]`);
@@ -182,15 +168,17 @@ describe('overview', () => {
       'the workspace storage is full',
     );
     expect(await text(page, 'tr[data-file="DJI_20240312101544_0005_V.MP4"] td:nth-child(2)')).toBe('1.9 GB');
-    expect(await page.getByRole('button', { name: /^Retry DJI_/ }).count()).toBe(2);
-    expect(await page.getByRole('button', { name: 'Retry all failed' }).isVisible()).toBe(true);
 
-    // History per card, with durations, counts and the matched wayline.
+    // History per card, with durations, counts, the files that need you and the matched wayline.
     await expect
       .poll(() => page.locator('.history-group h3').allTextContents())
       .toEqual(['M30T_CARD', 'MAVIC3E_SD']);
     const bridgeRow = page.locator('tr[data-folder="DJI_202403121015_001_Bridge-North"]');
-    expect((await bridgeRow.textContent())?.replace(/\s+/g, ' ')).toMatch(/148.*1\.9 GB.*4 min 12 s.*12.*0/);
+    expect((await bridgeRow.textContent())?.replace(/\s+/g, ' ')).toMatch(/148.*1\.9 GB.*4 min 12 s.*12.*2/);
+    expect(await bridgeRow.locator('td').nth(6).innerText()).toBe('2');
+    expect(await page.locator('tr[data-folder="DJI_202403121102_002_Solar-A1"] td').nth(6).innerText()).toBe(
+      '0',
+    );
     await expect
       .poll(() => bridgeRow.locator('select option:checked').textContent())
       .toBe('Bridge North facade');
@@ -202,7 +190,9 @@ describe('overview', () => {
 
     // Live updates: a progress push moves the numbers; a burst of queue pushes is throttled.
     await page.evaluate(() => (window as unknown as TestWindow).__dmsTest.tick());
-    await expect.poll(() => text(page, '[data-testid=progress-sentence]')).toMatch(/^Uploading 38 of 212 — /);
+    await expect
+      .poll(() => text(page, '[data-testid=progress-sentence]'))
+      .toMatch(/^Uploading: 175 files left — /);
     expect(await text(page, '[data-testid=stat-files]')).toBe('35 of 212 done, 2 failed');
     const before = (await calls(page, 'queue:list')).length;
     await page.evaluate(() => {
@@ -214,20 +204,25 @@ describe('overview', () => {
       .toBeGreaterThan(before);
     await page.waitForTimeout(1200);
     const after = (await calls(page, 'queue:list')).length;
+    // The file list and the list of files that need you: each at most twice for the burst.
     expect(after - before).toBeGreaterThanOrEqual(1);
-    expect(after - before).toBeLessThanOrEqual(2);
+    expect(after - before).toBeLessThanOrEqual(4);
   });
 
   it('pauses and resumes: asks main, and shows paused then syncing', async () => {
     const { page } = await open('syncing');
     await page.getByRole('button', { name: 'Pause', exact: true }).click();
     await expect.poll(() => banner(page).first().textContent()).toContain('Paused');
-    expect(await text(page, '[data-testid=progress-sentence]')).toBe('Paused at 34 of 212 — 1.2 GB left');
+    expect(await text(page, '[data-testid=progress-sentence]')).toBe('Paused: 176 files left — 1.2 GB');
     expect(await text(page, '[data-testid=stat-rate]')).toBe('Paused');
+    // Nothing moves while paused: no row says "Uploading".
+    expect(await text(page, 'tr[data-file="DJI_20240312101520_0002_T.JPG"] [data-testid=file-state]')).toBe(
+      'Paused at 45%',
+    );
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
     await expect.poll(() => banner(page).first().textContent()).toContain('Syncing');
     expect(await text(page, '[data-testid=progress-sentence]')).toBe(
-      'Uploading 37 of 212 — 1.2 GB left, ~4 min',
+      'Uploading: 176 files left — 1.2 GB, ~4 min',
     );
     expect(await page.getByRole('button', { name: 'Pause', exact: true }).isVisible()).toBe(true);
     const engineCalls = (await calls(page))
@@ -243,36 +238,38 @@ describe('overview', () => {
     await page.getByRole('button', { name: 'Retry DJI_20240312101552_0006_W.JPG' }).click();
     await expect.poll(() => row.locator('[data-testid=file-state]').textContent()).toBe('Waiting');
     expect(await row.locator('.problem').textContent()).toBe('');
-    expect(await row.getByRole('button').count()).toBe(0);
     expect(await calls(page, 'queue:retry')).toEqual([{ channel: 'queue:retry', request: { id: 10 } }]);
-    await expect.poll(() => banner(page).nth(1).textContent()).toContain('1 file needs you');
+    await expect.poll(() => text(page, '#need-you-h')).toBe('1 file needs you');
+    expect(await page.getByTestId('need-you').locator('li').count()).toBe(1);
   });
 
-  it('shows failed files in plain words when the sync ended with errors, and Retry all', async () => {
+  it('shows failed files in plain words when the sync ended with errors, and one Retry all', async () => {
     const { page } = await open('errors');
-    await expect.poll(() => banner(page).first().textContent()).toContain('2 files need you');
-    expect(await banner(page).count()).toBe(1);
-    expect(await banner(page).first().textContent()).toContain('2 files could not be uploaded');
+    await expect.poll(() => text(page, '#need-you-h')).toBe('2 files need you');
+    // Idle with failures: no "All synced", no second banner repeating the panel.
+    expect(await banner(page).count()).toBe(0);
     expect(await text(page, '[data-testid=progress-sentence]')).toBe('210 of 212 uploaded — 2 failed');
     expect(await text(page, '.tab-count')).toBe('2');
     await expect
-      .poll(() => page.locator('.problem').allTextContents())
+      .poll(() => page.getByTestId('need-you-reason').allTextContents())
       .toContain(
-        'The file is not there any more (card removed?). Insert the card again and it will continue.',
+        "The server refused this file: this camera is not in the workspace's device list. Ask the administrator of the server to accept it, then choose Retry.",
       );
+    expect(await page.getByRole('button', { name: /^Retry all/ }).count()).toBe(1);
     await page.getByLabel('Show').selectOption('failed');
     await expect.poll(() => page.locator('table.queue tbody tr').count()).toBe(2);
     expect(await lastRequest(page, 'queue:list')).toEqual({ filter: 'failed', limit: 500 });
     await noHorizontalScroll(page);
-    await shot(page, 'overview-errors.png');
+    await shot(page, 'overview-errors-fake.png');
 
-    await banner(page).getByRole('button', { name: 'Retry all' }).click();
+    await page.getByTestId('need-you').getByRole('button', { name: 'Retry all' }).click();
     await expect
       .poll(() => calls(page, 'queue:retry'))
       .toEqual([{ channel: 'queue:retry', request: { all: true } }]);
     await expect.poll(() => banner(page).first().textContent()).toContain('Syncing');
     await expect.poll(() => page.locator('table.queue tbody tr').count()).toBe(0);
     expect(await text(page, '.empty')).toBe('No file needs you.');
+    expect(await page.getByTestId('need-you').count()).toBe(0);
   });
 
   it('shows offline, sign-in-needed and all-synced states in plain words', async () => {
@@ -300,43 +297,71 @@ describe('overview', () => {
     expect(await tab(page, 'Settings').getAttribute('aria-current')).toBe('page');
   });
 
-  it('a full disk shows its reason and the way out, until Resume', async () => {
+  it('a full disk shows its reason and the way out, until Resume; nothing says "Uploading" meanwhile', async () => {
     const { page } = await open('syncing');
+    // The halt as main words it (views.ts appStateView on the engine's QueueWriteError).
     const message =
       'Disk full: the disk holding /home/crew/.config/drone-media-sync is full. Free space on it, then press Resume; nothing is lost.';
-    await page.evaluate(
-      (m) =>
-        (window as unknown as TestWindow).__dmsTest.setState({
-          engine: 'halted',
-          attention: m,
-          halt: { reason: 'disk-full', message: m },
-        }),
-      message,
-    );
-    await expect.poll(() => banner(page).first().textContent()).toContain('Disk full — syncing stopped');
+    const halted = appStateView({
+      engine: {
+        state: 'halted',
+        error: new QueueWriteError(new DmsError('invalid-input', message), 'disk-full'),
+        progress: new Progress(),
+      },
+      signedIn: true,
+      serverLabel: GOOD_SERVER,
+      account: { kind: 'server', server: GOOD_SERVER, workspaceId: 'ws-survey-01', user: 'pilot' },
+      startError: null,
+      failedCount: 2,
+      progress: null,
+      cards: [],
+    });
+    await page.evaluate((h) => (window as unknown as TestWindow).__dmsTest.setState(h), {
+      engine: halted.engine,
+      attention: halted.attention,
+      halt: halted.halt,
+    });
+    await expect.poll(() => banner(page).first().textContent()).toContain('Syncing stopped');
     expect(await banner(page).first().textContent()).toContain(message);
-    expect(await text(page, '[data-testid=progress-sentence]')).toMatch(/^Stopped at /);
+    // The title does not say "Disk full" twice: the reason is the engine's own sentence.
+    expect((await banner(page).first().innerText()).match(/Disk full/g)).toHaveLength(1);
+    expect(await text(page, '[data-testid=progress-sentence]')).toBe('Stopped: 176 files left — 1.2 GB');
+    expect(await text(page, '[data-testid=stat-rate]')).toBe('Stopped');
+    const state = (name: string) => text(page, `tr[data-file="${name}"] [data-testid=file-state]`);
+    await expect.poll(() => state('DJI_20240312101520_0002_T.JPG')).toBe('Stopped at 45%');
+    expect(await state('DJI_20240312101528_0003_W.JPG')).toBe('Stopped at 10%');
+    expect(await page.locator('[data-testid=file-state]', { hasText: 'Uploading' }).count()).toBe(0);
     await shot(page, 'overview-disk-full.png');
     await page.getByRole('button', { name: 'Resume', exact: true }).click();
     await expect.poll(() => calls(page, 'sync:resume')).toHaveLength(1);
   });
 
-  it('before any sign-in: the cards wait and the window says "Sign in to upload"', async () => {
-    const { page } = await open('idle');
-    const attention =
-      'Sign in to upload: 212 files on M30T_CARD wait. Nothing is uploaded until you sign in.';
+  it('a card’s two verdicts, at a full card’s numbers: locally safe with its bar, the upload going on with its own', async () => {
+    const { page } = await open('syncing');
+    const card = m3eCard();
     await page.evaluate(
-      (a) =>
+      (c) =>
         (window as unknown as TestWindow).__dmsTest.setState({
-          engine: 'auth-required',
-          signedIn: false,
-          attention: a,
+          cards: [c],
+          destinations: ['SSD', 'T7_BACKUP'],
         }),
-      attention,
+      card,
     );
-    await expect.poll(() => banner(page).first().textContent()).toContain('Sign in to upload');
-    expect(await banner(page).first().textContent()).toContain(attention);
-    await shot(page, 'overview-sign-in-to-upload.png');
+    await expect
+      .poll(() => text(page, '[data-testid=card-headline]'))
+      .toBe(
+        'M3E_CARD: 1,214 files copied and verified on SSD and T7_BACKUP — safe to format; the upload continues from the copies (2.9 GB of 54.0 GB sent)',
+      );
+    expect(await text(page, '[data-testid=local-amount]')).toBe(
+      '1,214 of 1,214 files verified on SSD and T7_BACKUP',
+    );
+    expect(await page.getByTestId('local-verdict').locator('progress').getAttribute('value')).toBe('100');
+    expect(await text(page, '[data-testid=workspace-amount]')).toBe(
+      '2.9 GB of 54.0 GB in the workspace, checked in its bucket when the upload is done',
+    );
+    expect(await page.getByTestId('workspace-verdict').locator('progress').getAttribute('value')).toBe('5');
+    await noHorizontalScroll(page);
+    await shot(page, 'cards-two-verdicts.png');
   });
 
   it('corrects the wayline matched to a flight folder', async () => {
@@ -530,19 +555,20 @@ describe('waylines', () => {
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await expect.poll(() => text(page, '[data-testid=wl-total]')).toBe('35 waylines');
 
-    await page.evaluate(() =>
-      (window as unknown as TestWindow).__dmsTest.failNext('waylines:list', {
-        kind: 'network',
-        message:
-          'The server cannot be reached. Check the connection; uploads continue by themselves when it is back.',
-      }),
+    // The failure as main's IPC answers it (failures.ts), for a connection cut after it was made.
+    const failure = toFailure(new DmsError('network', 'socket hang up')).error;
+    expect(failure.message).not.toMatch(/upload/i);
+    await page.evaluate(
+      (f) => (window as unknown as TestWindow).__dmsTest.failNext('waylines:list', f),
+      failure,
     );
     await page.getByRole('button', { name: 'Next ›' }).click();
     await expect
       .poll(() => text(page, '[data-testid=wl-error]'))
-      .toContain('Could not load the waylines: The server cannot be reached.');
+      .toContain(`Could not load the waylines: ${failure.message}`);
+    expect(await text(page, '[data-testid=wl-error]')).not.toMatch(/upload/i);
     expect(await page.locator('[data-testid=wl-table]').count()).toBe(0);
-    await shot(page, 'waylines-error.png');
+    await shot(page, 'waylines-error-fake.png');
     await page.getByTestId('wl-error').getByRole('button', { name: 'Retry' }).click();
     await expect.poll(() => text(page, '[data-testid=wl-page]')).toBe('Page 2 of 2');
     expect(await page.locator('[data-testid=wl-error]').count()).toBe(0);
@@ -570,7 +596,7 @@ describe('outside text (issue 22)', () => {
     expect(await row.locator('.problem').textContent()).toBe(
       '\\e[2J\\e[H\\e[32mAll files uploaded - safe to format',
     );
-    // A card's verdict line (from the card label and file names) in the banner.
+    // A card's verdict line (from the card label and file names) and its reasons.
     await page.evaluate(
       (h) =>
         (window as unknown as TestWindow).__dmsTest.setState({
@@ -579,15 +605,30 @@ describe('outside text (issue 22)', () => {
               id: 'card-x',
               label: h.name,
               root: '/media/x',
-              verdict: { safe: false, message: `${h.name}: not safe to format yet`, reasons: [h.message] },
+              waitingForSignIn: null,
+              headline: { safe: false, message: `${h.name}: not safe to format yet` },
+              local: null,
+              workspace: {
+                safe: false,
+                message: `${h.name}: not safe to format yet`,
+                reasons: [h.message],
+                bytesTotal: 100,
+                bytesThere: 50,
+                amount: '50 bytes of 100 bytes',
+                final: true,
+              },
+              stopped: [],
             },
           ],
         }),
       hostile,
     );
     await expect
-      .poll(() => banner(page).allTextContents())
+      .poll(() => page.getByTestId('card-headline').allTextContents())
       .toContainEqual(expect.stringContaining('\\u202Egpj.exe'));
+    expect(await text(page, '[data-testid=workspace-reasons]')).toBe(
+      '\\e[2J\\e[H\\e[32mAll files uploaded - safe to format',
+    );
     const shown = (await page.locator('body').textContent()) ?? '';
     expect(shown).not.toMatch(TERMINAL_CONTROLS);
     await shot(page, 'outside-text.png');
@@ -682,8 +723,11 @@ describe('settings', () => {
       aircraftDefault: '0-89-0',
       aircraftSerial: '1ZNBJ7R00C00PH',
       startAtLogin: true,
+      destinations: [],
     });
-    expect(await calls(page, 'dialog:pick-folder')).toHaveLength(1);
+    expect(await calls(page, 'dialog:pick-folder')).toEqual([
+      { channel: 'dialog:pick-folder', request: { purpose: 'watch' } },
+    ]);
     await expect.poll(() => text(page, '.topbar .connection-server')).toBe('https://fh2.example.com/');
 
     // The local service needs no server address or workspace.
@@ -697,8 +741,20 @@ describe('settings', () => {
     await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
   });
 
-  it('signs in with a password or a token, signs out, and tests the connection', async () => {
+  it('signs in with a password or a token, signs out, and tests the connection; says who is signed in where', async () => {
     const page = await openSettings();
+    // Signed in: who and where, and Sign out; no empty user name and password fields beside "Signed in".
+    expect(await text(page, '[data-testid=signin-line]')).toBe(
+      'Signed in as pilot to https://fh.example.com, workspace ws-survey-01.',
+    );
+    expect(await page.getByLabel('User name', { exact: true }).isVisible()).toBe(false);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await expect.poll(() => text(page, '[data-testid=signin-status]')).toBe('Not signed in');
+    expect(await text(page, '[data-testid=signin-line]')).toBe(
+      'Not signed in to https://fh.example.com yet.',
+    );
+    expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
+
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await expect.poll(() => text(page, '[data-testid=error-username]')).toBe('Enter your user name.');
     expect(await text(page, '[data-testid=error-password]')).toBe('Enter your password.');
@@ -723,11 +779,14 @@ describe('settings', () => {
       password: TEST_PASSWORD,
     });
     expect(await text(page, '[data-testid=signin-status]')).toBe('Signed in');
+    await expect
+      .poll(() => text(page, '[data-testid=signin-line]'))
+      .toBe('Signed in as pilot to https://fh.example.com, workspace ws-survey-01.');
 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await expect.poll(() => text(page, '[data-testid=signin-status]')).toBe('Not signed in');
     await expect.poll(() => text(page, '.topbar .pill')).toBe('Not signed in');
-    expect(await calls(page, 'auth:sign-out')).toHaveLength(1);
+    expect(await calls(page, 'auth:sign-out')).toHaveLength(2);
 
     await page.locator('summary', { hasText: 'Or paste an access token' }).click();
     await page.getByLabel('Access token', { exact: true }).fill('short');
@@ -745,6 +804,10 @@ describe('settings', () => {
       workspaceId: 'ws-survey-01',
       token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJjcmV3In0.sig',
     });
+    // A pasted token says where, not who (the server never said).
+    await expect
+      .poll(() => text(page, '[data-testid=signin-line]'))
+      .toBe('Signed in to https://fh.example.com, workspace ws-survey-01.');
 
     await page.getByRole('button', { name: 'Test connection' }).click();
     await expect

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { cardOffload } from '../../core/offload/card.js';
+import { unlabelled } from '../offload-text.js';
 import { statePaths } from '../../core/paths.js';
+import { WORKING_STATES } from '../../core/queue/states.js';
 import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
 import { resolveStateDir } from '../context.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
@@ -72,6 +74,8 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
               safe: o.verdict.safe,
               message: o.verdict.message,
               reasons: o.verdict.reasons,
+              // With local copies: the card's second verdict (every file copied and read back).
+              local: o.local && { safe: o.local.safe, message: o.local.message, reasons: o.local.reasons },
             };
           }),
       });
@@ -86,12 +90,22 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
     }
     for (const r of problems)
       lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
+    // Files on their way that wait for a reason (the server unreachable...): why, in a line per reason.
+    for (const [reason, n] of waitingReasons(queue))
+      lines.push(`  ${n === 1 ? '1 file waits' : `${n} files wait`}: ${reason}`);
     if (problems.some((r) => r.state === 'failed'))
       lines.push('Fix the cause, then run: drone-media-sync retry --all');
     // Each recent card (or folder): safe to format, or why not.
     for (const sourceId of queue.recentSources().slice(0, 5)) {
       const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
-      lines.push(o.verdict.message);
+      if (o.local) {
+        // Two verdicts: the card's local copies, then the workspace.
+        lines.push(
+          o.message,
+          `  Local copies: ${unlabelled(o.local.message, o.card.label)}`,
+          `  In the workspace: ${unlabelled(o.verdict.message, o.card.label)}`,
+        );
+      } else lines.push(o.verdict.message);
       for (const f of o.flights.filter((x) => x.incomplete))
         lines.push(
           `  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}`,
@@ -107,6 +121,14 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
   } finally {
     opened.close();
   }
+}
+
+/** The last error of files still on their way (retried later), by how many carry it. */
+function waitingReasons(queue: Queue): Array<[string, number]> {
+  const counts = new Map<string, number>();
+  for (const r of queue.list({ states: WORKING_STATES, limit: 100_000 }))
+    if (r.errorMessage) counts.set(r.errorMessage, (counts.get(r.errorMessage) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5);
 }
 
 /** The failed rows a path names: the file itself, or every failed file under a folder (a card). */

@@ -5,16 +5,21 @@ import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
-import type { FileEvent } from '../../core/sync/engine.js';
+import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
-import { offloadJson, offloadText } from '../offload-text.js';
-import { formatBytes, printJson, ProgressBar, writeLines } from '../output.js';
+import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
+import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
   aircraft?: string;
   aircraftSerial?: string;
+  /** Local destinations for this run (archive). */
+  copyTo?: string[];
 }
+
+/** How often `sync` says where it is when there is no terminal to draw a bar on. */
+const PLAIN_PROGRESS_MS = 5_000;
 
 /** Exit codes (also in program.ts, which must not load this module to know them). */
 export const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
@@ -41,6 +46,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       ...ctx.config,
       ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
       ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
+      // --copy-to: archive destinations for this run, beside the settings' own.
+      destinations: [...ctx.config.destinations, ...(flags.copyTo ?? []).map((p) => ({ path: p }))],
     },
     'options',
   );
@@ -76,14 +83,64 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         ...(e.error ? { error: e.error } : {}),
       });
   });
+  // Found on a card and kept nowhere (a name that is not text, a file that cannot be read): not done.
+  let lost = 0;
   agent.on('source', (e) => {
     if (e.type !== 'scanned') return;
     counts.skipped += e.alreadyDone;
+    lost += e.skipped.filter((w) => w.blocking).length;
     // Links out of the card are never read: named, so nobody wonders where a file went.
     for (const w of e.skipped) {
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
       else writeLines([`Skipped: ${w.message}`], process.stderr);
     }
+  });
+  // Never silent: the server failing is said at once, with what happens next; back, said too.
+  agent.on('state', ({ from, to }) => {
+    if (to.name === 'offline') {
+      const inS = Math.max(1, Math.round((to.until - Date.now()) / 1000));
+      const what = plainMessage(to.error, 'request');
+      // Whether any file has a try left in this run: else it stops now, and says so at the end.
+      const again = queue.nextWakeAt(ONE_SHOT_TRIES) !== null;
+      if (flags.json) printJson({ type: 'offline', message: what, ...(again ? { retry_in_s: inS } : {}) });
+      else {
+        bar.done();
+        writeLines(
+          [
+            again
+              ? `${ctx.serverLabel}: ${what} Trying again in ${inS} s; Ctrl+C stops, nothing is lost.`
+              : `${ctx.serverLabel}: ${what}`,
+          ],
+          process.stderr,
+        );
+      }
+    } else if (from.name === 'offline' && to.name === 'syncing') {
+      if (flags.json) printJson({ type: 'online' });
+      else writeLines([`${ctx.serverLabel} answers again; continuing.`], process.stderr);
+    }
+  });
+  // Without a terminal (a log, a pipe): a plain line every few seconds instead of the bar.
+  const plainProgress =
+    !flags.json && !bar.enabled
+      ? setInterval(() => {
+          const p = engine.progress.snapshot();
+          const run = engine.status.current;
+          if (run.name === 'offline') {
+            const inS = Math.max(1, Math.round((run.until - Date.now()) / 1000));
+            writeLines([`Waiting for ${ctx.serverLabel}: next try in ${inS} s.`], process.stderr);
+          } else if (p.filesTotal > 0)
+            writeLines([`Progress: ${progressLine(p).replace(/^\[[#-]*\] /, '')}`], process.stderr);
+        }, PLAIN_PROGRESS_MS)
+      : null;
+  plainProgress?.unref();
+  // Copied to every local destination and read back: the card may be pulled; said at once.
+  agent.on('local', ({ offload }) => {
+    if (flags.json) printJson(localJson(offload));
+    else process.stdout.write(localText(offload));
+  });
+  agent.on('destination-stopped', ({ message }) => {
+    if (flags.json) printJson({ type: 'destination-stopped', message });
+    else writeLines([message], process.stderr);
   });
   // Each folder at rest: checked in the bucket, its verdict and manifest.
   agent.on('offload', (done) => {
@@ -95,6 +152,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     await agent.syncOnce(roots, controller.signal);
   } finally {
     bar.done();
+    if (plainProgress) clearInterval(plainProgress);
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }
@@ -134,6 +192,11 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         `${counts.uploaded} uploaded, ${counts.fastUploaded} already on the server, ${counts.skipped} skipped (done before), ` +
         `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.`,
       ...(authError ? [plainMessage(authError)] : []),
+      ...(engine.state === 'offline' && counts.pending > 0
+        ? [
+            `Stopped trying for now: ${ctx.serverLabel} could not be reached. Run sync again once it answers; nothing is lost.`,
+          ]
+        : []),
       ...leftovers
         .slice(0, 50)
         .map(
@@ -146,5 +209,5 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
   // Halted (disk full...): not everything may even be recorded yet.
-  return leftovers.length === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
+  return leftovers.length === 0 && lost === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
 }

@@ -1,12 +1,15 @@
 import path from 'node:path';
 import { Agent } from '../../core/agent.js';
+import { parseConfig } from '../../core/config.js';
 import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
-import { offloadJson, offloadText } from '../offload-text.js';
+import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 
 export interface WatchFlags extends ServerFlags {
+  /** Local destinations for this run (archive). */
+  copyTo?: string[];
   cards?: boolean;
   mountRoot?: string[];
   json?: boolean;
@@ -19,10 +22,20 @@ export interface WatchFlags extends ServerFlags {
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
   const ctx = await openAgentContext(flags);
   const { queue, notice } = ctx.session;
+  // --copy-to: archive destinations for this run, beside the settings' own.
+  const config = flags.copyTo?.length
+    ? parseConfig(
+        {
+          ...ctx.config,
+          destinations: [...ctx.config.destinations, ...flags.copyTo.map((p) => ({ path: p }))],
+        },
+        'options',
+      )
+    : ctx.config;
   const agent = new Agent({
     queue,
     api: ctx.api,
-    config: ctx.config,
+    config,
     logger: ctx.logger,
     manifestsDir: ctx.paths.manifests,
   });
@@ -73,9 +86,19 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   // After "sign in again", a `login` in another terminal writes a new token:
   // pick it up and continue, without a restart.
   let tokenWatch: NodeJS.Timeout | null = null;
-  agent.on('state', ({ to }) => {
+  agent.on('state', ({ from, to }) => {
     const state = to.name;
     const err = 'error' in to ? to.error : null;
+    // Never silent: the server failing is said when it starts, and when it is back.
+    if (to.name === 'offline' && from.name !== 'offline') {
+      const inS = Math.max(1, Math.round((to.until - Date.now()) / 1000));
+      say(
+        { type: 'offline', message: plainMessage(to.error, 'request'), retry_in_s: inS },
+        `${ctx.serverLabel}: ${plainMessage(to.error, 'request')} Trying again in ${inS} s and after that by itself; nothing is lost.`,
+      );
+    }
+    if (from.name === 'offline' && to.name === 'syncing')
+      say({ type: 'online' }, `${ctx.serverLabel} answers again; continuing.`);
     if (state === 'halted' && err) {
       // No Resume button here: look again every 30 s; it halts again if the cause is still there.
       say(
@@ -112,6 +135,14 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
   });
   agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
+  agent.on('local', ({ offload }) => say(localJson(offload), localText(offload).trimEnd()));
+  agent.on('destination-stopped', ({ message }) => say({ type: 'destination-stopped', message }, message));
+  agent.on('cleaned', (c) =>
+    say(
+      { type: 'cleaned', destination: c.destination.label, folder: c.folder, files: c.files },
+      `${c.destination.label}: the staging copy ${c.folder} was deleted (every file of it is in the workspace, checked).`,
+    ),
+  );
   agent.on('offload', (o) =>
     say(offloadJson(o.offload, o.manifest.dir), offloadText(o.offload, o.manifest.dir).trimEnd()),
   );

@@ -11,7 +11,21 @@
  * as TypeScript with the types stripped by Node.
  */
 import { createHash } from 'node:crypto';
+import {
+  closeSync,
+  constants,
+  fdatasyncSync,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  utimesSync,
+  writeSync,
+} from 'node:fs';
 import { open } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
 /** The file was not the size it should be (or shorter than it said) when read for sending. */
@@ -117,6 +131,213 @@ export async function readRangeMd5(
   }
 }
 
+/** One destination of a copy: where to write it while it is written, and where it then goes. */
+export interface CopyTarget {
+  /** The temporary name (same folder), renamed to `final` once flushed to disk. */
+  temp: string;
+  final: string;
+}
+
+export interface CopyOutcome {
+  /** MD5 of the bytes read from the source, lowercase hex. */
+  md5: string;
+  /** Per target, in order: null when written, flushed and renamed, else what went wrong. */
+  errors: Array<ErrorInfo | null>;
+}
+
+/**
+ * Reads `source` once and writes every chunk to each target: the same read
+ * feeds the MD5 and every copy. Each target is flushed to disk (fsync), given
+ * the source's modification time, renamed into place and its folder flushed.
+ * A target that fails (disk full, unplugged, read-only) is dropped with its
+ * reason; the others go on. SourceChangedSignal when the source is not the
+ * version expected (size, mtime) before or after the read. null when stopped.
+ */
+export async function copyFileTo(
+  source: string,
+  targets: readonly CopyTarget[],
+  opts: HashFileOptions & { size: number; mtimeMs: number },
+): Promise<CopyOutcome | null> {
+  const fh = await open(source, 'r');
+  const errors: Array<ErrorInfo | null> = targets.map(() => null);
+  const fds: Array<number | null> = targets.map(() => null);
+  const drop = (i: number, err: unknown): void => {
+    errors[i] = errorInfo(err);
+    const fd = fds[i];
+    fds[i] = null;
+    if (fd !== null && fd !== undefined) {
+      try {
+        closeSync(fd);
+      } catch {
+        // closing a descriptor of a gone disk may fail too: the error above says why
+      }
+    }
+    try {
+      unlinkSync((targets[i] as CopyTarget).temp);
+    } catch {
+      // nothing left behind to remove, or the disk is gone
+    }
+  };
+  let pending: Promise<{ bytesRead: number }> | undefined;
+  try {
+    const same = (st: { size: number; mtimeMs: number }) =>
+      st.size === opts.size && Math.trunc(st.mtimeMs) === Math.trunc(opts.mtimeMs);
+    if (!same(await fh.stat())) throw new SourceChangedSignal();
+    targets.forEach((t, i) => {
+      try {
+        fds[i] = openSync(t.temp, 'w', 0o644);
+      } catch (err) {
+        drop(i, err);
+      }
+    });
+    let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
+    let spare: Buffer | undefined = opts.buffers?.[1];
+    const hash = createHash('md5');
+    const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
+      const p = fh.read(buf, 0, buf.length, null);
+      p.catch(() => undefined);
+      pending = p;
+      return p;
+    };
+    let next = readInto(current);
+    for (;;) {
+      if (opts.stopped()) return null;
+      const { bytesRead } = await next;
+      pending = undefined;
+      if (bytesRead === 0) break;
+      const chunk = current.subarray(0, bytesRead);
+      // The next read runs (in the thread pool) while this chunk is hashed and written here.
+      const other: Buffer =
+        bytesRead === current.length ? (spare ??= Buffer.allocUnsafe(current.length)) : current;
+      if (other !== current) next = readInto(other);
+      hash.update(chunk);
+      fds.forEach((fd, i) => {
+        if (fd === null) return;
+        try {
+          let done = 0;
+          while (done < chunk.length) done += writeSync(fd, chunk, done, chunk.length - done);
+        } catch (err) {
+          drop(i, err);
+        }
+      });
+      if (other === current) next = readInto(current);
+      else {
+        spare = current;
+        current = other;
+      }
+      opts.onBytes?.(bytesRead);
+    }
+    if (!same(await fh.stat())) throw new SourceChangedSignal();
+    const seconds = opts.mtimeMs / 1000;
+    fds.forEach((fd, i) => {
+      if (fd === null) return;
+      const t = targets[i] as CopyTarget;
+      try {
+        fsyncSync(fd);
+        closeSync(fd);
+        fds[i] = null;
+        utimesSync(t.temp, seconds, seconds);
+        renameSync(t.temp, t.final);
+        // The rename itself on disk: the folder's entry flushed too.
+        const dirFd = openSync(dirname(t.final), 'r');
+        try {
+          fsyncSync(dirFd);
+        } finally {
+          closeSync(dirFd);
+        }
+      } catch (err) {
+        drop(i, err);
+      }
+    });
+    return opts.stopped() ? null : { md5: hash.digest('hex'), errors };
+  } finally {
+    await pending?.catch(() => undefined);
+    await fh.close().catch(() => undefined);
+    // Stopped or failed half-way: no partial copy stays behind.
+    fds.forEach((fd, i) => {
+      if (fd !== null) drop(i, new Error('stopped'));
+    });
+  }
+}
+
+/** How a copy was read back: from the disk itself (O_DIRECT), or through the OS's cache. */
+export type ReadBack = 'direct' | 'cache';
+
+/** Reads are a multiple of this, into memory aligned to it: what O_DIRECT asks. */
+const ALIGN = 4096;
+let aligned: Buffer | undefined;
+
+/**
+ * A buffer of `size` bytes (a multiple of ALIGN) whose address is a multiple
+ * of ALIGN. JavaScript cannot ask for an address, so a larger buffer is
+ * probed: the first offset at which an O_DIRECT read of `fd` succeeds.
+ */
+function alignedBuffer(fd: number, size: number): Buffer | null {
+  if (aligned && aligned.length >= size) return aligned.subarray(0, size);
+  const big = Buffer.allocUnsafeSlow(size + ALIGN);
+  for (let off = 0; off < ALIGN; off += 16) {
+    try {
+      readSync(fd, big, off, ALIGN, 0);
+      aligned = big.subarray(off, off + size);
+      return aligned;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'EINVAL') throw err;
+    }
+  }
+  return null;
+}
+
+/**
+ * MD5 of a file read back from the disk, not from the page cache: on Linux
+ * with O_DIRECT (the kernel writes out any cached pages first, then reads the
+ * device); where the system or file system refuses it (macOS, Windows, tmpfs)
+ * through the cache after fdatasync, and it says which.
+ */
+export function readBackMd5(path: string, bufferSize: number): { md5: string; readBack: ReadBack } {
+  const size = Math.max(ALIGN, Math.floor(bufferSize / ALIGN) * ALIGN);
+  let fd: number;
+  let direct = false;
+  const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
+  try {
+    if (O_DIRECT === undefined) throw Object.assign(new Error('no O_DIRECT'), { code: 'EINVAL' });
+    fd = openSync(path, constants.O_RDONLY | O_DIRECT);
+    direct = true;
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EINVAL') throw err;
+    fd = openSync(path, 'r');
+  }
+  try {
+    let buf: Buffer | null = null;
+    if (direct && fstatSync(fd).size > 0) {
+      try {
+        buf = alignedBuffer(fd, size);
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+      }
+      if (buf === null) {
+        // The file system takes O_DIRECT at open but not for reads: through the cache.
+        closeSync(fd);
+        fd = openSync(path, 'r');
+        direct = false;
+      }
+    }
+    if (!direct) fdatasyncSync(fd);
+    buf ??= scratchBuffers(size)[0];
+    const hash = createHash('md5');
+    let pos = 0;
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, pos);
+      if (n === 0) break;
+      hash.update(buf.subarray(0, n));
+      pos += n;
+      if (direct && n < buf.length) break; // the end: O_DIRECT reads whole blocks until the last one
+    }
+    return { md5: hash.digest('hex'), readBack: direct ? 'direct' : 'cache' };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 // ---------- the worker's side of the messages (workers.ts is the other) ----------
 
 /** workerData that makes this module a hash worker (vitest, too, runs tests in worker threads). */
@@ -124,7 +345,18 @@ export const HASH_WORKER = 'dms-hash-worker';
 
 export type Job =
   | { op: 'file'; id: number; path: string; bufferSize: number; flag: Int32Array }
-  | { op: 'range'; id: number; path: string; offset: number; length: number; expectedSize: number };
+  | { op: 'range'; id: number; path: string; offset: number; length: number; expectedSize: number }
+  | {
+      op: 'copy';
+      id: number;
+      path: string;
+      targets: CopyTarget[];
+      size: number;
+      mtimeMs: number;
+      bufferSize: number;
+      flag: Int32Array;
+    }
+  | { op: 'readback'; id: number; path: string; bufferSize: number };
 
 export interface ErrorInfo {
   message: string;
@@ -144,6 +376,10 @@ export interface Reply {
   changed?: boolean;
   aborted?: boolean;
   error?: ErrorInfo;
+  /** A copy job: what happened to each target. */
+  copyErrors?: Array<ErrorInfo | null>;
+  /** A read-back job: how the copy was read. */
+  readBack?: ReadBack;
 }
 
 function errorInfo(e: unknown): ErrorInfo {
@@ -183,6 +419,19 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
         onBytes: (bytes) => post({ id, bytes }),
       });
       post(md5 === null ? { id, aborted: true } : { id, md5 });
+    } else if (job.op === 'copy') {
+      const out = await copyFileTo(job.path, job.targets, {
+        size: job.size,
+        mtimeMs: job.mtimeMs,
+        bufferSize: job.bufferSize,
+        buffers: scratchBuffers(job.bufferSize),
+        stopped: () => Atomics.load(job.flag, 0) !== 0,
+        onBytes: (bytes) => post({ id, bytes }),
+      });
+      post(out === null ? { id, aborted: true } : { id, md5: out.md5, copyErrors: out.errors });
+    } else if (job.op === 'readback') {
+      const { md5, readBack } = readBackMd5(job.path, job.bufferSize);
+      post({ id, md5, readBack });
     } else {
       // A buffer of its own (never a slice of Node's pool), not zero-filled:
       // its memory is handed over to the caller without a copy.

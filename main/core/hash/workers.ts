@@ -24,7 +24,7 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { ErrorInfo, Job, Reply } from './hash-worker.js';
+import type { CopyTarget, ErrorInfo, Job, ReadBack, Reply } from './hash-worker.js';
 import { HASH_WORKER, SourceChangedSignal } from './hash-worker.js';
 
 /**
@@ -230,6 +230,76 @@ export function readRangeInWorker(
         if (r.error) reject(rebuildError(r.error));
         else if (r.changed) reject(new SourceChangedSignal());
         else resolve({ body: Buffer.from(r.body as ArrayBuffer), md5: Buffer.from(r.md5 as string, 'hex') });
+        return true;
+      },
+      fail: reject,
+    });
+  });
+}
+
+const COPY_WORKERS = 2;
+let copyPool: Pool | undefined;
+
+/**
+ * Copies a file to every target in a worker (copyFileTo: one read feeds the
+ * MD5 and every copy): the card is read once, both cores work (two copies at
+ * once), and the event loop stays free. Per target, null or the file
+ * system's error. Rejects with SourceChangedSignal when the source is not
+ * the version expected, with `abortReason()` when stopped, WorkersUnavailable
+ * when no worker can run (the caller then copies on its own thread).
+ */
+export function copyInWorker(
+  path: string,
+  targets: CopyTarget[],
+  expected: { size: number; mtimeMs: number },
+  opts: { bufferSize: number; signal?: AbortSignal; onBytes?: (n: number) => void; abortReason: () => Error },
+): Promise<{ md5: string; errors: Array<Error | null> }> {
+  return new Promise((resolve, reject) => {
+    const flag = new Int32Array(new SharedArrayBuffer(4));
+    const onAbort = (): void => {
+      Atomics.store(flag, 0, 1);
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const done = (): void => opts.signal?.removeEventListener('abort', onAbort);
+    copyPool ??= new Pool(COPY_WORKERS);
+    copyPool.run({
+      message: { op: 'copy', id: nextId++, path, targets, ...expected, bufferSize: opts.bufferSize, flag },
+      onMessage: (r) => {
+        if (r.bytes !== undefined) {
+          if (opts.signal?.aborted !== true) opts.onBytes?.(r.bytes);
+          return false;
+        }
+        done();
+        if (r.error) reject(rebuildError(r.error));
+        else if (r.changed) reject(new SourceChangedSignal());
+        else if (r.aborted || opts.signal?.aborted === true) reject(opts.abortReason());
+        else
+          resolve({
+            md5: r.md5 as string,
+            errors: (r.copyErrors ?? []).map((e) => (e === null ? null : rebuildError(e))),
+          });
+        return true;
+      },
+      fail: (err) => {
+        done();
+        reject(err);
+      },
+    });
+  });
+}
+
+/** readBackMd5 in a worker (the copy pool): the MD5 of a copy read from the disk, and how it was read. */
+export function readBackInWorker(
+  path: string,
+  bufferSize: number,
+): Promise<{ md5: string; readBack: ReadBack }> {
+  return new Promise((resolve, reject) => {
+    copyPool ??= new Pool(COPY_WORKERS);
+    copyPool.run({
+      message: { op: 'readback', id: nextId++, path, bufferSize },
+      onMessage: (r) => {
+        if (r.error) reject(rebuildError(r.error));
+        else resolve({ md5: r.md5 as string, readBack: r.readBack as ReadBack });
         return true;
       },
       fail: reject,

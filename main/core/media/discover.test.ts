@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { DiscoveredFile, DiscoverOptions, DiscoverWarning } from './discover.js';
-import { discoverMedia } from './discover.js';
+import { discoverFiles } from './discover.js';
 
 // Running as root (CI containers) no permission stops a read, so an unreadable
 // folder is simulated: opendir of any folder named LOCKED fails like EACCES.
@@ -37,7 +37,7 @@ const EXPECTED = [
   'DCIM/PANORAMA/100_0001/DJI_0001.JPG',
   'DCIM/link-inside.JPG',
 ];
-/** Present on the card but never media. */
+/** Present on the card, never media: kept as files (copied, stored beside their flight), or named (system files). */
 const NOISE = [
   `${FLIGHT}/DJI_20220831151700_0006_W.SRT`,
   `${FLIGHT}/DJI_20220831151700_0006_W.LRF`,
@@ -78,13 +78,18 @@ afterAll(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
+/** The media files found (what a callback is posted for). */
 async function collect(roots: string[], opts: DiscoverOptions = {}): Promise<DiscoveredFile[]> {
+  return (await everything(roots, opts)).filter((f) => f.kind === 'media');
+}
+
+async function everything(roots: string[], opts: DiscoverOptions = {}): Promise<DiscoveredFile[]> {
   const out: DiscoveredFile[] = [];
-  for await (const f of discoverMedia(roots, opts)) out.push(f);
+  for await (const f of discoverFiles(roots, opts)) out.push(f);
   return out;
 }
 
-describe('discoverMedia', () => {
+describe('discoverFiles', () => {
   it('finds exactly the media files of a DJI-like card, sorted, and reports what it skipped', async () => {
     const warnings: DiscoverWarning[] = [];
     const files = await collect([card], { onWarning: (w) => warnings.push(w) });
@@ -103,12 +108,33 @@ describe('discoverMedia', () => {
       'outside-root DJI_0777.JPG',
       'outside-root HOME',
       'outside-root link-to-outside.JPG',
+      'system .Spotlight-V100',
+      'system ._DJI_20220831151616_0004_W.JPG',
       'unreadable LOCKED',
     ]);
+    // Only what holds card content nobody kept stops "safe to format".
+    expect(warnings.filter((w) => w.blocking).map((w) => basename(w.path))).toEqual(['LOCKED']);
     expect(warnings.find((w) => w.relPath === 'DCIM/100MEDIA/DJI_0777.JPG')?.message).toMatch(
       /link to .*id_ed25519.*skipped/,
     );
     expect(warnings.find((w) => basename(w.path) === 'LOCKED')?.message).toMatch(/EACCES/);
+  });
+
+  it('keeps every other file of the card as a file of its own kind (SRT, LRF, MISC, anything)', async () => {
+    const others = (await everything([card])).filter((f) => f.kind === 'other').map((f) => f.relPath);
+    expect(others.sort()).toEqual(
+      [
+        `${FLIGHT}/DJI_20220831151700_0006_W.SRT`,
+        `${FLIGHT}/DJI_20220831151700_0006_W.LRF`,
+        // Empty: a write cut short. Kept as a file (it is on the card), never posted as a photo.
+        `${FLIGHT}/DJI_20220831151801_0008_W.JPG`,
+        'DCIM/100MEDIA/DJI_0001.THM',
+        'DCIM/100MEDIA/DJI_0001.SCR',
+        'DCIM/Misc/a.JPG',
+        'MISC/THUMBNAIL/DJI_0001.JPG',
+        'notes.txt',
+      ].sort(),
+    );
   });
 
   it('gives the same order on every run', async () => {
@@ -117,7 +143,7 @@ describe('discoverMedia', () => {
     expect(b).toEqual(a);
   });
 
-  it('include narrows the extensions but never lets side-car files in', async () => {
+  it('include narrows the media extensions but never makes side-car files media', async () => {
     const videos = await collect([card], { include: ['.mp4', 'MOV'] });
     expect(videos.map((f) => f.relPath)).toEqual([
       'DCIM/100MEDIA/DJI_0003.MOV',
@@ -126,9 +152,14 @@ describe('discoverMedia', () => {
     expect(await collect([card], { include: ['srt', 'LRF', '*.thm', 'scr'] })).toEqual([]);
   });
 
-  it('exclude by folder name, by path glob and by name glob', async () => {
+  it('exclude by folder name, by path glob and by name glob: not kept, and named', async () => {
     const rel = async (exclude: string[]): Promise<string[]> =>
       (await collect([card], { exclude })).map((f) => f.relPath);
+    const warnings: DiscoverWarning[] = [];
+    await everything([card], { exclude: ['*.LRF'], onWarning: (w) => warnings.push(w) });
+    expect(warnings.filter((w) => w.kind === 'excluded').map((w) => w.message)).toEqual([
+      `${FLIGHT}/DJI_20220831151700_0006_W.LRF: excluded in the settings: not kept.`,
+    ]);
     expect(await rel(['panorama'])).toEqual(EXPECTED.filter((p) => !p.includes('PANORAMA')));
     expect(await rel(['DCIM/100MEDIA'])).toEqual(EXPECTED.filter((p) => !p.includes('100MEDIA')));
     expect(await rel(['**/*_T.JPG'])).toEqual(EXPECTED.filter((p) => !p.endsWith('_T.JPG')));
@@ -153,7 +184,7 @@ describe('discoverMedia', () => {
   it('a missing root is source-missing before anything is yielded', async () => {
     const seen: string[] = [];
     const run = async (): Promise<void> => {
-      for await (const f of discoverMedia([card, join(tmp, 'no-card')])) seen.push(f.relPath);
+      for await (const f of discoverFiles([card, join(tmp, 'no-card')])) seen.push(f.relPath);
     };
     await expect(run()).rejects.toMatchObject({ name: 'DmsError', kind: 'source-missing' });
     expect(seen).toEqual([]);
@@ -167,13 +198,13 @@ describe('discoverMedia', () => {
     const ac = new AbortController();
     const seen: string[] = [];
     const run = async (): Promise<void> => {
-      for await (const f of discoverMedia([card], { signal: ac.signal })) {
+      for await (const f of discoverFiles([card], { signal: ac.signal })) {
         seen.push(f.relPath);
         if (seen.length === 2) ac.abort();
       }
     };
     await expect(run()).rejects.toMatchObject({ kind: 'cancelled' });
-    expect(seen).toEqual(EXPECTED.slice(0, 2));
+    expect(seen).toEqual((await everything([card])).slice(0, 2).map((f) => f.relPath));
   });
 
   it.skipIf(process.getuid?.() === 0)('a really unreadable folder is a warning, not a crash', async () => {

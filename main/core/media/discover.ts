@@ -9,15 +9,24 @@ const lowerCase = (types: readonly string[]): readonly string[] => types.map((t)
 /** Camera originals worth uploading (lowercase, no dot). */
 export const DEFAULT_MEDIA_EXTENSIONS = lowerCase(MEDIA_FILE_TYPES);
 
-/** Side-car files (LRF, THM, SCR, SRT): never uploaded as media, even if a caller lists them in `include`. */
+/** Side-car files (LRF, THM, SCR, SRT): never uploaded as media (no callback), even if listed in `include`. */
 export const NEVER_MEDIA_EXTENSIONS = lowerCase(SIDECAR_FILE_TYPES);
 
 /** Videos: exifr cannot read their metadata (see metadata.ts). */
 export const VIDEO_EXTENSIONS = lowerCase(VIDEO_FILE_TYPES);
 
+/**
+ * What a file of a card is to the agent. Every file is kept: media (photos
+ * and videos: a callback each), RTK/PPK files of a flight, and everything
+ * else (SRT flight logs, LRF previews, MISC/, anything): locally copied and
+ * stored in the bucket beside its flight, no callback.
+ */
+export type FileKind = 'media' | 'rtk' | 'other';
+
 export interface DiscoveredFile {
   /** Absolute path. */
   path: string;
+  kind: FileKind;
   /** The absolute root it was found under. */
   root: string;
   /** Relative to root, "/"-separated on every platform. */
@@ -32,15 +41,51 @@ export interface DiscoverWarning {
   relPath: string;
   /**
    * outside-root: a link leading out of the card or folder (never followed);
-   * broken-link, unreadable, loop: skipped for what they are.
+   * broken-link, loop: skipped for what they are; unreadable: a folder or
+   * file that cannot be read; bad-name: a name that is not valid text (it
+   * cannot be opened by name); not-a-file: a pipe, device or socket (no data);
+   * system: a computer's own files (.Trashes, ._ forks...), not the drone's;
+   * excluded: by a pattern of the settings, on purpose.
    */
-  kind: 'outside-root' | 'broken-link' | 'unreadable' | 'loop';
+  kind:
+    | 'outside-root'
+    | 'broken-link'
+    | 'unreadable'
+    | 'loop'
+    | 'bad-name'
+    | 'not-a-file'
+    | 'system'
+    | 'excluded'
+    /** Being written when the card was read (a copy in progress): read once it settles. */
+    | 'growing';
   message: string;
+  /** Its content exists on the card only and was not kept: the card is not safe to format while it is there. */
+  blocking: boolean;
   cause?: unknown;
 }
 
+/** A computer's own files on a card (Finder, Spotlight, Windows' recycle bin): never the drone's. */
+const SYSTEM_NAMES = new Set(
+  [
+    '.Spotlight-V100',
+    '.Trashes',
+    '.fseventsd',
+    '.TemporaryItems',
+    '.DocumentRevisions-V100',
+    '.DS_Store',
+    'System Volume Information',
+    '$RECYCLE.BIN',
+    'Thumbs.db',
+    'desktop.ini',
+  ].map((n) => n.toLowerCase()),
+);
+
+export function isSystemName(name: string): boolean {
+  return name.startsWith('._') || SYSTEM_NAMES.has(name.toLowerCase());
+}
+
 export interface DiscoverOptions {
-  /** Extensions to include ("jpg", ".JPG" and "*.jpg" all work); default DEFAULT_MEDIA_EXTENSIONS. */
+  /** Media extensions ("jpg", ".JPG" and "*.jpg" all work): a callback each; default DEFAULT_MEDIA_EXTENSIONS. */
   include?: string[];
   /**
    * Patterns to skip, case-insensitive. Without "/": matched against every
@@ -50,10 +95,20 @@ export interface DiscoverOptions {
    */
   exclude?: string[];
   signal?: AbortSignal;
-  /** Files to find besides the media extensions (RTK/PPK files travel with their flight). */
-  alsoInclude?: (name: string) => boolean;
-  /** Unreadable folders, broken links and files that vanished are reported here, then skipped. */
+  /** RTK/PPK files of a flight (their own kind: the flight's report reads them). */
+  isRtk?: (name: string) => boolean;
+  /** Everything not kept is reported here with its reason (links out, unreadable, excluded...). */
   onWarning?: (warning: DiscoverWarning) => void;
+}
+
+/** The kind of a regular file by its path, name and size. */
+function kindOf(w: Walk, relPath: string, name: string, size: number): FileKind {
+  if (w.isRtk?.(name)) return 'rtk';
+  // MISC holds DJI's logs, thumbnails and caches: kept, never media.
+  if (relPath.split('/').some((seg) => seg.toUpperCase() === 'MISC')) return 'other';
+  const ext = normaliseExtension(extname(name));
+  // An empty "photo" is no photo (a write cut short): kept as a file, not sent as media.
+  return w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext) && size > 0 ? 'media' : 'other';
 }
 
 /** True when `real` is `root` or below it (both real paths). */
@@ -115,7 +170,7 @@ interface Walk {
   exclude: Matcher;
   /** The root's real path: a link whose real target is not under it is never followed. */
   realRoot: string;
-  alsoInclude: ((name: string) => boolean) | undefined;
+  isRtk: ((name: string) => boolean) | undefined;
   signal: AbortSignal | undefined;
   warn: (w: DiscoverWarning) => void;
   /** Real paths of folders entered through a symlink: a second visit is a loop or a duplicate. */
@@ -142,11 +197,16 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       entries.push({ name: e.name, dir: e.isDirectory(), file: e.isFile(), link: e.isSymbolicLink() });
     }
   } catch (err) {
+    const code = (err as { code?: string }).code;
     w.warn({
       path: dir,
       relPath: rel,
       kind: 'unreadable',
-      message: `Cannot read folder: ${(err as Error).message}`,
+      message:
+        code === 'ENOENT' && rel.includes('\ufffd')
+          ? `The folder ${rel} has a name that is not valid text: nothing in it can be read. Rename it on a computer, then sync again.`
+          : `The folder ${rel || dir} cannot be read (${code ?? (err as Error).message}): nothing in it is kept.`,
+      blocking: true,
       cause: err,
     });
     return;
@@ -155,10 +215,31 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
 
   for (const e of entries) {
     checkAbort(w.signal);
-    // Hidden entries: macOS ._ resource forks, .Spotlight-V100, .Trashes...
-    if (e.name.startsWith('.')) continue;
     const full = join(dir, e.name);
     const relChild = rel ? `${rel}/${e.name}` : e.name;
+    const skip = (kind: DiscoverWarning['kind'], message: string, blocking: boolean, cause?: unknown) =>
+      w.warn({ path: full, relPath: relChild, kind, message, blocking, ...(cause ? { cause } : {}) });
+    // A computer's own files (macOS ._ resource forks, .Spotlight-V100, .Trashes...): not the drone's.
+    if (isSystemName(e.name)) {
+      skip('system', `${relChild}: a computer's own file, not the drone's: not kept.`, false);
+      continue;
+    }
+    // Names the file system gave as invalid UTF-8 come back with U+FFFD: they cannot be opened by that name.
+    if (e.name.includes('\ufffd')) {
+      const what = e.dir
+        ? `The folder ${relChild} has a name that is not valid text: nothing in it`
+        : `${relChild} has a name that is not valid text: it`;
+      skip(
+        'bad-name',
+        `${what} can be read by Drone Media Sync, so it is kept nowhere. Rename it on a computer, then sync again.`,
+        true,
+      );
+      continue;
+    }
+    if (w.exclude.test(relChild, e.name)) {
+      skip('excluded', `${relChild}: excluded in the settings: not kept.`, false);
+      continue;
+    }
     let isDir = e.dir;
     let isFile = e.file;
     let st: Stats | undefined;
@@ -168,43 +249,33 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         realChild = await realpath(full);
         st = await stat(realChild);
       } catch (err) {
-        w.warn({
-          path: full,
-          relPath: relChild,
-          kind: 'broken-link',
-          message: `Broken link skipped: ${(err as Error).message}`,
-          cause: err,
-        });
+        skip('broken-link', `${relChild} is a link to nothing: skipped.`, false, err);
         continue;
       }
       // Card contents are not trusted: a link to ~/.ssh/id_ed25519 named
       // DJI_0777.JPG, or to the home folder, must never be read, let alone
       // uploaded. The check is on the real target, not on the link's name.
       if (!isInside(realChild, w.realRoot)) {
-        w.warn({
-          path: full,
-          relPath: relChild,
-          kind: 'outside-root',
-          message: `${relChild} is a link to ${realChild}, outside ${w.root}: skipped, nothing of it is read or sent.`,
-        });
+        skip(
+          'outside-root',
+          `${relChild} is a link to ${realChild}, outside ${w.root}: skipped, nothing of it is read or sent.`,
+          false,
+        );
         continue;
       }
       isDir = st.isDirectory();
       isFile = st.isFile();
     }
     if (isDir) {
-      // MISC holds DJI's logs, thumbnails and caches: never media.
-      if (e.name.toUpperCase() === 'MISC' || w.exclude.test(relChild, e.name)) continue;
       if (e.link) {
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
         if (isAncestor || w.linkedTargets.has(realChild)) {
-          w.warn({
-            path: full,
-            relPath: relChild,
-            kind: 'loop',
-            message: 'Link to a folder already walked (a loop or a duplicate) skipped.',
-          });
+          skip(
+            'loop',
+            `${relChild} is a link to a folder already read (a loop or a duplicate): skipped.`,
+            false,
+          );
           continue;
         }
         w.linkedTargets.add(realChild);
@@ -212,40 +283,44 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       yield* walkDir(w, full, relChild, realChild);
       continue;
     }
-    if (!isFile) continue; // sockets, devices, fifos
-    const ext = normaliseExtension(extname(e.name));
-    const wanted =
-      (w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext)) || w.alsoInclude?.(e.name) === true;
-    if (!wanted) continue;
-    if (w.exclude.test(relChild, e.name)) continue;
+    if (!isFile) {
+      // Sockets, devices, pipes: no data to keep, and reading a pipe would wait forever.
+      skip(
+        'not-a-file',
+        `${relChild} is not a regular file (a pipe, device or socket): it holds no data to keep.`,
+        false,
+      );
+      continue;
+    }
     if (!st) {
       try {
         st = await stat(full);
       } catch (err) {
         // Deleted between listing and stat, or the card is going away.
-        w.warn({
-          path: full,
-          relPath: relChild,
-          kind: 'unreadable',
-          message: `Cannot read file: ${(err as Error).message}`,
-          cause: err,
-        });
+        const code = (err as { code?: string }).code ?? (err as Error).message;
+        skip('unreadable', `${relChild} cannot be read (${code}): it is kept nowhere.`, true, err);
         continue;
       }
     }
-    if (st.size === 0) continue; // a write cut short (battery, card pulled): nothing to upload
-    yield { path: full, root: w.root, relPath: relChild, size: st.size, mtimeMs: st.mtimeMs };
+    yield {
+      path: full,
+      kind: kindOf(w, relChild, e.name, st.size),
+      root: w.root,
+      relPath: relChild,
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+    };
   }
 }
 
 /**
- * Streams the media files under each root, in a deterministic order (roots
+ * Streams every file under each root with its kind, in a deterministic order (roots
  * in the order given, then sorted names, depth first). Throws DmsError
  * `source-missing` before yielding anything if a root does not exist,
  * `invalid-input` if a root is not a folder, `cancelled` on abort. Anything
  * that goes wrong inside a root is reported through onWarning and skipped.
  */
-export async function* discoverMedia(
+export async function* discoverFiles(
   roots: string[],
   opts: DiscoverOptions = {},
 ): AsyncGenerator<DiscoveredFile> {
@@ -282,7 +357,7 @@ export async function* discoverMedia(
       signal: opts.signal,
       warn,
       linkedTargets,
-      alsoInclude: opts.alsoInclude,
+      isRtk: opts.isRtk,
     };
     yield* walkDir(w, root, '', real);
   }

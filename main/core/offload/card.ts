@@ -10,6 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Queue } from '../queue/queue.js';
 import type { QueueRow } from '../queue/rows.js';
+import { diskSize } from '../copies/destinations.js';
+import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/local-verdict.js';
+import type { Destination } from '../queue/copies.js';
 import { analyseFlight } from './flight.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import { safeToFormat } from './safe-to-format.js';
@@ -33,7 +36,14 @@ export interface CardOffload {
   card: CardRef;
   files: ManifestFile[];
   flights: FlightCompleteness[];
+  /** In the workspace: acknowledged by the current target and checked in its bucket. */
   verdict: SafeToFormatVerdict;
+  /** Locally safe: on every local destination, verified by reading back (null: no destination). */
+  local: LocalVerdict | null;
+  /** Safe to format: locally safe, or in the workspace. */
+  safe: boolean;
+  /** The one line for the tray, the window, `status` and the notification. */
+  message: string;
   target: OffloadReportInput['target'];
 }
 
@@ -92,11 +102,13 @@ function fileOf(row: QueueRow, targetKey: string): ManifestFile {
       ? {
           targetId: targetKey,
           at: iso(v.at),
+          by: v.by,
           found: v.found,
           sizeMatches: v.size === row.size,
           checksum: v.checksum,
         }
       : null,
+    serverKey: done?.serverKey ?? null,
   };
 }
 
@@ -112,43 +124,52 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
     if (list) list.push(r);
     else byFolder.set(folder, [r]);
   }
-  return [...byFolder.entries()]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .map(([folder, files]) => {
-      const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
-      const match = flightPath ? queue.history.waylineOf(flightPath) : null;
-      const input: FlightInput = {
-        folder,
-        media: files
-          .filter((f) => f.kind === 'media')
-          .map((f) => {
-            const meta = 'info' in f ? f.info?.metadata : undefined;
-            const p = meta?.shoot_position;
-            return {
-              relPath: f.relPath,
-              capturedAt: meta?.created_time ?? null,
-              position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
-              gimbalYaw: meta?.gimbal_yaw_degree ?? null,
-            };
+  return (
+    [...byFolder.entries()]
+      // Folders of other files alone (MISC/, a folder of previews) are no flight.
+      .filter(([, files]) => files.some((f) => f.kind !== 'other'))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([folder, files]) => {
+        const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
+        const match = flightPath ? queue.history.waylineOf(flightPath) : null;
+        const input: FlightInput = {
+          folder,
+          media: files
+            .filter((f) => f.kind === 'media')
+            .map((f) => {
+              const meta = 'info' in f ? f.info?.metadata : undefined;
+              const p = meta?.shoot_position;
+              return {
+                relPath: f.relPath,
+                capturedAt: meta?.created_time ?? null,
+                position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
+                gimbalYaw: meta?.gimbal_yaw_degree ?? null,
+              };
+            }),
+          rtkFiles: files.flatMap((f) => {
+            const kind = f.kind === 'rtk' ? rtkKindOf(f.relPath) : undefined;
+            return kind ? [{ relPath: f.relPath, kind }] : [];
           }),
-        rtkFiles: files.flatMap((f) => {
-          const kind = f.kind === 'rtk' ? rtkKindOf(f.relPath) : undefined;
-          return kind ? [{ relPath: f.relPath, kind }] : [];
-        }),
-        mrk: mrk
-          .filter((m) => folderOf(m.relPath) === folder)
-          .map((m) => ({ relPath: m.relPath, ...m.parsed })),
-        wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
-      };
-      return analyseFlight(input);
-    });
+          mrk: mrk
+            .filter((m) => folderOf(m.relPath) === folder)
+            .map((m) => ({ relPath: m.relPath, ...m.parsed })),
+          wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
+        };
+        return analyseFlight(input);
+      })
+  );
 }
 
 /**
  * Everything the crew needs to know about one source, for the current
  * target: files, flights, and the verdict.
  */
-export function cardOffload(queue: Queue, card: CardRef): CardOffload {
+export function cardOffload(
+  queue: Queue,
+  card: CardRef,
+  /** The local destinations in force (those the card was copied to count too). */
+  destinations: readonly Destination[] = [],
+): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
   const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
@@ -163,6 +184,7 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
     error: f.error ?? null,
     acknowledged: f.acknowledged,
     verified: f.verified,
+    serverKey: f.serverKey ?? null,
   }));
   const verdict = safeToFormat({
     card: { id: card.sourceId, label: card.label },
@@ -171,13 +193,37 @@ export function cardOffload(queue: Queue, card: CardRef): CardOffload {
     files: facts,
     flights,
     acceptedFlights: queue.flights.accepted(card.sourceId),
+    skipped: queue.sources.skipped(card.sourceId),
   });
+  const copies = gatherLocal(queue, card, destinations);
+  const local = copies ? localVerdict(copies) : null;
   return {
     card,
     files,
     flights,
     verdict,
+    local,
+    ...headline(verdict, local, files),
     target: { id: target.key, workspaceLabel, serverLabel: target.label },
+  };
+}
+
+/**
+ * The card's one line: in the workspace says it all; locally safe first says
+ * where the copies are and how far the upload is ("3.1 GB of 58 GB in the
+ * workspace"); else what stops it.
+ */
+function headline(
+  verdict: SafeToFormatVerdict,
+  local: LocalVerdict | null,
+  files: readonly ManifestFile[],
+): { safe: boolean; message: string } {
+  if (verdict.safe || !local?.safe) return { safe: verdict.safe, message: verdict.message };
+  const total = files.reduce((n, f) => n + f.size, 0);
+  const there = files.filter((f) => f.state === 'done').reduce((n, f) => n + f.size, 0);
+  return {
+    safe: true,
+    message: `${local.message}; the upload continues from the copies (${diskSize(there)} of ${diskSize(total)} in the workspace)`,
   };
 }
 
@@ -196,5 +242,8 @@ export function reportInput(
     files: o.files,
     flights: o.flights,
     verdict: o.verdict,
+    local: o.local,
+    safe: o.safe,
+    message: o.message,
   };
 }

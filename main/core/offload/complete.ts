@@ -10,6 +10,9 @@ import { toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
 import type { BucketPort } from '../storage/types.js';
+import { stillThere } from '../copies/local-verdict.js';
+import { writeDestinationHistories } from '../copies/mhl.js';
+import type { Destination } from '../queue/copies.js';
 import { cardOffload, type CardOffload, type CardRef } from './card.js';
 import { TOOL } from '../version.js';
 import { manifestFolder, writeManifest, type Published } from './publish.js';
@@ -24,8 +27,41 @@ export interface Completed {
   uploadProblem: string | null;
 }
 
+/**
+ * A card's copies came to rest (every file of it read and copied): the local
+ * verdict, and one more generation of each destination's ASC MHL history.
+ * No server is needed: this is what frees a card at the speed of the card.
+ */
+export function completeLocal(o: { queue: Queue; card: CardRef; destinations: readonly Destination[] }): {
+  offload: CardOffload;
+  histories: string[];
+} {
+  const offload = cardOffload(o.queue, o.card, o.destinations);
+  const copies = o.queue.copies.ofSource(o.card.sourceId);
+  const byKey = new Map(copies.map((c) => [`${c.destinationId}|${c.relPath}`, c]));
+  const histories = writeDestinationHistories({
+    copies,
+    // Each card folder where its copies are (the label the card had when it was copied).
+    destinations: o.queue.copies.destinations().flatMap((d) => {
+      const c = copies.find((x) => x.destinationId === d.id && x.path.endsWith(x.relPath));
+      return c
+        ? [{ id: d.id, label: d.label, root: c.path.slice(0, c.path.length - c.relPath.length - 1) }]
+        : [];
+    }),
+    card: o.card,
+    tool: TOOL,
+    intact: (c) => {
+      const rec = byKey.get(`${c.destinationId}|${c.relPath}`);
+      return rec !== undefined && stillThere(rec);
+    },
+  });
+  return { offload, histories };
+}
+
 export async function completeSource(o: {
   queue: Queue;
+  /** The local destinations in force. */
+  destinations?: readonly Destination[];
   /** The current target's bucket: objects looked up, the manifest written. */
   bucket: BucketPort;
   card: CardRef;
@@ -39,7 +75,7 @@ export async function completeSource(o: {
     olderThanMs: o.recheckAfterMs,
     ...(o.signal ? { signal: o.signal } : {}),
   });
-  const offload = cardOffload(o.queue, o.card);
+  const offload = cardOffload(o.queue, o.card, o.destinations ?? []);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
   if (manifest.changed) {

@@ -7,18 +7,14 @@
  * the validation (saying so) when neither has them.
  */
 import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateXML } from 'xmllint-wasm';
+import { HAVE_XSD, validateMhl, XSD_DIR } from '../../../test/support/ascmhl-xsd.js';
 import { tempDir } from '../../../test/support/harness.js';
 import { HOSTILE_NAMES, offloadFixture } from '../../../test/support/offload-fixture.js';
 import { buildMhl, buildMhlChain, c4Id, mhlFileName, nextMhlGeneration, xmlText } from './manifest.js';
 import type { OffloadReportInput } from './types.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const XSD_DIR = process.env.ASCMHL_XSD_DIR ?? path.resolve(ROOT, '..', 'shared', 'schemas', 'ascmhl');
-const HAVE_XSD = fs.existsSync(path.join(XSD_DIR, 'ASCMHL.xsd'));
 if (!HAVE_XSD) console.warn(`[manifest] ASC MHL XSDs not found in ${XSD_DIR}: schema validation skipped.`);
 
 const dirs: string[] = [];
@@ -44,18 +40,7 @@ const unescape = (s: string): string =>
 const listedPaths = (xml: string): string[] =>
   [...xml.matchAll(/<path[^>]*>([^<]*)<\/path>/g)].map((m) => unescape(m[1]!));
 
-async function validate(xml: string, xsd: 'ASCMHL.xsd' | 'ASCMHLDirectory.xsd') {
-  const main = fs.readFileSync(path.join(XSD_DIR, 'ASCMHL.xsd'), 'utf8');
-  // The directory schema imports the main one by URL; point it at the local copy.
-  const dir = fs
-    .readFileSync(path.join(XSD_DIR, 'ASCMHLDirectory.xsd'), 'utf8')
-    .replace(/schemaLocation="[^"]*ASCMHL\.xsd"/, 'schemaLocation="ASCMHL.xsd"');
-  return validateXML({
-    xml: [{ fileName: 'manifest.xml', contents: xml }],
-    schema: [{ fileName: xsd, contents: xsd === 'ASCMHL.xsd' ? main : dir }],
-    preload: xsd === 'ASCMHL.xsd' ? [] : [{ fileName: 'ASCMHL.xsd', contents: main }],
-  });
-}
+const validate = validateMhl;
 
 describe('c4Id', () => {
   it('matches the published C4 id of empty input', () => {

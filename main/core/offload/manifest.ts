@@ -36,8 +36,21 @@ export const DMS_NS = 'urn:drone-media-sync:offload:1';
 export const MHL_FOLDER = 'ascmhl';
 export const MHL_CHAIN_FILE = 'ascmhl_chain.xml';
 
-/** Patterns of card content the agent does not offload (see discover.ts and rtk-files.ts). */
-const IGNORED = ['.*', 'MISC', '*.LRF', '*.THM', '*.SCR', '*.SRT', MHL_FOLDER];
+/**
+ * Patterns of what a hash list does not cover: a computer's own files on a
+ * card (discover.ts), the history folder itself, and a copy still being
+ * written. Everything else of a card is kept and listed.
+ */
+export const IGNORED = [
+  '._*',
+  '.DS_Store',
+  '.Spotlight-V100',
+  '.Trashes',
+  '.fseventsd',
+  'System Volume Information',
+  '*.dms-partial',
+  MHL_FOLDER,
+];
 
 // eslint-disable-next-line no-control-regex
 const NOT_XML = /[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
@@ -67,7 +80,7 @@ export function c4Id(data: string | Uint8Array): string {
 }
 
 /** "2024-05-06T11:02:03Z" from any ISO date-time; throws on an invalid one (a caller's bug, not card content). */
-function isoSeconds(value: string | number): string {
+export function isoSeconds(value: string | number): string {
   const d = new Date(value);
   if (Number.isNaN(d.getTime())) throw new Error(`Not a date: ${String(value)}`);
   return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -85,7 +98,7 @@ export function mhlFileName(sequence: number, cardLabel: string, createdAt: stri
   return `${String(sequence).padStart(4, '0')}_${label}_${t.slice(0, 10)}_${t.slice(11, 19).replace(/:/g, '')}Z.mhl`;
 }
 
-const attrs = (values: Record<string, string | number | boolean | null | undefined>): string =>
+export const attrs = (values: Record<string, string | number | boolean | null | undefined>): string =>
   Object.entries(values)
     .filter(([, v]) => v !== null && v !== undefined && v !== '')
     .map(([k, v]) => ` ${k}="${xmlText(String(v))}"`)

@@ -30,7 +30,8 @@ export function ranges(numbers: readonly number[], max = 6): string {
 
 /** "1 photo" / "3 photos". */
 export function count(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
+  // "1,214 files": a crew reads a full card's count at a glance.
+  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 }
 
 /** The last segment of a "/"- or "\"-separated path. */

@@ -13,6 +13,7 @@
  */
 import { deviceName } from '../../shared/domain.js';
 import { POINT_STYLES, fitPoints, pointStyle, scaleBar } from '../../shared/flight-map.js';
+import type { LocalVerdict } from '../copies/local-verdict.js';
 import type { FlightPointView } from '../../shared/flight-map.js';
 import { visible } from '../../shared/visible.js';
 import { baseName, count } from './plain.js';
@@ -37,7 +38,13 @@ export interface OffloadReport {
   hostname: string;
   /** The ASC MHL file of this generation, relative to the card root, if written. */
   hashList: string | null;
+  /** Safe to format: locally safe or in the workspace. */
+  safe: boolean;
+  message: string;
+  /** In the workspace: acknowledged and checked in its bucket. */
   verdict: SafeToFormatVerdict;
+  /** On the local destinations, each copy read back (null: no destination). */
+  local: LocalVerdict | null;
   flights: FlightReport[];
   files: ManifestFile[];
 }
@@ -56,7 +63,10 @@ export function reportJson(input: OffloadReportInput, hashList: string | null = 
     tool: input.tool,
     hostname: input.hostname,
     hashList,
+    safe: input.safe ?? input.verdict.safe,
+    message: input.message ?? input.verdict.message,
     verdict: input.verdict,
+    local: input.local ?? null,
     flights: input.flights.map(({ exposures: _exposures, ...f }) => ({
       ...f,
       points: flightPoints({ ...f, exposures: _exposures }, states),
@@ -252,6 +262,9 @@ footer{color:#57606a;margin-top:20px}
 @media print{body{margin:0;max-width:none}.flight{page-break-inside:avoid}.files{font-size:9px}}
 `;
 
+const reasonList = (reasons: readonly string[]): string =>
+  reasons.length ? `<ul>${reasons.map((x) => `<li>${e(x)}</li>`).join('')}</ul>` : '';
+
 /** The printable page. */
 export function renderReportHtml(r: OffloadReport): string {
   const v = r.verdict;
@@ -264,9 +277,20 @@ export function renderReportHtml(r: OffloadReport): string {
 <title>${e(title)}</title><style>${CSS}</style></head><body>
 <h1>${e(title)}</h1>
 <p class="meta">${e(r.createdAt)} · ${e(r.target.workspaceLabel)}${r.target.serverLabel !== r.target.workspaceLabel ? ` on ${e(r.target.serverLabel)}` : ''} · ${e(r.tool.name)} ${e(r.tool.version)} on ${e(r.hostname)}</p>
-<div class="verdict ${v.safe ? 'safe' : 'unsafe'}" role="status"><h2>${v.safe ? 'Safe to format' : 'Not safe to format yet'}</h2><p>${e(v.message)}</p>${
-    v.reasons.length ? `<ul>${v.reasons.map((x) => `<li>${e(x)}</li>`).join('')}</ul>` : ''
-  }</div>
+<div class="verdict ${r.safe ? 'safe' : 'unsafe'}" role="status"><h2>${r.safe ? 'Safe to format' : 'Not safe to format yet'}</h2><p>${e(r.message)}</p>${
+    r.local ? '' : reasonList(v.reasons)
+  }</div>${
+    r.local
+      ? `<div class="verdict ${r.local.safe ? 'safe' : 'unsafe'}"><h2>Local copies</h2><p>${e(r.local.message)}</p>${reasonList(r.local.reasons)}<p class="meta">${
+          r.local.readBack === 'direct'
+            ? 'Each copy was read back from its disk (O_DIRECT, around the operating system cache) and compared with the card.'
+            : r.local.readBack === 'cache'
+              ? 'Some copies were read back through the operating system cache: this system or file system does not allow reading around it.'
+              : ''
+        }</p></div>
+<div class="verdict ${v.safe ? 'safe' : 'unsafe'}"><h2>In the workspace</h2><p>${e(v.message)}</p>${reasonList(v.reasons)}</div>`
+      : ''
+  }
 <ul class="counts"><li>${count(c.files, 'file')} (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${count(c.flights, 'flight')}, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
 ${r.flights.map((f) => flightSection(f, r.files)).join('\n')}
 <section><h2>Files</h2><table class="files"><thead><tr><th>Path on the card</th><th>Kind</th><th>Size</th><th>MD5</th><th>Captured</th><th>Position</th><th>Aircraft · camera</th><th>State</th><th>Acknowledged</th><th>Bucket check</th><th>Object key</th></tr></thead>

@@ -14,32 +14,62 @@
  *   server) does not count: that bucket is not this one;
  * - every file's object was checked in the current target's bucket: found,
  *   with the expected size, and the checksum where the store gives one (a
- *   mismatch fails; 'not-given', e.g. multipart ETags, passes on size);
+ *   mismatch fails; 'not-given', e.g. multipart ETags, passes on size). A
+ *   file the server said it already held, with no object of ours to look at,
+ *   is in the workspace on the server's word only: that is named and does
+ *   NOT make the card safe (a server that answers "known" for everything
+ *   would otherwise free a card nothing was copied from); verified local
+ *   copies do (see the local verdict);
+ * - the server recorded each callback under the object we uploaded;
+ * - every file found on the card is kept: what could not be read (a name
+ *   that is not text, a file or folder that cannot be opened) stops it;
+ *   what was excluded in the settings, a computer's own files, pipes and
+ *   links out of the card are named, and do not;
  * - no flight is incomplete, unless the crew accepted that flight as it is.
  *
  * Each reason names the files or flights and says what to do. The agent
  * never formats or deletes anything itself: this only tells.
  */
 import { baseName, count, listOf } from './plain.js';
-import type { CardFileFact, SafeToFormatCounts, SafeToFormatInput, SafeToFormatVerdict } from './types.js';
+import type {
+  CardFileFact,
+  SafeToFormatCounts,
+  SafeToFormatInput,
+  SafeToFormatVerdict,
+  SkippedFact,
+} from './types.js';
 
-type Problem = 'pending' | 'waiting' | 'failed' | 'elsewhere' | 'unchecked' | 'absent' | 'different';
+type Problem =
+  | 'pending'
+  | 'waiting'
+  | 'failed'
+  | 'elsewhere'
+  | 'unchecked'
+  | 'on-word'
+  | 'absent'
+  | 'different'
+  | 'other-key';
 
 function problemOf(f: CardFileFact, targetId: string): Problem | null {
   if (f.state === 'pending') return 'pending';
   if (f.state === 'waiting') return 'waiting';
   if (f.state === 'failed') return 'failed';
   const ack = f.acknowledged;
-  const ackFits = ack !== null && ack.targetId === targetId && (f.kind === 'rtk' || ack.how !== 'stored');
+  const ackFits = ack !== null && ack.targetId === targetId && (f.kind !== 'media' || ack.how !== 'stored');
   if (!ackFits) return 'elsewhere';
   const v = f.verified;
   if (v === null || v.targetId !== targetId) return 'unchecked';
+  // The server said it holds the content, and there is no object of ours to look at: its word only.
+  if (v.by === 'server') return 'on-word';
   if (!v.found) return 'absent';
   if (!v.sizeMatches || v.checksum === 'mismatch') return 'different';
+  // The server recorded the file under another object than the one uploaded and checked.
+  if (f.serverKey) return 'other-key';
   return null;
 }
 
-const names = (files: CardFileFact[]): string => listOf(files.map((f) => baseName(f.relPath)));
+const names = (files: ReadonlyArray<{ relPath: string }>): string =>
+  listOf(files.map((f) => baseName(f.relPath)));
 
 /** The verdict for one card. */
 export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
@@ -56,7 +86,7 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   const blocking = incomplete.filter((f) => !accepted.has(f.folder));
 
   const reasons: string[] = [];
-  if (!input.scanComplete) {
+  if (!input.scanComplete && !(input.skipped ?? []).some((x) => x.kind === 'growing')) {
     reasons.push(
       'The card was not read to the end: insert it again and let Drone Media Sync read all of it.',
     );
@@ -94,6 +124,20 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     'different',
     (n, l) => `${n} in the bucket of ${ws} differ from the card (${l}): do not format; sync them again.`,
   );
+  say(
+    'on-word',
+    (n, l) =>
+      `${n} already in ${ws} on the server's word only (${l}): the server had them from elsewhere, and they could not be checked in the bucket. Keep the card, or copy it to a local destination first.`,
+  );
+  say(
+    'other-key',
+    (n, l) =>
+      `${n} recorded by the server under another object than the one uploaded and checked (${l}): check them in the workspace before formatting.`,
+  );
+  const skipped = input.skipped ?? [];
+  const lost = skipped.filter((s) => s.blocking);
+  for (const s of lost) reasons.push(s.kind === 'growing' ? s.message : `Not kept anywhere: ${s.message}`);
+  const notes = namedNotes(skipped.filter((s) => !s.blocking));
   for (const f of blocking) {
     const first = f.flags.find((x) => x.severity === 'incomplete');
     reasons.push(
@@ -101,12 +145,17 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     );
   }
 
-  const notVerified = get('unchecked').length + get('absent').length + get('different').length;
+  const notVerified =
+    get('unchecked').length + get('absent').length + get('different').length + get('other-key').length;
   const counts: SafeToFormatCounts = {
     files: files.length,
     media: files.filter((f) => f.kind === 'media').length,
     rtk: files.filter((f) => f.kind === 'rtk').length,
+    other: files.filter((f) => f.kind === 'other').length,
     verified: files.length - [...by.values()].reduce((n, l) => n + l.length, 0),
+    onServerWord: get('on-word').length,
+    skippedBlocking: lost.length,
+    skippedNamed: skipped.length - lost.length,
     pending: get('pending').length,
     failed: failed.length,
     waiting: get('waiting').length,
@@ -118,7 +167,23 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   };
   const safe = reasons.length === 0;
   const message = verdictLine(card.label, ws, safe, counts, input.scanComplete);
-  return { safe, reasons, counts, message };
+  return { safe, reasons, notes, counts, message };
+}
+
+/** What was not kept on purpose or holds nothing, grouped by reason: named, never silent. */
+function namedNotes(skipped: readonly SkippedFact[]): string[] {
+  const groups: Array<[string, string]> = [
+    ['excluded', 'excluded in the settings, not kept'],
+    ['system', "a computer's own files, not the drone's, not kept"],
+    ['not-a-file', 'not regular files (pipes, devices): no data to keep'],
+    ['outside-root', 'links out of the card: not followed'],
+    ['broken-link', 'links to nothing: skipped'],
+    ['loop', 'links to a folder already read: skipped'],
+  ];
+  return groups.flatMap(([kind, what]) => {
+    const list = skipped.filter((s) => s.kind === kind);
+    return list.length > 0 ? [`${count(list.length, 'item')} ${what} (${names(list)}).`] : [];
+  });
 }
 
 function verdictLine(
@@ -135,6 +200,8 @@ function verdictLine(
     c.failed > 0 && `${c.failed} failed`,
     c.notAcknowledged > 0 && `${c.notAcknowledged} not acknowledged`,
     c.notVerified > 0 && `${c.notVerified} not verified`,
+    c.onServerWord > 0 && `${c.onServerWord} on the server's word only`,
+    c.skippedBlocking > 0 && `${c.skippedBlocking} not kept anywhere`,
     c.flightsIncomplete - c.flightsAccepted > 0 &&
       count(c.flightsIncomplete - c.flightsAccepted, 'flight') + ' incomplete',
   ].filter((p): p is string => typeof p === 'string');

@@ -3,6 +3,8 @@
  * from the queue and the card scan; nothing here touches a database, a file
  * or the network.
  */
+import type { LocalVerdict } from '../copies/local-verdict.js';
+import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';
 
@@ -131,7 +133,7 @@ export type FileQueueState = 'done' | 'pending' | 'failed' | 'waiting';
 
 export interface CardFileFact {
   relPath: string;
-  kind: 'media' | 'rtk';
+  kind: FileKind;
   size: number;
   state: FileQueueState;
   /** The plain-words error of a failed file, if any. */
@@ -150,10 +152,23 @@ export interface CardFileFact {
   verified: {
     targetId: string;
     at: string;
+    /** 'bucket': we looked at the object; 'server': the server said it holds the content (no key of ours to look at). */
+    by?: 'bucket' | 'server';
     found: boolean;
     sizeMatches: boolean;
     checksum: 'match' | 'mismatch' | 'not-given';
   } | null;
+  /** The object key the server recorded the callback under, when it is not the one we uploaded. */
+  serverKey?: string | null;
+}
+
+/** Something a scan found and did not keep, with its reason (see discover.ts). */
+export interface SkippedFact {
+  relPath: string;
+  kind: string;
+  message: string;
+  /** Its content exists on the card only: the card is not safe while it is there. */
+  blocking: boolean;
 }
 
 export interface SafeToFormatInput {
@@ -166,13 +181,22 @@ export interface SafeToFormatInput {
   flights: Array<Pick<FlightCompleteness, 'folder' | 'incomplete' | 'flags'>>;
   /** Flight folders the crew accepted as they are (flagged, but fine to format). */
   acceptedFlights: readonly string[];
+  /** What the last scan found and did not keep. */
+  skipped?: readonly SkippedFact[];
 }
 
 export interface SafeToFormatCounts {
   files: number;
   media: number;
   rtk: number;
+  /** Other files (SRT, LRF, MISC/...): kept as files, stored beside their flight. */
+  other: number;
   verified: number;
+  /** In the workspace on the server's word only: not looked at in the bucket. */
+  onServerWord: number;
+  /** Found and not kept: content only on the card (blocking), or nothing to keep / on purpose. */
+  skippedBlocking: number;
+  skippedNamed: number;
   pending: number;
   failed: number;
   waiting: number;
@@ -187,6 +211,8 @@ export interface SafeToFormatVerdict {
   safe: boolean;
   /** One plain sentence per problem: what, which files or flights, what to do. Empty when safe. */
   reasons: string[];
+  /** What is not kept but does not stop the verdict (excluded in the settings, system files, links out...). */
+  notes: string[];
   counts: SafeToFormatCounts;
   /** The one line for the tray, the window, `status` and the notification. */
   message: string;
@@ -197,7 +223,7 @@ export interface SafeToFormatVerdict {
 /** Everything the manifest says of one card file. */
 export interface ManifestFile {
   relPath: string;
-  kind: 'media' | 'rtk';
+  kind: FileKind;
   size: number;
   mtimeMs: number;
   /** Lowercase hex MD5 of the content as read from the card. */
@@ -215,6 +241,7 @@ export interface ManifestFile {
   objectKey: string | null;
   acknowledged: CardFileFact['acknowledged'];
   verified: CardFileFact['verified'];
+  serverKey?: string | null;
 }
 
 export interface OffloadReportInput {
@@ -226,5 +253,11 @@ export interface OffloadReportInput {
   tool: { name: string; version: string };
   files: ManifestFile[];
   flights: FlightCompleteness[];
+  /** In the workspace. */
   verdict: SafeToFormatVerdict;
+  /** On the local destinations (absent: none). */
+  local?: LocalVerdict | null;
+  /** Safe to format: locally safe or in the workspace, and the one line that says it. */
+  safe?: boolean;
+  message?: string;
 }

@@ -9,6 +9,7 @@ import { toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
 import { checkedObject, type DoneRow } from '../queue/rows.js';
+import { buildObjectKey } from '../storage/keys.js';
 import type { BucketPort } from '../storage/types.js';
 
 /** At most this many HEADs at once. */
@@ -26,22 +27,38 @@ export async function verifySource(
   opts: { olderThanMs: number; signal?: AbortSignal },
 ): Promise<number> {
   const before = Date.now() - opts.olderThanMs;
-  const rows = o.queue
-    .list({ sourceId, states: ['done'], limit: 1_000_000 })
-    .filter(
-      (r): r is DoneRow & { fingerprint: string } =>
-        r.state === 'done' && r.fingerprint !== undefined && (r.verified === null || r.verified.at <= before),
-    );
+  const rows = o.queue.list({ sourceId, states: ['done'], limit: 1_000_000 }).filter(
+    (r): r is DoneRow & { fingerprint: string } =>
+      r.state === 'done' &&
+      r.fingerprint !== undefined &&
+      // The server's word is looked past whenever there is an object of ours to look at.
+      (r.verified === null || r.verified.by === 'server' || r.verified.at <= before),
+  );
   let checked = 0;
   let next = 0;
+  let prefix: string | null = null;
   const worker = async (): Promise<void> => {
     while (next < rows.length && !opts.signal?.aborted) {
       const r = rows[next++] as DoneRow & { fingerprint: string };
-      const key = r.objectKey ?? o.queue.objectKeyOfContent(r.fingerprint);
       try {
-        // Content the server had from elsewhere: no key of ours to look at; its word stands.
+        // Our own object, a twin's; else where an agent of ours would have put this content
+        // (keys are made of the flight folder, the MD5 and the name): another laptop's upload.
+        prefix ??= await o.bucket.prefix(opts.signal);
+        const key =
+          r.objectKey ??
+          o.queue.objectKeyOfContent(r.fingerprint) ??
+          (r.info
+            ? buildObjectKey({
+                prefix,
+                fingerprint: r.fingerprint,
+                relPath: r.relPath,
+                ...(r.info.path ? { flightFolder: r.info.path } : {}),
+              })
+            : null);
         if (!key) continue;
         const v = checkedObject(await o.bucket.stat(key, opts.signal), r.size, r.fingerprint, Date.now());
+        // Not where we would have put it: the server's word is all there is (never "missing").
+        if (!v.found && r.objectKey === null && r.verified?.by === 'server') continue;
         o.queue.apply(r, { type: 'verified', verified: v });
         checked++;
       } catch (err) {

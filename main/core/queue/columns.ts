@@ -24,6 +24,7 @@ interface Columns {
   error_message: string | null;
   done_at: number | null;
   verified: object | null;
+  server_key: string | null;
 }
 
 function columnsOf(r: QueueRow): Columns {
@@ -46,6 +47,7 @@ function columnsOf(r: QueueRow): Columns {
     error_message: r.errorMessage,
     done_at: r.state === 'done' ? r.doneAt : null,
     verified: r.verified,
+    server_key: r.state === 'done' ? r.serverKey : null,
   };
 }
 

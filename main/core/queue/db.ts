@@ -196,6 +196,63 @@ const MIGRATIONS: readonly string[] = [
   INSERT INTO sources (source_id, label, seen_at)
     SELECT source_id, label, MAX(started_at) FROM history GROUP BY source_id;
   `,
+  `
+  -- What the last complete scan of a source found and did not keep, with the
+  -- reason (a link out of the card, a name that is not text, a pipe, excluded
+  -- in the settings...): named in the verdict; blocking = its content exists
+  -- on the card only.
+  CREATE TABLE source_skips (
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    message TEXT NOT NULL,
+    blocking INTEGER NOT NULL,
+    PRIMARY KEY (source_id, rel_path)
+  );
+  -- The object key the server recorded a callback under, when it is not the one we sent.
+  ALTER TABLE files ADD COLUMN server_key TEXT;
+  `,
+  `
+  -- Local destinations (a laptop's SSD, an external drive) a card is copied to:
+  -- 'archive' (never deleted by the agent) or 'staging' (cleaned once every file
+  -- of a card is verified in the workspace and older than keep_days).
+  CREATE TABLE destinations (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    label TEXT NOT NULL,
+    role TEXT NOT NULL,
+    keep_days INTEGER
+  );
+  -- One verified (or failed) copy of one version of a card file on one
+  -- destination: by the file's version, not by the upload target (a copy on a
+  -- disk is a copy whatever the server). copy_size and copy_mtime_ms: the copy
+  -- as written, so a copy changed or removed later is seen.
+  CREATE TABLE copies (
+    source_id TEXT NOT NULL,
+    rel_path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ms INTEGER NOT NULL,
+    destination_id INTEGER NOT NULL REFERENCES destinations (id),
+    path TEXT NOT NULL,
+    state TEXT NOT NULL,
+    md5 TEXT,
+    copy_size INTEGER,
+    copy_mtime_ms INTEGER,
+    read_back TEXT,
+    at INTEGER NOT NULL,
+    error TEXT,
+    PRIMARY KEY (source_id, rel_path, size, mtime_ms, destination_id)
+  );
+  CREATE INDEX copies_destination ON copies (destination_id, source_id);
+  -- A destination that stopped for a card (full, unplugged, read-only), with its reason.
+  CREATE TABLE destination_stops (
+    destination_id INTEGER NOT NULL REFERENCES destinations (id),
+    source_id TEXT NOT NULL,
+    message TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (destination_id, source_id)
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

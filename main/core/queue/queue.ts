@@ -4,6 +4,7 @@ import type { FinishedPart } from '../storage/types.js';
 import { changedColumns } from './columns.js';
 import type { Db } from './db.js';
 import { openDatabase } from './db.js';
+import { CopyFacts } from './copies.js';
 import { FlightFacts } from './flights.js';
 import { History } from './history.js';
 import {
@@ -15,7 +16,14 @@ import {
   type WorkingRow,
 } from './rows.js';
 import { SourceFacts } from './sources.js';
-import { FILE_STATES, isWorking, sqlStates, WORKING_STATES, type FileState } from './states.js';
+import {
+  FILE_STATES,
+  isWorking,
+  sqlStates,
+  WORKING_STATES,
+  type FileState,
+  type WorkingState,
+} from './states.js';
 import { CLEARS_PARTS, transition, type Change } from './transitions.js';
 
 export { FILE_STATES, type FileState } from './states.js';
@@ -104,6 +112,8 @@ export class Queue {
   readonly flights: FlightFacts;
   /** Each source's label and last scan. */
   readonly sources: SourceFacts;
+  /** Local destinations and the verified copies of each file on them. */
+  readonly copies: CopyFacts;
   private readonly db: Db;
   private readonly file: string;
   private readonly stmts;
@@ -119,6 +129,7 @@ export class Queue {
     this.history = new History(db, () => this.targetId, now);
     this.flights = new FlightFacts(db, () => this.targetId, now);
     this.sources = new SourceFacts(db, now);
+    this.copies = new CopyFacts(db, now);
     this.stmts = {
       target: db.prepare<[string], { id: number }>('SELECT id FROM targets WHERE key = ?'),
       addTarget: db.prepare(
@@ -140,22 +151,11 @@ export class Queue {
       ),
       setAbsPath: db.prepare('UPDATE files SET abs_path = ? WHERE id = ? AND abs_path != ?'),
       get: db.prepare<[number], RawRow>('SELECT * FROM files WHERE id = ?'),
-      // The due rows of each working state, oldest first, straight from the
-      // files_due index (target_id, state, next_attempt_at, id): never-failed
-      // rows (next_attempt_at 0) come in id order with no sort, and due
-      // retries are few. This must not cost O(rows pending).
-      readyIds: db.prepare<{ t: number; now: number; limit: number }, { id: number }>(
-        [
-          ...WORKING_STATES.map(
-            (s) =>
-              `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state = '${s}' AND next_attempt_at = 0 ORDER BY id LIMIT @limit)`,
-          ),
-          `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state IN (${WORKING})
-           AND next_attempt_at > 0 AND next_attempt_at <= @now ORDER BY id LIMIT @limit)`,
-        ].join(' UNION ALL '),
-      ),
       nextWake: db.prepare<{ t: number; maxAttempts: number }, { t: number | null }>(
         `SELECT MIN(next_attempt_at) AS t FROM files WHERE target_id = @t AND state IN (${WORKING}) AND attempts < @maxAttempts`,
+      ),
+      hasDiscovered: db.prepare<[number, string], { one: number }>(
+        `SELECT 1 AS one FROM files WHERE target_id = ? AND source_id = ? AND state = 'discovered' LIMIT 1`,
       ),
       hasWork: db.prepare<[number, string], { one: number }>(
         `SELECT 1 AS one FROM files WHERE target_id = ? AND source_id = ? AND state IN (${WORKING}) LIMIT 1`,
@@ -172,6 +172,9 @@ export class Queue {
       ),
       doneTwin: db.prepare<[number, string, number], { id: number }>(
         `SELECT id FROM files WHERE target_id = ? AND fingerprint = ? AND state = 'done' AND id != ? LIMIT 1`,
+      ),
+      triedOrWaiting: db.prepare<[number], RawRow>(
+        `SELECT * FROM files WHERE target_id = ? AND state IN (${WORKING}) AND (attempts > 0 OR next_attempt_at > 0)`,
       ),
       deferredTwins: db.prepare<[number, string], RawRow>(
         `SELECT * FROM files WHERE target_id = ? AND fingerprint = ? AND state IN (${WORKING})
@@ -306,8 +309,10 @@ export class Queue {
    * Ids of due rows, oldest first, for a caller that takes them a few at a
    * time and checks each with dueRow() when it does.
    */
-  readyIds(limit: number): number[] {
-    const ids = this.stmts.readyIds.all({ t: this.targetId, now: this.now(), limit }).map((r) => r.id);
+  readyIds(limit: number, states: readonly WorkingState[] = WORKING_STATES): number[] {
+    const ids = this.readyStatement(states)
+      .all({ t: this.targetId, now: this.now(), limit })
+      .map((r) => r.id);
     ids.sort((a, b) => a - b);
     if (ids.length > limit) ids.length = limit;
     return ids;
@@ -330,6 +335,41 @@ export class Queue {
   }
 
   /** True while a source has files the engine is still working on. */
+  private readonly readyCache = new Map<
+    string,
+    Database.Statement<{ t: number; now: number; limit: number }, { id: number }>
+  >();
+
+  /**
+   * The due rows of each of these states, oldest first, straight from the
+   * files_due index (target_id, state, next_attempt_at, id): never-failed
+   * rows (next_attempt_at 0) come in id order with no sort, and due retries
+   * are few. This must not cost O(rows pending). Prepared once per set.
+   */
+  private readyStatement(states: readonly WorkingState[]) {
+    const key = states.join(',');
+    let stmt = this.readyCache.get(key);
+    if (!stmt) {
+      stmt = this.db.prepare<{ t: number; now: number; limit: number }, { id: number }>(
+        [
+          ...states.map(
+            (s) =>
+              `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state = '${s}' AND next_attempt_at = 0 ORDER BY id LIMIT @limit)`,
+          ),
+          `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state IN (${sqlStates(states)})
+           AND next_attempt_at > 0 AND next_attempt_at <= @now ORDER BY id LIMIT @limit)`,
+        ].join(' UNION ALL '),
+      );
+      this.readyCache.set(key, stmt);
+    }
+    return stmt;
+  }
+
+  /** True while a source has files not read yet (with local copies: not copied yet). */
+  hasUnread(sourceId: string): boolean {
+    return this.stmts.hasDiscovered.get(this.targetId, sourceId) !== undefined;
+  }
+
   hasWork(sourceId: string): boolean {
     return this.stmts.hasWork.get(this.targetId, sourceId) !== undefined;
   }
@@ -356,8 +396,9 @@ export class Queue {
       if (clears) this.stmts.clearParts.run(row.id);
       if (hashed?.info.sn) this.flights.noteSerial(row.sourceId, hashed.info.fileGroupId, hashed.info.sn);
       if (hashed?.mrk) this.flights.noteMrk(row.sourceId, row.relPath, hashed.mrk);
+      for (const copy of hashed?.copies ?? []) this.copies.note(row, copy);
     };
-    if (clears || hashed?.info.sn || hashed?.mrk) this.db.transaction(write)();
+    if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();
     else write();
     return next;
   }
@@ -374,17 +415,29 @@ export class Queue {
     return new DmsError('cancelled', `${row.relPath} moved on to ${now.state} meanwhile.`);
   }
 
-  /** Parks every unfinished file of a source (its card was pulled); returns how many. */
-  parkSource(sourceId: string, message: string): number {
-    return this.applyAll(this.stmts.workingOfSource.all(this.targetId, sourceId), {
-      type: 'parked',
-      message,
-    });
+  /**
+   * Parks every unfinished file of a source (its card was pulled), but those
+   * `goesOn` keeps (a verified local copy to read from); returns how many.
+   */
+  parkSource(sourceId: string, message: string, goesOn: (row: QueueRow) => boolean = () => false): number {
+    const parked = this.stmts.workingOfSource
+      .all(this.targetId, sourceId)
+      .filter((raw) => !goesOn(this.parse(raw)));
+    return this.applyAll(parked, { type: 'parked', message });
   }
 
   /** The row carrying `fingerprint` finished (or stopped): the rows waiting for it are due now. */
   wakeTwins(fingerprint: string): number {
     return this.applyAll(this.stmts.deferredTwins.all(this.targetId, fingerprint), { type: 'woken' });
+  }
+
+  /**
+   * A new one-shot run (`sync`): every file on its way gets its full count of
+   * tries again, due now (see the 'fresh-tries' change). Without this, a file
+   * that used its tries in an earlier run would never be tried by a later one.
+   */
+  freshTries(): number {
+    return this.applyAll(this.stmts.triedOrWaiting.all(this.targetId), { type: 'fresh-tries' });
   }
 
   /** One change to many rows, in one transaction. */

@@ -11,7 +11,9 @@ import type { FileState, Outcome } from '../../shared/states.js';
 export type { Outcome } from '../../shared/states.js';
 
 /** Media (photos, videos: a callback each) or RTK/PPK files (no callback: they carry no media metadata). */
-export type FileKind = 'media' | 'rtk';
+import type { FileKind } from '../media/discover.js';
+
+export type { FileKind } from '../media/discover.js';
 
 /**
  * The object as last checked in the bucket of the row's target. `by`:
@@ -56,6 +58,7 @@ export interface RawRow {
   updated_at: number;
   done_at: number | null;
   verified_json: string | null;
+  server_key: string | null;
 }
 
 /** Columns a transition may set (everything but the identity and the timestamps it keeps itself). */
@@ -113,6 +116,8 @@ export type DoneRow = RowBase &
     outcome: Outcome;
     doneAt: number;
     objectKey: string | null;
+    /** The object key the server recorded the callback under, when not the one uploaded. */
+    serverKey: string | null;
   };
 /** Failed or parked: whatever it had reached is kept for when it resumes. */
 export type ParkedRow = RowBase & Partial<Identity> & Upload & { state: 'failed' | 'waiting-for-source' };
@@ -203,6 +208,7 @@ export function parseRow(r: RawRow, file: string): QueueRow {
         outcome: r.outcome ?? 'uploaded',
         doneAt: r.done_at ?? r.updated_at,
         objectKey: r.object_key,
+        serverKey: r.server_key,
       };
     case 'failed':
     case 'waiting-for-source':

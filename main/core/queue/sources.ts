@@ -13,8 +13,18 @@ export function fallbackLabel(sourceId: string): string {
   return s.kind === 'card' ? s.cardId : path.basename(s.root) || s.root;
 }
 
+/** A file or folder a scan found and did not keep, and why. */
+export interface Skipped {
+  relPath: string;
+  kind: string;
+  message: string;
+  /** Its content exists on the card only: the card is not safe to format while it is there. */
+  blocking: boolean;
+}
+
 export class SourceFacts {
   private readonly stmts;
+  private readonly db: Db;
 
   constructor(
     db: Db,
@@ -32,7 +42,15 @@ export class SourceFacts {
       lastScan: db.prepare<[string], { complete: number; at: number }>(
         'SELECT complete, at FROM source_scans WHERE source_id = ?',
       ),
+      dropSkips: db.prepare<[string]>('DELETE FROM source_skips WHERE source_id = ?'),
+      addSkip: db.prepare(
+        'INSERT OR REPLACE INTO source_skips (source_id, rel_path, kind, message, blocking) VALUES (?, ?, ?, ?, ?)',
+      ),
+      skips: db.prepare<[string], { rel_path: string; kind: string; message: string; blocking: number }>(
+        'SELECT rel_path, kind, message, blocking FROM source_skips WHERE source_id = ? ORDER BY rel_path',
+      ),
     };
+    this.db = db;
   }
 
   /** The source was seen under this label (a card's volume label, a folder's path). */
@@ -49,6 +67,21 @@ export class SourceFacts {
   /** A scan of the source ended: read to the end (complete) or cut short (a pulled card). */
   recordScan(sourceId: string, complete: boolean): void {
     this.stmts.recordScan.run(sourceId, complete ? 1 : 0, this.now());
+  }
+
+  /** What the scan that just ended did not keep: replaces the list of the scan before. */
+  recordSkips(sourceId: string, skipped: readonly Skipped[]): void {
+    this.db.transaction(() => {
+      this.stmts.dropSkips.run(sourceId);
+      for (const s of skipped)
+        this.stmts.addSkip.run(sourceId, s.relPath, s.kind, s.message, s.blocking ? 1 : 0);
+    })();
+  }
+
+  skipped(sourceId: string): Skipped[] {
+    return this.stmts.skips
+      .all(sourceId)
+      .map((r) => ({ relPath: r.rel_path, kind: r.kind, message: r.message, blocking: r.blocking === 1 }));
   }
 
   lastScan(sourceId: string): { complete: boolean; at: number } | undefined {

@@ -43,6 +43,7 @@ const TABLE: Record<ChangeType, Cell[]> = {
   resumed: [_, _, _, _, _, _, _, 'uploading'],
   retried: [_, _, _, _, _, _, 'uploading', _],
   woken: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded', _, _, _],
+  'fresh-tries': ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded', _, _, _],
 };
 
 const NOW = 1_700_000_000_000;
@@ -78,6 +79,7 @@ const CHANGES: Record<ChangeType, Change> = {
   resumed: { type: 'resumed' },
   retried: { type: 'retried' },
   woken: { type: 'woken' },
+  'fresh-tries': { type: 'fresh-tries' },
 };
 
 /** A row in `state` with everything that state carries (parked and failed ones stopped while uploading). */
@@ -115,7 +117,7 @@ function rowIn(state: FileState): QueueRow {
     case 'uploaded':
       return { ...base, ...id, ...upload, multipart: null, objectKey: 'p/k', state };
     case 'done':
-      return { ...base, ...id, state, outcome: 'uploaded', doneAt: 1, objectKey: 'p/k' };
+      return { ...base, ...id, state, outcome: 'uploaded', doneAt: 1, objectKey: 'p/k', serverKey: null };
     case 'failed':
     case 'waiting-for-source':
       return { ...base, ...id, ...upload, resumeState: 'uploading', state };
@@ -172,6 +174,24 @@ describe('what each change carries', () => {
     const deferred = transition(rowIn('hashed'), CHANGES.defer, NOW);
     expect(deferred).toMatchObject({ attempts: 0, errorKind: null, errorMessage: 'waiting for a twin' });
     expect(transition(deferred, CHANGES.woken, NOW)).toMatchObject({ nextAttemptAt: 0, errorMessage: null });
+  });
+
+  it('a new one-shot run gives a file its tries again, due now; a lost callback answer keeps its settle wait', () => {
+    const tried = transition(transition(rowIn('uploading'), CHANGES.retry, NOW), CHANGES.retry, NOW);
+    expect(tried).toMatchObject({ attempts: 2, nextAttemptAt: NOW + 5000 });
+    expect(transition(tried, CHANGES['fresh-tries'], NOW)).toMatchObject({
+      attempts: 0,
+      nextAttemptAt: 0,
+      errorKind: 'network',
+    });
+    const settling = {
+      ...transition(rowIn('uploaded'), CHANGES.retry, NOW),
+      callbackUnknown: true,
+    } as QueueRow;
+    expect(transition(settling, CHANGES['fresh-tries'], NOW)).toMatchObject({
+      attempts: 0,
+      nextAttemptAt: NOW + 5000,
+    });
   });
 
   it('parked and failed rows go back to where they were, with their upload', () => {

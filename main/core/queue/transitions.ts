@@ -12,6 +12,7 @@
  */
 import type { DmsError } from '../errors.js';
 import type { MrkParseResult } from '../media/mrk.js';
+import type { CopyRecord } from './copies.js';
 import type { FileInfo } from './file-info.js';
 import type {
   CheckedRow,
@@ -37,6 +38,8 @@ export type Change =
       info: FileInfo;
       /** An exposure log (MRK), parsed: kept for the flight's report, also once the card is gone. */
       mrk?: MrkParseResult;
+      /** Its local copies, written by the same read and read back: verified, or failed with the reason. */
+      copies?: CopyRecord[];
     }
   /** hashed -> fast-upload-checked without asking (RTK files: fast-upload is about media). */
   | { type: 'check-skipped' }
@@ -59,8 +62,12 @@ export type Change =
   | { type: 'uploaded'; objectKey: string; bytesSent: number; verified: Verification | null }
   /** Written just before a callback goes out: lost answer or crash, the next try asks first. */
   | { type: 'callback-sent' }
-  /** The callback was acknowledged (or, asked after a lost answer, the server holds the file). */
-  | { type: 'recorded' }
+  /**
+   * The callback was acknowledged (or, asked after a lost answer, the server
+   * holds the file); `serverKey` when the server says it recorded another
+   * object key than the one uploaded.
+   */
+  | { type: 'recorded'; serverKey?: string }
   /** RTK/PPK files (no callback): the object was checked in the bucket. */
   | { type: 'stored'; verified: Verification }
   /** A done file looked at again in the bucket. */
@@ -80,7 +87,13 @@ export type Change =
   /** The crew's retry: back in line where it failed. */
   | { type: 'retried' }
   /** The twin it waited for finished: due now. */
-  | { type: 'woken' };
+  | { type: 'woken' }
+  /**
+   * A new one-shot run (`sync`) starts: the file gets its full count of tries
+   * again, due now. A callback whose answer was lost keeps its settle wait
+   * (asking before posting again must not come early).
+   */
+  | { type: 'fresh-tries' };
 
 export type ChangeType = Change['type'];
 
@@ -106,6 +119,7 @@ export const CHANGE_TYPES: readonly ChangeType[] = [
   'resumed',
   'retried',
   'woken',
+  'fresh-tries',
 ];
 
 /** An outcome that cannot happen in the row's state: a bug, or a row that moved on meanwhile. */
@@ -142,6 +156,7 @@ export const ALLOWED_FROM: Readonly<Record<ChangeType, readonly FileState[]>> = 
   resumed: ['waiting-for-source'],
   retried: ['failed'],
   woken: ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'],
+  'fresh-tries': ['discovered', 'hashed', 'fast-upload-checked', 'uploading', 'uploaded'],
 };
 
 /** Changes after which the part log's parts are of no use any more. */
@@ -238,7 +253,8 @@ export function transition(row: QueueRow, change: Change, now: number): QueueRow
     }
     case 'recorded': {
       const r = row as UploadedRow;
-      return done(r, 'uploaded', now, { objectKey: r.objectKey, verified: r.verified });
+      const next = done(r, 'uploaded', now, { objectKey: r.objectKey, verified: r.verified });
+      return change.serverKey !== undefined ? { ...next, serverKey: change.serverKey } : next;
     }
     case 'stored': {
       const r = row as UploadedRow;
@@ -297,6 +313,11 @@ export function transition(row: QueueRow, change: Change, now: number): QueueRow
         ...(change.type === 'retried' ? { attempts: 0 } : {}),
       };
     }
+    case 'fresh-tries': {
+      const r = row as WorkingRow;
+      const settling = 'callbackUnknown' in r && r.callbackUnknown;
+      return { ...r, attempts: 0, nextAttemptAt: settling ? r.nextAttemptAt : 0 };
+    }
     case 'woken': {
       const r = row as WorkingRow;
       return { ...r, nextAttemptAt: 0, errorMessage: null };
@@ -319,6 +340,7 @@ function done(
     outcome,
     doneAt: now,
     objectKey: o.objectKey,
+    serverKey: null,
     verified: o.verified,
     resumeState: null,
     errorKind: null,

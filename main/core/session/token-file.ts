@@ -2,11 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
-/** A sign-in: the server it is for, the workspace, and the access token. */
+/** A sign-in: the server it is for, the workspace, the access token, and who signed in (when known). */
 export interface StoredToken {
   server: string;
   workspaceId: string;
   token: string;
+  /** The user name given at sign-in (the app shows who is signed in); absent for a pasted token. */
+  user?: string;
 }
 
 /** Where a sign-in is kept: the owner-only file (CLI), or the OS keyring (the app). */
@@ -16,7 +18,12 @@ export interface TokenStore {
   clear(): void;
 }
 
-const StoredTokenSchema = z.object({ server: z.string(), workspaceId: z.string(), token: z.string().min(1) });
+const StoredTokenSchema = z.object({
+  server: z.string(),
+  workspaceId: z.string(),
+  token: z.string().min(1),
+  user: z.string().max(256).optional(),
+});
 
 /** Parses a stored sign-in; anything else (a damaged or foreign file) is as good as none. */
 export function parseStoredToken(text: string): StoredToken | null {

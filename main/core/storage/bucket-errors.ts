@@ -152,8 +152,11 @@ export function toBucketError(err: unknown, f: BucketFailure, ctx: FailureContex
     f.code !== undefined
       ? `${f.code}${f.status !== undefined ? ` (HTTP ${f.status})` : ''}`
       : `HTTP ${f.status ?? '?'}`;
-  const text =
-    kind === 'network' || kind === 'timeout'
+  // A timeout the bucket answered (S3's 400 RequestTimeout): it was reached, our request stalled.
+  const stalled = kind === 'timeout' && f.status !== undefined;
+  const text = stalled
+    ? `The bucket stopped waiting for the rest of the request during ${ctx.op} (${what}): nothing arrived for too long.`
+    : kind === 'network' || kind === 'timeout'
       ? `The bucket could not be reached (${f.code ?? 'network error'}) during ${ctx.op}.`
       : kind === 'malformed-response'
         ? `The bucket's answer to ${ctx.op} could not be read (HTTP ${f.status ?? '?'}; a proxy page?). It will be retried.`
@@ -165,6 +168,12 @@ export function toBucketError(err: unknown, f: BucketFailure, ctx: FailureContex
     ...(f.code !== undefined ? { serverCode: f.code } : {}),
     serverMessage: message,
     ...(retryable !== undefined ? { retryable } : {}),
+    ...(stalled
+      ? {
+          plain:
+            'The storage bucket stopped waiting for an upload that stalled (a slow or interrupted connection). It will be retried by itself.',
+        }
+      : {}),
   });
 }
 

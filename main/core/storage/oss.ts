@@ -142,14 +142,14 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
     buf: Buffer,
     signal: AbortSignal | undefined,
     onChunk: (sent: number) => void = () => undefined,
-  ): Body => pacedBody(buf, { throttle: opts.throttle, signal, onChunk });
+  ): Promise<Body> => pacedBody(buf, { throttle: opts.throttle, signal, onChunk });
   const mime = (req: UploadRequest): { mime?: string } =>
     req.contentType !== undefined ? { mime: req.contentType } : {};
 
   const backend: StorageBackend = {
     async putObject(req, buf, md5, onChunk) {
-      const out = await call('PutObject', req.key, req.signal, (c) =>
-        c.put(req.key, body(buf, req.signal, onChunk), {
+      const out = await call('PutObject', req.key, req.signal, async (c) =>
+        c.put(req.key, await body(buf, req.signal, onChunk), {
           headers: { 'Content-MD5': md5 },
           contentLength: buf.length,
           ...mime(req),
@@ -172,8 +172,8 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
     },
 
     async uploadPart(req, uploadId, partNumber, buf, md5, signal) {
-      const out = await call('UploadPart', req.key, signal, (c) =>
-        c.uploadPart(req.key, uploadId, partNumber, body(buf, signal), 0, buf.length, {
+      const out = await call('UploadPart', req.key, signal, async (c) =>
+        c.uploadPart(req.key, uploadId, partNumber, await body(buf, signal), 0, buf.length, {
           headers: { 'Content-MD5': md5 },
         }),
       );

@@ -16,7 +16,7 @@ export const MIN_PART_SIZE = 5 * MiB;
 export const DEFAULT_PART_SIZE = 8 * MiB;
 export const DEFAULT_MULTIPART_THRESHOLD = 16 * MiB;
 export const DEFAULT_PART_CONCURRENCY = 4;
-/** Granularity of pacing (throttle) and of streamed progress. */
+/** The largest slice of a body handed over at once (paced by the throttle, with progress). */
 export const CHUNK_SIZE = 256 * 1024;
 
 /** Part size for a new multipart upload: the preference, raised to fit in 10,000 parts. */
@@ -65,31 +65,51 @@ export async function readRangeWithMd5(
   }
 }
 
+/**
+ * The bandwidth limit: waits for the caller's turn and resolves with how
+ * many of `upTo` bytes may be handed over now (at least 1). Rejecting
+ * (e.g. on abort) fails the request. See sync/bandwidth.ts.
+ */
+export type Throttle = (upTo: number, signal?: AbortSignal) => Promise<number>;
+
 export interface PaceOptions {
-  throttle?: ((bytes: number, signal?: AbortSignal) => Promise<void>) | undefined;
+  throttle?: Throttle | undefined;
   signal?: AbortSignal | undefined;
   /** Called with the total bytes handed to the socket so far. */
   onChunk?: ((sentSoFar: number) => void) | undefined;
   /**
-   * A stream even without throttle or progress. The S3 SDK signs a stream
-   * body as UNSIGNED-PAYLOAD instead of hashing a Buffer body with SHA-256
-   * first: a second full pass over every byte, on the event loop, that adds
-   * nothing when Content-MD5 (checked by the bucket) is sent anyway.
+   * A stream even without throttle or progress. undici (s3-put.ts) counts
+   * its headers timeout from the start of a request whose body is a Buffer,
+   * however long the socket takes to send it, but from the last write of a
+   * streamed one: only a stream keeps a slow upload from being cut.
    */
   stream?: boolean;
 }
 
 /**
- * A request body that hands `buf` over in CHUNK_SIZE slices, awaiting the
- * throttle before each one, and that dies on abort (so a request stuck
- * behind the throttle or a slow socket ends at once). Without a throttle
- * or progress the plain Buffer is returned (the SDKs send it as is), unless
- * `stream` asks for a stream (then handed over without waiting).
+ * A request body that hands `buf` over in slices of at most CHUNK_SIZE, as
+ * many bytes as the throttle grants each time, and that dies on abort (so a
+ * request stuck behind the throttle or a slow socket ends at once). Without
+ * a throttle or progress the plain Buffer is returned (the SDKs send it as
+ * is), unless `stream` asks for a stream (then handed over without waiting).
+ *
+ * Resolves once the first slice is granted, so call it before the request
+ * is made: an HTTP client (undici, node:http) takes a connection for the
+ * request at once but writes the request line and headers only with the
+ * first body bytes. A body still waiting for its turn would hold a silent
+ * connection, which servers cut (the bucket answered 408 after its 10-s
+ * headers timeout; a reused keep-alive connection was closed after 5 s).
  */
-export function pacedBody(buf: Buffer, opts: PaceOptions): Buffer | Readable {
-  const paced = opts.throttle !== undefined || opts.onChunk !== undefined;
+export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer | Readable> {
+  const { throttle } = opts;
+  const paced = throttle !== undefined || opts.onChunk !== undefined;
   if (!paced && opts.stream !== true) return buf;
+  const grant = (upTo: number): Promise<number> =>
+    throttle ? throttle(upTo, opts.signal) : Promise.resolve(upTo);
+  const nextSize = (from: number): number => Math.min(CHUNK_SIZE, buf.length - from);
   let offset = 0;
+  // Granted ahead of the request (see above); none for an empty body.
+  let granted: number | undefined = buf.length > 0 && paced ? await grant(nextSize(0)) : undefined;
   const stream = new Readable({
     highWaterMark: CHUNK_SIZE,
     read() {
@@ -97,18 +117,20 @@ export function pacedBody(buf: Buffer, opts: PaceOptions): Buffer | Readable {
         this.push(null);
         return;
       }
-      const chunk = buf.subarray(offset, offset + CHUNK_SIZE);
-      offset += chunk.length;
       if (!paced) {
+        const chunk = buf.subarray(offset, offset + CHUNK_SIZE);
+        offset += chunk.length;
         this.push(chunk);
         return;
       }
-      const sent = offset;
-      const wait = opts.throttle ? opts.throttle(chunk.length, opts.signal) : Promise.resolve();
-      wait.then(
-        () => {
+      const ready = granted !== undefined ? Promise.resolve(granted) : grant(nextSize(offset));
+      granted = undefined;
+      ready.then(
+        (n) => {
           if (stream.destroyed) return;
-          opts.onChunk?.(sent);
+          const chunk = buf.subarray(offset, offset + Math.max(1, n));
+          offset += chunk.length;
+          opts.onChunk?.(offset);
           this.push(chunk);
         },
         (err: unknown) => stream.destroy(err instanceof Error ? err : new Error(String(err))),

@@ -76,31 +76,100 @@ interface Signing {
 
 export interface PutRequest {
   key: string;
-  body: Buffer | Readable;
+  /**
+   * Made once a connection is free for this PUT, just before it is signed
+   * (parts.ts pacedBody: it also waits for the bandwidth limit's turn).
+   */
+  body: () => Promise<Buffer | Readable>;
   length: number;
   md5: string;
   contentType?: string;
   /** UploadPart when set; PutObject otherwise. */
   part?: { uploadId: string; partNumber: number };
+  /** Sends If-None-Match: * (PutObject only): the bucket refuses to replace an existing object. */
+  ifNoneMatch?: boolean;
   signal?: AbortSignal;
 }
 
 const ERROR_BODY_MAX = 64 * 1024;
 
 /**
+ * At most `size` holders at once; the others wait in line, first come first
+ * served. One that gives up (its signal aborts) leaves the line at once.
+ */
+export class Slots {
+  private free: number;
+  private readonly line: Array<() => void> = [];
+
+  constructor(size: number) {
+    this.free = Math.max(1, size);
+  }
+
+  /** Resolves with the function that gives the slot back (once). */
+  async take(signal?: AbortSignal): Promise<() => void> {
+    if (this.free > 0) this.free--;
+    else await this.wait(signal);
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const next = this.line.shift();
+      if (next) next();
+      else this.free++;
+    };
+  }
+
+  private wait(signal: AbortSignal | undefined): Promise<void> {
+    const aborted = (): Error => new DOMException('The operation was aborted', 'AbortError');
+    if (signal?.aborted === true) return Promise.reject(aborted());
+    return new Promise((resolve, reject) => {
+      const turn = (): void => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.line.splice(this.line.indexOf(turn), 1);
+        reject(aborted());
+      };
+      this.line.push(turn);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+/**
  * Signed PUTs for the clients of one uploader. Signing material is cached per
  * S3Client, i.e. per set of credentials (session.ts builds a new client when
  * they change), so a refresh never signs with stale keys.
+ *
+ * At most `connections` PUTs are under way at once (the dispatcher's own
+ * number of connections); the others wait here, before their body is made
+ * and before they are signed. Waiting in the dispatcher's queue instead, a
+ * PUT would go out with a signature as old as the wait, which buckets refuse
+ * after 15 minutes: an easy wait behind parts trickling up a slow uplink.
  */
 export class SignedPut {
   private readonly cache = new WeakMap<S3Client, Promise<Signing>>();
+  private readonly slots: Slots;
 
   constructor(
     private readonly dispatcher: Dispatcher,
     private readonly timeouts: { headersMs: number; bodyMs: number },
-  ) {}
+    connections: number,
+  ) {
+    this.slots = new Slots(connections);
+  }
 
   async send(client: S3Client, t: BucketTarget, req: PutRequest): Promise<string | undefined> {
+    const release = await this.slots.take(req.signal);
+    try {
+      return await this.sendNow(client, t, req);
+    } finally {
+      release();
+    }
+  }
+
+  private async sendNow(client: S3Client, t: BucketTarget, req: PutRequest): Promise<string | undefined> {
     let signing = this.cache.get(client);
     if (!signing) {
       signing = prepare(client, t);
@@ -118,7 +187,9 @@ export class SignedPut {
       'content-md5': req.md5,
       'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
       ...(req.contentType !== undefined && !req.part ? { 'content-type': req.contentType } : {}),
+      ...(req.ifNoneMatch === true && !req.part ? { 'if-none-match': '*' } : {}),
     };
+    const body = await req.body();
     const signed = await signer.sign(
       {
         method: 'PUT',
@@ -138,7 +209,7 @@ export class SignedPut {
     const res = await request(url, {
       method: 'PUT',
       headers: signed.headers,
-      body: req.body,
+      body,
       dispatcher: this.dispatcher,
       ...(req.signal ? { signal: req.signal } : {}),
       headersTimeout: this.timeouts.headersMs,

@@ -12,10 +12,19 @@
  *   credential refresh does not cut the parts in flight.
  * - the bytes themselves (PutObject, UploadPart) go through s3-put.ts: the
  *   SDK's signer without its per-request middleware cost.
+ * - conditional writes: PutObject and CompleteMultipartUpload carry
+ *   If-None-Match: *, so a write that is retried (a lost answer, a restart)
+ *   cannot replace an object another writer completed meanwhile. The key
+ *   holds the file's MD5 (keys.ts): an object found there with the file's
+ *   size (and, when its ETag is a plain MD5, the file's MD5) is this file,
+ *   and the upload is done; anything else is reported and left alone. A
+ *   store that ignores the header (Ceph RGW 16 here) writes as before; one
+ *   that refuses it (501) is asked again without it, and not asked again.
  */
 import http from 'node:http';
 import https from 'node:https';
 import {
+  AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   HeadObjectCommand,
@@ -49,9 +58,10 @@ export function s3Failure(err: unknown): BucketFailure {
     $fault?: unknown;
   };
   const message = typeof e.message === 'string' ? e.message : String(err);
-  const net = networkCode(err);
-  if (net !== undefined) return { code: net, message };
   const status = e.$metadata?.httpStatusCode;
+  // An answer's code is the bucket's (S3's RequestTimeout is also a timeout code): it keeps its status.
+  const net = status === undefined ? networkCode(err) : undefined;
+  if (net !== undefined) return { code: net, message };
   // Only service exceptions carry the bucket's code in `name`; a TypeError's name is not a code.
   const isService = e.$fault !== undefined || status !== undefined;
   const code = isService && typeof e.name === 'string' ? e.name : undefined;
@@ -77,20 +87,34 @@ const SILENT = {
   error: () => undefined,
 };
 
+/**
+ * Connections to one bucket, at most: for the bytes (PUTs beyond it wait
+ * their turn, see SignedPut), and again for the SDK's few requests per file.
+ * The embedded bucket, like the API, takes 64 from one client address; 32
+ * parallel PUTs fill any uplink a crew has.
+ */
+export const MAX_DATA_CONNECTIONS = 32;
+export const MAX_SDK_CONNECTIONS = 16;
+const DEFAULT_STALL_TIMEOUT_MS = 120_000;
+
 export function createS3Uploader(opts: UploaderOptions): Uploader {
   const cfg = resolveConfig(opts);
-  const maxSockets = opts.maxSockets ?? Math.max(16, cfg.partConcurrency * 4);
+  const maxSockets = Math.min(MAX_DATA_CONNECTIONS, opts.maxSockets ?? Math.max(16, cfg.partConcurrency * 4));
+  const sdkSockets = Math.min(MAX_SDK_CONNECTIONS, maxSockets);
   const ca = opts.ca;
-  const httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...(ca ? { ca } : {}) });
+  const httpAgent = new http.Agent({ keepAlive: true, maxSockets: sdkSockets });
+  const httpsAgent = new https.Agent({ keepAlive: true, maxSockets: sdkSockets, ...(ca ? { ca } : {}) });
   const dataAgent = new Agent({
     connections: maxSockets,
     keepAliveTimeout: 10_000,
     connect: { timeout: 15_000, ...(ca ? { ca } : {}) },
     allowH2: false, // HTTP/1.1 as the SDK's own requests (undici 8 would take HTTP/2 when offered)
   });
-  // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine.
-  const signedPut = new SignedPut(dataAgent, { headersMs: 120_000, bodyMs: 120_000 });
+  // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine. (undici's
+  // headersTimeout counts from when a request starts, except while it is writing a streamed body:
+  // hence streamed bodies only, see uploadPart.)
+  const stallMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+  const signedPut = new SignedPut(dataAgent, { headersMs: stallMs, bodyMs: stallMs }, maxSockets);
 
   // The bucket's clock as the clients learnt it from its answers (their
   // systemClockOffset), carried over to the client built for new credentials.
@@ -113,7 +137,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       // Failures are classified and reported by us; the SDK must not print to the console.
       logger: SILENT,
       // requestTimeout is an idle timeout on the socket, not a total: slow links are fine.
-      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: 120_000 },
+      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: stallMs },
     });
   const session = new ClientSession<S3Client>(opts.target, build, worthRefresh);
 
@@ -150,6 +174,60 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
 
   const abortOpt = (signal: AbortSignal | undefined): { abortSignal?: AbortSignal } =>
     signal ? { abortSignal: signal } : {};
+
+  async function stat(
+    key: string,
+    signal?: AbortSignal,
+  ): Promise<{ size: number; etag: string | null } | null> {
+    try {
+      const head = await call('HeadObject', key, signal, (c, t) =>
+        c.send(new HeadObjectCommand({ Bucket: t.bucket, Key: key }), abortOpt(signal)),
+      );
+      return { size: head.ContentLength ?? -1, etag: head.ETag ? head.ETag.replace(/"/g, '') : null };
+    } catch (err) {
+      if (err instanceof DmsError && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  // Whether the store takes If-None-Match (see the top of this file).
+  let conditional = true;
+  /** The write with If-None-Match: * where the store takes it; 'exists' when an object is already there. */
+  async function exclusive<T>(write: (ifNoneMatch: boolean) => Promise<T>): Promise<T | 'exists'> {
+    if (conditional) {
+      try {
+        return await write(true);
+      } catch (err) {
+        if (!(err instanceof DmsError) || (err.status !== 412 && err.status !== 501)) throw err;
+        if (err.status === 412) return 'exists';
+        conditional = false;
+      }
+    }
+    return write(false);
+  }
+
+  /** The ETag of the object already at the key if it is this file, else a refusal to replace it. */
+  async function alreadyThere(op: string, req: UploadRequest, md5Hex?: string): Promise<string | undefined> {
+    const found = await stat(req.key, req.signal);
+    const plainMd5 = found?.etag != null && /^[0-9a-f]{32}$/.test(found.etag);
+    if (found && found.size === req.size && (md5Hex === undefined || !plainMd5 || found.etag === md5Hex)) {
+      return found.etag !== null ? `"${found.etag}"` : undefined;
+    }
+    throw new DmsError(
+      'storage',
+      `The bucket already holds another object at ${req.key} (${found ? `${found.size} bytes` : 'gone since'}); it was not replaced.`,
+      {
+        method: op,
+        path: req.key,
+        status: 412,
+        serverCode: 'PreconditionFailed',
+        retryable: found === null,
+        plain:
+          'Another upload put a different file where this one goes; it was left as it is. ' +
+          'Ask whoever manages the bucket to check that object.',
+      },
+    );
+  }
   const required = (value: string | undefined, op: string): string => {
     if (value === undefined || value === '') {
       throw new DmsError('malformed-response', `The bucket's answer to ${op} lacks its identifier.`, {
@@ -161,17 +239,23 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
 
   const backend: StorageBackend = {
     async putObject(req, body, md5, onChunk) {
-      return call('PutObject', req.key, req.signal, (c, t) =>
-        signedPut.send(c, t, {
-          key: req.key,
-          // A new paced stream per attempt: a credential retry sends the body again.
-          body: pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
-          length: body.length,
-          md5,
-          ...(req.contentType !== undefined ? { contentType: req.contentType } : {}),
-          ...(req.signal ? { signal: req.signal } : {}),
-        }),
+      const etag = await exclusive((ifNoneMatch) =>
+        call('PutObject', req.key, req.signal, (c, t) =>
+          signedPut.send(c, t, {
+            key: req.key,
+            // A new paced stream per attempt: a credential retry sends the body again.
+            body: () => pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
+            length: body.length,
+            md5,
+            ifNoneMatch,
+            ...(req.contentType !== undefined ? { contentType: req.contentType } : {}),
+            ...(req.signal ? { signal: req.signal } : {}),
+          }),
+        ),
       );
+      return etag === 'exists'
+        ? alreadyThere('PutObject', req, Buffer.from(md5, 'base64').toString('hex'))
+        : etag;
     },
 
     async createMultipart(req) {
@@ -192,7 +276,9 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       const etag = await call('UploadPart', req.key, signal, (c, t) =>
         signedPut.send(c, t, {
           key: req.key,
-          body: pacedBody(body, { throttle: opts.throttle, signal }),
+          // Streamed even without a limit: undici takes a Buffer as sent once it is handed to the
+          // socket, and its headers timeout then cuts a part still draining up a slow uplink.
+          body: () => pacedBody(body, { throttle: opts.throttle, signal, stream: true }),
           length: body.length,
           md5,
           part: { uploadId, partNumber },
@@ -228,18 +314,26 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     },
 
     async completeMultipart(req, uploadId, parts) {
-      const out = await call('CompleteMultipartUpload', req.key, req.signal, (c, t) =>
-        c.send(
-          new CompleteMultipartUploadCommand({
-            Bucket: t.bucket,
-            Key: req.key,
-            UploadId: uploadId,
-            MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
-          }),
-          abortOpt(req.signal),
+      const out = await exclusive((ifNoneMatch) =>
+        call('CompleteMultipartUpload', req.key, req.signal, (c, t) =>
+          c.send(
+            new CompleteMultipartUploadCommand({
+              Bucket: t.bucket,
+              Key: req.key,
+              UploadId: uploadId,
+              MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
+              ...(ifNoneMatch ? { IfNoneMatch: '*' } : {}),
+            }),
+            abortOpt(req.signal),
+          ),
         ),
       );
-      return out.ETag;
+      if (out !== 'exists') return out.ETag;
+      // The parts are not needed any more, whatever is there: best effort.
+      await call('AbortMultipartUpload', req.key, req.signal, (c, t) =>
+        c.send(new AbortMultipartUploadCommand({ Bucket: t.bucket, Key: req.key, UploadId: uploadId })),
+      ).catch(() => undefined);
+      return alreadyThere('CompleteMultipartUpload', req);
     },
   };
 
@@ -250,17 +344,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       return (await this.stat(key, signal)) !== null;
     },
 
-    async stat(key, signal) {
-      try {
-        const head = await call('HeadObject', key, signal, (c, t) =>
-          c.send(new HeadObjectCommand({ Bucket: t.bucket, Key: key }), abortOpt(signal)),
-        );
-        return { size: head.ContentLength ?? -1, etag: head.ETag ? head.ETag.replace(/"/g, '') : null };
-      } catch (err) {
-        if (err instanceof DmsError && err.status === 404) return null;
-        throw err;
-      }
-    },
+    stat,
 
     close() {
       session.forget();

@@ -1,4 +1,5 @@
 import type { StorageProvider } from '../api/types.js';
+import type { Throttle } from './parts.js';
 
 /** Temporary bucket credentials, in memory only (never persisted, never logged). */
 export interface BucketCredentials {
@@ -86,11 +87,20 @@ export interface UploaderOptions {
   /** Parts of one file in flight at once. */
   partConcurrency?: number;
   /**
-   * Bandwidth limit hook: awaited before each chunk (≤ 256 KiB) of a body is
-   * handed to the socket. Rejecting (e.g. on abort) fails that request.
+   * Bandwidth limit hook: awaited before each slice (≤ 256 KiB) of a body is
+   * handed to the socket, and resolving with the size of that slice; the
+   * first one before the request is made (parts.ts, pacedBody). Rejecting
+   * (e.g. on abort) fails that request.
    */
-  throttle?: (bytes: number, signal?: AbortSignal) => Promise<void>;
-  /** Keep-alive sockets per uploader; should cover partConcurrency × files in flight. */
+  throttle?: Throttle;
+  /**
+   * A request is given up after this long without progress: no more of its
+   * body taken by the connection, or no answer once the body is sent. Never a
+   * limit on a whole request: a part may take hours on a slow uplink. Default
+   * 120 s (S3 only).
+   */
+  stallTimeoutMs?: number;
+  /** Keep-alive sockets per uploader; should cover partConcurrency × files in flight (S3: 32 at most). */
   maxSockets?: number;
   /**
    * Certificate authorities to trust for the bucket, in place of Node's list
@@ -118,6 +128,8 @@ export type ObjectStat = { size: number; etag: string | null } | null;
  * nothing more (it never sees the engine).
  */
 export interface BucketPort {
+  /** The current target's object key prefix (the workspace's folder in the bucket). */
+  prefix(signal?: AbortSignal): Promise<string>;
   stat(key: string, signal?: AbortSignal): Promise<ObjectStat>;
   /** Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`; returns the key. */
   put(

@@ -62,6 +62,10 @@ export class BucketAccess implements BucketPort {
     return u;
   }
 
+  async prefix(signal?: AbortSignal): Promise<string> {
+    return (await this.sts.get(signal ? { signal } : {})).objectKeyPrefix;
+  }
+
   async stat(key: string, signal?: AbortSignal): Promise<ObjectStat> {
     const target = await this.sts.get(signal ? { signal } : {});
     return this.uploaderFor(target.provider).stat(key, signal);

@@ -5,6 +5,7 @@
  */
 import type { Queue } from '../queue/queue.js';
 import type { WorkingRow } from '../queue/rows.js';
+import type { WorkingState } from '../queue/states.js';
 
 interface InFlight {
   promise: Promise<void>;
@@ -17,7 +18,11 @@ export class Dispatcher {
   /** Due row ids listed by the last take and not handed out yet, oldest first. */
   private candidates: number[] = [];
 
-  constructor(private readonly queue: Queue) {}
+  /** `states`: only rows in these (a lane of its own, the local copies); default every working state. */
+  constructor(
+    private readonly queue: Queue,
+    private readonly states?: readonly WorkingState[],
+  ) {}
 
   get inFlight(): number {
     return this.flying.size;
@@ -47,13 +52,16 @@ export class Dispatcher {
       if (this.candidates.length === 0) {
         if (listed) break;
         listed = true;
-        this.candidates = this.queue.readyIds(64 + this.flying.size + taken.size).filter((id) => !busy(id));
+        this.candidates = this.queue
+          .readyIds(64 + this.flying.size + taken.size, this.states)
+          .filter((id) => !busy(id));
         continue;
       }
       const id = this.candidates.shift() as number;
       if (busy(id)) continue;
       const row = this.queue.dueRow(id);
       if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
+      if (this.states && !this.states.includes(row.state)) continue;
       taken.add(id);
       rows.push(row);
     }
@@ -70,9 +78,9 @@ export class Dispatcher {
     this.flying.set(row.id, { promise, controller, sourceId: row.sourceId });
   }
 
-  /** Stops reading from a source that went away. */
-  abortSource(sourceId: string, reason: unknown): void {
-    for (const f of this.flying.values()) if (f.sourceId === sourceId) f.controller.abort(reason);
+  /** Stops reading from a source that went away (the rows `which` says, default all of it). */
+  abortSource(sourceId: string, reason: unknown, which: (id: number) => boolean = () => true): void {
+    for (const [id, f] of this.flying) if (f.sourceId === sourceId && which(id)) f.controller.abort(reason);
   }
 
   /** Resolves once every row in flight has left. */

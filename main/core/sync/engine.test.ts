@@ -32,14 +32,17 @@ function photo(name: string, content = `photo ${name}`): string {
   return p;
 }
 
-function engineFor(s: ReturnType<typeof standIn>, settle = 0) {
+function engineFor(s: ReturnType<typeof standIn>, settle = 0, destinations: string[] = []) {
   const queue = new Queue(path.join(dir, 'queue.db'));
   const bucket = memoryBucket(s.calls);
   const engine = new SyncEngine({
     queue,
     api: s.api,
     target: { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' },
-    config: parseConfig({ callbackSettleSeconds: settle }),
+    config: parseConfig({
+      callbackSettleSeconds: settle,
+      destinations: destinations.map((p) => ({ path: p })),
+    }),
     createUploader: bucket.create,
     backoff: { baseMs: 20, capMs: 100 },
   });
@@ -191,6 +194,42 @@ describe('the engine, alone', () => {
     while (queue.counts().done.files === 0) await new Promise((r) => setTimeout(r, 10));
     expect(states).toContain('syncing>paused');
     expect(states).toContain('paused>idle');
+    stop.abort();
+    await running;
+    engine.close();
+    queue.close();
+  });
+
+  it('with local copies: the card is copied first; pulled then, its files go on from the copies, none waits for it', async () => {
+    const s = standIn();
+    const ssd = path.join(dir, 'SSD');
+    fs.mkdirSync(ssd);
+    const { queue, engine } = engineFor(s, 0, [ssd]);
+    photo('DJI_0001.JPG', 'one');
+    photo('DJI_0002.JPG', 'two');
+    // The server holds every question until the test lets go: the uplink is "slow".
+    let letGo: () => void = () => undefined;
+    const held = new Promise<void>((r) => (letGo = r));
+    const fastUpload = s.api.fastUpload.bind(s.api);
+    Object.assign(s.api, {
+      fastUpload: async (...args: Parameters<ApiClient['fastUpload']>) => {
+        await held;
+        return fastUpload(...args);
+      },
+    });
+    const copied = new Promise<string>((r) => engine.once('copied', ({ sourceId }) => r(sourceId)));
+    const source = folderSource(card);
+    await engine.scan(source);
+    const stop = new AbortController();
+    const running = engine.run({ mode: 'forever', signal: stop.signal });
+    expect(await copied).toBe(source.sourceId);
+    // The card goes away: nothing is parked (each file has a verified copy), and the card is gone indeed.
+    fs.rmSync(card, { recursive: true });
+    expect(engine.sourceRemoved(source.sourceId, 'card pulled')).toBe(0);
+    letGo();
+    while (queue.counts().done.files < 2) await new Promise((r) => setTimeout(r, 10));
+    expect(queue.counts()['waiting-for-source'].files).toBe(0);
+    expect(s.calls.filter((c) => c.startsWith('put'))).toEqual(['put DJI_0001.JPG', 'put DJI_0002.JPG']);
     stop.abort();
     await running;
     engine.close();

@@ -1,9 +1,8 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
-import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
 import type { Config } from '../config.js';
-import { DmsError, plainMessage, QueueWriteError, toDmsError } from '../errors.js';
+import { DmsError, plainMessage, toDmsError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import {
   DEFAULT_BACKOFF,
@@ -25,6 +24,11 @@ import { Limiter } from './limiter.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
+import type { Destination } from '../queue/copies.js';
+import type { WorkingState } from '../queue/states.js';
+import { ContentClaims } from './claims.js';
+import { LocalCopies } from './local-copies.js';
+import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
   checkBeforeRepost,
@@ -34,6 +38,7 @@ import {
   twinStep,
   uploadStep,
   type PartLog,
+  type Place,
   type StepContext,
 } from './steps.js';
 
@@ -57,6 +62,10 @@ export interface EngineEvents {
   progress: [ProgressSnapshot];
   /** The run state changed (from, to); `to.error` says why when it is an error state. */
   state: [RunStateChange];
+  /** Every file of a source found so far is read (with local copies: copied and read back). */
+  copied: [{ sourceId: string }];
+  /** A destination stopped for a card (full, unplugged, read-only): its reason. */
+  'destination-stopped': [{ sourceId: string; destination: Destination; message: string }];
 }
 
 export interface EngineOptions {
@@ -81,18 +90,18 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** 'until-idle' returns when nothing is left to do now; 'forever' keeps waiting for work. */
   mode: 'until-idle' | 'forever';
-  /** until-idle: attempts per file in this run before leaving it for the next run. */
+  /** until-idle: tries per file in this run before leaving it for the next run (which tries it again). */
   maxAttempts?: number;
 }
 
-/** How long a row waits for another row with the same content before it goes on by itself. */
-const TWIN_MAX_WAIT_MS = 10 * 60_000;
+/** Tries per file in a one-shot run (`sync`) before it is left for the next run. */
+export const ONE_SHOT_TRIES = 4;
 
-/** An SQLite or disk failure: the queue itself could not be written or read. */
-function isQueueFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('SQLITE_') || code === 'ENOSPC');
-}
+/** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
+const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
+
+/** Files of a card in the copy lane at once: two copying (both cores), two being read back. */
+const COPY_LANE_WIDTH = 4;
 
 /**
  * The sync pipeline: takes due rows from the queue and moves each through
@@ -116,8 +125,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly apiLimiter: Limiter;
   private readonly uploadLimiter: Limiter;
   private readonly dispatcher: Dispatcher;
-  /** Content (fingerprint) -> the row carrying it to the server: at most one row per content in flight. */
-  private readonly claims = new Map<string, number>();
+  /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
+  private readonly copyLane: Dispatcher;
+  /** Where cards are copied first, and where a file is read from once copied. */
+  private readonly copies: LocalCopies;
+  /** At most one row per content on its way to the server. */
+  private readonly claims: ContentClaims;
   private readonly tracked = new Set<number>();
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
   private readonly kept = new KeptBytes();
@@ -142,7 +155,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
     this.uploadLimiter = new Limiter(opts.config.concurrency.files);
-    this.dispatcher = new Dispatcher(this.queue);
+    this.copies = new LocalCopies(this.queue, opts.config, (stop) => {
+      this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
+      this.emit('destination-stopped', stop);
+    });
+    this.claims = new ContentClaims(this.queue, () => this.wake());
+    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled ? AFTER_READ : undefined);
+    this.copyLane = new Dispatcher(this.queue, ['discovered']);
   }
 
   /** The run state's name (derived from `status`). */
@@ -161,6 +180,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
+    this.copies.updateConfig(config);
     this.uploadLimiter.setLimit(config.concurrency.files);
     this.bucket.updateConfig(config);
   }
@@ -174,7 +194,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let result: ScanResult;
     try {
       this.queue.sources.seen(source.sourceId, source.label);
+      this.copies.retry(source.sourceId);
       result = await scanSource(this.queue, source, this.config, signal, opts);
+      this.copies.checkSpace(source.sourceId, result.pending);
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -192,10 +214,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const fresh = rows.filter((r) => !this.tracked.has(r.id));
     // New work is listed afresh; rows seen before (a card that came back) still need the loop to look again.
     this.dispatcher.forget();
+    this.copyLane.forget();
     this.wake();
     if (fresh.length === 0) return;
     if (
-      this.dispatcher.inFlight === 0 &&
+      this.inFlight === 0 &&
       this.progress.filesDone + this.progress.filesFailed >= this.progress.filesTotal
     ) {
       this.progress.reset();
@@ -212,11 +235,31 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Parks every unfinished file of a source that went away (card pulled). */
   sourceRemoved(sourceId: string, message: string): number {
     // Stop reading from it at once: parts already acknowledged stay recorded
-    // and are reused when the card is back.
-    this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message));
-    const n = this.queue.parkSource(sourceId, message);
+    // and are reused when the card is back. Files with a verified local copy
+    // go on from it: that is what a locally safe card is for.
+    this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
+    this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
+      const row = this.queue.get(id);
+      return !row || !this.copies.hasCopy(row);
+    });
+    const n = this.queue.parkSource(sourceId, message, (row) => this.copies.hasCopy(row));
     this.wake();
     return n;
+  }
+
+  /** The local destinations cards are copied to (settings and `--copy-to`). */
+  get localDestinations(): readonly Destination[] {
+    return this.copies.all;
+  }
+
+  /** Rows in flight in both lanes. */
+  private get inFlight(): number {
+    return this.dispatcher.inFlight + this.copyLane.inFlight;
+  }
+
+  /** Where a row's file is read from: a verified copy still as written, else the card. */
+  placeOf(row: QueueRow): Place {
+    return this.copies.placeOf(row);
   }
 
   pause(): void {
@@ -240,8 +283,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   async run(opts: RunOptions): Promise<void> {
     const signal = opts.signal;
-    const maxAttempts = opts.maxAttempts ?? 4;
+    const maxAttempts = opts.maxAttempts ?? ONE_SHOT_TRIES;
     const limit = opts.mode === 'until-idle' ? maxAttempts : undefined;
+    // A one-shot run is the crew's "try again": each file its full count of tries, now.
+    try {
+      if (opts.mode === 'until-idle') this.queue.freshTries();
+    } catch (err) {
+      if (!isQueueFailure(err)) throw err;
+      this.halt(err);
+    }
     const onAbort = () => this.wake();
     signal?.addEventListener('abort', onAbort);
     try {
@@ -251,13 +301,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (opts.mode === 'until-idle' && blocked && this.state !== 'paused') break;
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
-        if (!blocked && holdMs > 0 && this.dispatcher.inFlight === 0) {
+        if (!blocked && holdMs > 0 && this.inFlight === 0) {
+          // A one-shot run whose files have all had their tries ends now, not after the wait.
+          if (opts.mode === 'until-idle' && this.queue.nextWakeAt(limit) === null) break;
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
           continue;
         }
-        if (this.dispatcher.inFlight === 0 && !blocked) {
+        if (this.inFlight === 0 && !blocked) {
           const next = this.queue.nextWakeAt(limit);
           if (next === null) {
             if (opts.mode === 'until-idle') break;
@@ -270,7 +322,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      await this.dispatcher.settled();
+      await Promise.all([this.dispatcher.settled(), this.copyLane.settled()]);
       this.emitProgress(true);
       if (this.state === 'syncing') this.status.set('idle');
     }
@@ -295,6 +347,20 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         },
       );
     }
+    if (!this.copies.enabled) return;
+    // The card read and copied at the speed of the card: two files copying
+    // (both cores), two more read back, whatever the uplink does meanwhile.
+    for (const row of this.copyLane.take(COPY_LANE_WIDTH, maxAttempts)) {
+      this.status.set('syncing');
+      this.copyLane.start(
+        row,
+        (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
+        () => {
+          if (!this.queue.hasUnread(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
+          this.wake();
+        },
+      );
+    }
   }
 
   private sleep(ms: number | null): Promise<void> {
@@ -311,7 +377,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private async process(start: WorkingRow, signals: readonly AbortSignal[]): Promise<void> {
     // One AbortSignal.any per row (the row, the run, a pause): it showed in
     // profiles of thousands of small files.
-    const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]));
+    const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]), start.id);
     // The row as the store last wrote it: every change goes through `to`.
     let row: WorkingRow = start;
     const to = (change: Change): QueueRow => {
@@ -323,13 +389,18 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       if (row.state === 'discovered') {
         const discovered = row;
-        to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+        if (!this.copies.enabled) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+        else {
+          to(await this.hashLimiter.run(() => this.copies.copy(ctx, discovered)));
+          // The copy lane only reads and copies: the upload lane takes the row from here.
+          return;
+        }
       }
       if (row.state === 'discovered') return;
       // At most one row per content on its way to the server: a copy of the
       // same file (the card and a watched folder, a card under a new id)
       // waits, then asks fast-upload, so bytes and callback go once.
-      claimed = this.claim(row, to);
+      claimed = this.claims.claim(row, to);
       if (claimed === null) return;
       if (row.state !== 'hashed' && this.queue.hasDoneTwin(row.fingerprint, row.id)) {
         const waited = row;
@@ -337,7 +408,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (known) return this.finished(to(known));
       }
       // RTK/PPK files are not media: no fast-upload (its answer is about media records).
-      if (row.state === 'hashed' && row.kind === 'rtk') to({ type: 'check-skipped' });
+      if (row.state === 'hashed' && row.kind !== 'media') to({ type: 'check-skipped' });
       if (row.state === 'hashed') {
         const hashed = row;
         const answer = to(await this.apiLimiter.run(() => fastUploadStep(ctx, hashed)));
@@ -347,7 +418,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const log = this.partLog(row, to);
         to(await this.uploadLimiter.run(() => uploadStep(ctx, log)));
       }
-      if (row.state === 'uploaded' && row.kind === 'rtk') {
+      if (row.state === 'uploaded' && row.kind !== 'media') {
         const uploaded = row;
         return this.finished(to(await this.apiLimiter.run(() => storeStep(ctx, uploaded))));
       }
@@ -393,8 +464,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     };
   }
 
-  private context(signal: AbortSignal): StepContext {
+  private context(signal: AbortSignal, id: number): StepContext {
     return {
+      place: (row) => this.placeOf(row),
       queue: this.queue,
       api: this.api,
       bucket: this.bucket,
@@ -402,38 +474,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       config: this.config,
       kept: this.kept,
       onBytes: (n, sent) => {
-        this.progress.moved(n, sent);
+        this.progress.moved(n, sent, id);
         this.emitProgress(false);
       },
     };
   }
 
-  /** Claims the row's content for it; null (and the row put aside) when another row carries it. */
-  private claim(
-    row: Exclude<WorkingRow, { state: 'discovered' }>,
-    to: (change: Change) => QueueRow,
-  ): string | null {
-    const fp = row.fingerprint.toLowerCase();
-    const holder = this.claims.get(fp);
-    if (holder !== undefined && holder !== row.id) {
-      const other = this.queue.get(holder);
-      const what = other ? other.relPath : 'another file';
-      to({
-        type: 'defer',
-        at: Date.now() + TWIN_MAX_WAIT_MS,
-        message: `Waiting for ${what} (the same content) to reach the server first.`,
-      });
-      return null;
-    }
-    this.claims.set(fp, row.id);
-    return fp;
-  }
-
   private release(fp: string, id: number): void {
-    if (this.claims.get(fp) !== id) return;
-    this.claims.delete(fp);
     try {
-      if (this.queue.wakeTwins(fp) > 0) this.wake();
+      this.claims.release(fp, id);
     } catch (err) {
       this.halt(err);
     }
@@ -443,10 +492,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private finished(row: QueueRow): void {
     if (row.state !== 'done') return;
     this.status.recovered();
-    this.progress.fileDone(row.size);
+    this.progress.fileDone(row.size, row.id);
     this.emit('file', { ...fileBase(row), outcome: row.outcome });
     // The last file of a batch always reaches the UI, however soon after the previous one.
-    this.emitProgress(this.dispatcher.inFlight <= 1);
+    this.emitProgress(this.inFlight <= 1);
   }
 
   /** A step failed: the failure ladder decides (disposition.ts), the store and the run state carry it out. */
@@ -464,7 +513,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       now: Date.now(),
       settleMs: this.config.callbackSettleSeconds * 1000,
       backoff: this.backoff,
-      disk: () => diskNow(row),
+      disk: () => (this.copies.hasCopy(row) ? 'same' : diskNow(row)),
     });
     try {
       if (d.act === 'ignore') return;
@@ -477,10 +526,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
       if (d.act === 'reread') return this.reread(row);
       this.queue.apply(row, d.change);
+      this.progress.dropPartial(row.id);
       if (d.offline) this.status.setError(err);
       if (d.report === null) return;
       if (d.report === 'failed') {
-        this.progress.fileFailed();
+        this.progress.fileFailed(row.id);
         this.log.warn({ file: row.relPath, kind: err.kind }, err.message);
       } else this.log.info({ file: row.relPath, kind: err.kind }, err.message);
       this.emit('file', {
@@ -523,17 +573,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    * on would do work we cannot record. Stop, say why, and wait for the user.
    */
   private halt(raw: unknown): void {
-    const e = toDmsError(raw);
-    const code = (raw as { code?: unknown } | null)?.code;
-    const full = code === 'SQLITE_FULL' || code === 'ENOSPC';
-    const where = path.dirname(this.queue.path);
-    const message = full
-      ? `Disk full: the disk holding ${where} is full. Free space on it, then press Resume; nothing is lost.`
-      : `The upload queue (${this.queue.path}) cannot be written: ${e.message} Fix the cause, then press Resume. Nothing is lost.`;
-    const err = new QueueWriteError(
-      new DmsError(e.kind, message, { cause: raw }),
-      full ? 'disk-full' : 'database',
-    );
+    const err = queueFailure(raw, this.queue.path);
     this.status.setError(err);
     this.stopAll.abort(err);
     this.log.error({ kind: err.kind, reason: err.reason }, err.message);

@@ -40,25 +40,39 @@ export class Progress {
     this.bytesTotal += bytes;
   }
 
-  /** Bytes moved (sent to the bucket or read while hashing known content). */
-  moved(bytes: number, sent: boolean): void {
-    if (sent) this.bytesSent += bytes;
+  /** Bytes sent of files still on their way, by row: the bar moves during a long upload. */
+  private readonly partial = new Map<number, number>();
+
+  /** Bytes moved (sent to the bucket or read while hashing known content), for the row `id` if given. */
+  moved(bytes: number, sent: boolean, id?: number): void {
+    if (sent) {
+      this.bytesSent += bytes;
+      if (id !== undefined) this.partial.set(id, (this.partial.get(id) ?? 0) + bytes);
+    }
     this.windowBytes += bytes;
   }
 
-  fileDone(size: number): void {
+  fileDone(size: number, id?: number): void {
     this.filesDone++;
     this.bytesDone += size;
+    if (id !== undefined) this.partial.delete(id);
   }
 
-  fileFailed(): void {
+  fileFailed(id?: number): void {
     this.filesFailed++;
+    if (id !== undefined) this.partial.delete(id);
+  }
+
+  /** A row left the pipeline unfinished (retried later, waiting for its card): its bytes count again when resent. */
+  dropPartial(id: number): void {
+    this.partial.delete(id);
   }
 
   reset(): void {
     this.filesTotal = this.filesDone = this.filesFailed = 0;
     this.bytesTotal = this.bytesDone = this.bytesSent = 0;
     this.rate = 0;
+    this.partial.clear();
     this.windowBytes = 0;
     this.windowStart = this.now();
   }
@@ -73,13 +87,17 @@ export class Progress {
       this.windowBytes = 0;
       this.windowStart = t;
     }
-    const left = Math.max(0, this.bytesTotal - this.bytesDone);
+    let inFlight = 0;
+    for (const n of this.partial.values()) inFlight += n;
+    // Done: files acknowledged, plus what is already sent of those on their way.
+    const done = Math.min(this.bytesTotal, this.bytesDone + inFlight);
+    const left = Math.max(0, this.bytesTotal - done);
     return {
       filesTotal: this.filesTotal,
       filesDone: this.filesDone,
       filesFailed: this.filesFailed,
       bytesTotal: this.bytesTotal,
-      bytesDone: this.bytesDone,
+      bytesDone: done,
       bytesSent: this.bytesSent,
       rate: Math.round(this.rate),
       etaSeconds: this.rate > 0 ? Math.ceil(left / this.rate) : null,

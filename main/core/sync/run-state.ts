@@ -99,9 +99,14 @@ export class RunStatus extends EventEmitter<{ change: [RunStateChange] }> {
     if (this.state.name === 'halted') return;
     if (err.kind === 'auth') return this.go({ name: 'auth-required', error: err });
     if (!isServerWide(err) || this.blocked) return;
+    const now = this.now();
+    // Files already on their way when the server began failing fail together:
+    // one round of failures, one step up the backoff (not one per file, which
+    // made a 6-photo card wait minutes for a server that answers at once).
+    if (this.state.name === 'offline' && now < this.state.until) return;
     const failures = (this.state.name === 'offline' ? this.state.failures : 0) + 1;
     const wait = Math.max(backoffDelay(failures, this.backoff), err.retryAfterMs ?? 0);
-    this.go({ name: 'offline', until: Math.max(this.holdUntil, this.now() + wait), failures, error: err });
+    this.go({ name: 'offline', until: now + wait, failures, error: err });
   }
 
   /** Announces a change of state, or of the error behind it (offline again, for another reason). */

@@ -1,5 +1,11 @@
+import path from 'node:path';
 import type { Config } from '../config.js';
-import { discoverMedia, type DiscoverWarning } from '../media/discover.js';
+import {
+  discoverFiles,
+  VIDEO_EXTENSIONS,
+  normaliseExtension,
+  type DiscoverWarning,
+} from '../media/discover.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
 import type { Source } from '../sources/source.js';
@@ -7,7 +13,7 @@ import type { Source } from '../sources/source.js';
 export interface ScanResult extends ObserveResult {
   /** Files too fresh to read yet (still being copied). */
   deferred: number;
-  /** Links out of the source: never read, named to the user. */
+  /** What was found and not kept, with the reason (links out, unreadable, excluded...): named to the user. */
   skipped: DiscoverWarning[];
 }
 
@@ -29,6 +35,8 @@ export async function scanSource(
   const total: ScanResult = { pending: [], alreadyDone: 0, failed: 0, deferred: 0, skipped: [] };
   let batch: ObservedFile[] = [];
   const flush = () => {
+    // Videos last: their metadata is read from the SRT and a photo beside them, which are then on hand.
+    batch.sort((a, b) => Number(isVideo(a.relPath)) - Number(isVideo(b.relPath)));
     const r = queue.observe(batch);
     total.pending.push(...r.pending);
     total.alreadyDone += r.alreadyDone;
@@ -36,27 +44,32 @@ export async function scanSource(
     batch = [];
   };
   try {
-    for await (const f of discoverMedia([source.root], {
+    for await (const f of discoverFiles([source.root], {
       include: config.include,
       exclude: config.exclude,
-      alsoInclude: isRtk,
-      onWarning: (w) => {
-        if (w.kind === 'outside-root') total.skipped.push(w);
-      },
+      isRtk,
+      onWarning: (w) => total.skipped.push(w),
       ...(signal ? { signal } : {}),
     })) {
       if (f.mtimeMs > settledBefore) {
         total.deferred++;
+        // Named: while it is being written, the card is safe nowhere.
+        total.skipped.push({
+          path: f.path,
+          relPath: f.relPath,
+          kind: 'growing',
+          message: `${f.relPath} is still being written: it is read once it has not changed for a moment.`,
+          blocking: true,
+        });
         continue;
       }
-      const kind = isRtk(f.relPath) ? 'rtk' : 'media';
       batch.push({
         sourceId: source.sourceId,
         relPath: f.relPath,
         absPath: f.path,
         size: f.size,
         mtimeMs: Math.trunc(f.mtimeMs),
-        kind,
+        kind: f.kind,
       });
       if (batch.length >= 2000) flush();
     }
@@ -67,10 +80,21 @@ export async function scanSource(
     throw err;
   }
   queue.sources.recordScan(source.sourceId, total.deferred === 0);
+  queue.sources.recordSkips(
+    source.sourceId,
+    total.skipped.map((w) => ({
+      relPath: w.relPath,
+      kind: w.kind,
+      message: w.message,
+      blocking: w.blocking,
+    })),
+  );
   return total;
 }
 
 const isRtk = (name: string): boolean => rtkKindOf(name) !== undefined;
+const VIDEOS = new Set(VIDEO_EXTENSIONS);
+const isVideo = (relPath: string): boolean => VIDEOS.has(normaliseExtension(path.extname(relPath)));
 
 /**
  * What a source holds, without recording anything (no target yet: the app
@@ -83,10 +107,10 @@ export async function countSource(
 ): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  for await (const f of discoverMedia([source.root], {
+  for await (const f of discoverFiles([source.root], {
     include: config.include,
     exclude: config.exclude,
-    alsoInclude: isRtk,
+    isRtk,
     ...(signal ? { signal } : {}),
   })) {
     files++;

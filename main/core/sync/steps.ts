@@ -7,6 +7,7 @@
  * log, through the PartLog the engine hands it.
  */
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { ApiClient } from '../api/client.js';
@@ -32,6 +33,8 @@ import {
 import type { Change } from '../queue/transitions.js';
 import { buildObjectKey, isUnderPrefix } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
+import { copyAndVerify, type CopyResult } from '../copies/copy-file.js';
+import type { Destination } from '../queue/copies.js';
 import type { FinishedPart } from '../storage/types.js';
 import { fastUploadVerdict } from './answers.js';
 import type { BucketAccess } from './bucket.js';
@@ -60,6 +63,34 @@ export interface StepContext {
    * (the engine clears them): one read per file instead of two or three.
    */
   kept: KeptBytes;
+  /** Where to read a row's file from: a verified local copy still intact, else the card. */
+  place: (row: QueueRow) => Place;
+}
+
+/**
+ * Where a file is read from: the card (or watched folder), or a verified
+ * local copy of it. `root` is the card's (or the copy's card folder), `size`
+ * and `mtimeMs` what the file must still be there.
+ */
+export interface Place {
+  path: string;
+  root: string;
+  relPath: string;
+  size: number;
+  mtimeMs: number;
+  /** The destination's label when this is a local copy. */
+  copyOn?: string;
+}
+
+/** A row's file on its card. */
+export function cardPlace(row: QueueRow): Place {
+  return {
+    path: row.absPath,
+    root: row.absPath.slice(0, row.absPath.length - row.relPath.length - 1),
+    relPath: row.relPath,
+    size: row.size,
+    mtimeMs: row.mtimeMs,
+  };
 }
 
 /**
@@ -82,28 +113,36 @@ export interface PartLog {
 /** Files below this are read whole into memory, hashed here, and kept for their upload. */
 export const READ_WHOLE_BELOW = 1024 * 1024;
 
-/** The file cannot be opened or stat'ed: gone (card pulled) or unreadable for now. */
-function missing(row: QueueRow, err: unknown): DmsError {
+/**
+ * The file cannot be opened or stat'ed: gone (card pulled, or a moment's
+ * hiccup: the disk is looked at again), or there and refused to us.
+ */
+function missing(row: Place, err: unknown): DmsError {
   const code = (err as { code?: string }).code;
+  if (row.copyOn !== undefined)
+    return new DmsError('source-missing', `The copy of ${row.relPath} on ${row.copyOn} cannot be read now.`, {
+      cause: err,
+    });
+  if (code === 'EACCES' || code === 'EPERM') {
+    const text = `${row.relPath} cannot be read: permission denied. It is on the card, but Drone Media Sync may not open it; copy it off by hand, or fix its permissions on a computer, then choose Retry.`;
+    return new DmsError('invalid-input', text, { cause: err, retryable: false, plain: text });
+  }
   return new DmsError('source-missing', `${row.relPath} is not there any more (was the card removed?).`, {
     cause: err,
     retryable: code !== 'ENOENT',
   });
 }
 
-/** The card or folder a row was found under: its absolute path minus the relative one. */
-const rootOf = (row: QueueRow): string => row.absPath.slice(0, row.absPath.length - row.relPath.length - 1);
-
 /**
  * Its contents are not trusted: a file swapped for a link since the scan
  * must not lead the read out of it.
  */
-async function assertInsideSource(row: QueueRow): Promise<void> {
-  const root = rootOf(row);
+async function assertInsideSource(row: Place): Promise<void> {
+  const root = row.root;
   let real: string;
   let realRoot: string;
   try {
-    [real, realRoot] = await Promise.all([fs.realpath(row.absPath), fs.realpath(root)]);
+    [real, realRoot] = await Promise.all([fs.realpath(row.path), fs.realpath(root)]);
   } catch (err) {
     throw missing(row, err);
   }
@@ -118,68 +157,153 @@ async function assertInsideSource(row: QueueRow): Promise<void> {
   }
 }
 
-/** Checks the file is still the version the row was made for (and still on its card). */
-async function assertUnchanged(row: QueueRow): Promise<void> {
+/** Checks the file is still the version the row was made for (and still on its card, or its copy intact). */
+async function assertUnchanged(row: Place): Promise<void> {
   await assertInsideSource(row);
   let st;
   try {
-    st = await fs.stat(row.absPath);
+    st = await fs.stat(row.path);
   } catch (err) {
     throw missing(row, err);
   }
-  if (st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs) throw new FileChangedError(row.relPath);
+  if (st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs) throw changed(row);
+}
+
+/** The card's file changed (read its new version), or a local copy did (read it from elsewhere). */
+function changed(row: Place): DmsError {
+  if (row.copyOn === undefined) return new FileChangedError(row.relPath);
+  return new DmsError(
+    'source-missing',
+    `The copy of ${row.relPath} on ${row.copyOn} changed since it was verified.`,
+  );
 }
 
 /** discovered -> hashed: content MD5 (one streamed read) and metadata (media) or the exposure log (an MRK). */
 export async function hashStep(
   ctx: StepContext,
   row: DiscoveredRow,
+  /** The card's file, or a verified copy of this version (a card copied before: it is not read again). */
+  from: Place = cardPlace(row),
 ): Promise<Extract<Change, { type: 'hashed' }>> {
-  const mediaOpts = {
-    relPath: row.relPath,
-    root: rootOf(row),
-    ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}),
-  };
-  // RTK/PPK files carry no picture metadata: only their content is fingerprinted.
-  const describe = (content?: Buffer): Promise<MediaInfo | null> =>
-    row.kind === 'rtk'
-      ? Promise.resolve(null)
-      : readMediaInfo(row.absPath, { ...mediaOpts, ...(content ? { content } : {}) });
+  const describe = (content?: Buffer) => describeFile(ctx, row, from, content);
   let md5: string;
   let media: MediaInfo | null;
   let kept: Buffer | undefined;
-  await assertInsideSource(row);
+  await assertInsideSource(from);
   if (row.size < READ_WHOLE_BELOW) {
-    kept = await readWhole(row);
+    kept = await readWhole(from);
     md5 = createHash('md5').update(kept).digest('hex');
     ctx.onBytes(kept.length, false);
     media = await describe(kept);
   } else if (row.size < DEFAULT_MULTIPART_THRESHOLD && ctx.kept.worthKeeping(row.size)) {
     // Files that go up in one PUT (photos) are read whole in a hash worker
     // and kept, while it pays (kept.ts); else the streamed path below.
-    await assertUnchanged(row);
-    const { body, md5: digest } = await readRangeWithMd5(row.absPath, 0, row.size, row.size);
+    await assertUnchanged(from);
+    const { body, md5: digest } = await readRangeWithMd5(from.path, 0, row.size, row.size);
     md5 = digest.toString('hex');
     ctx.onBytes(body.length, false);
     media = await describe(body);
-    await assertUnchanged(row);
+    await assertUnchanged(from);
     kept = body;
   } else {
-    await assertUnchanged(row);
+    await assertUnchanged(from);
     [md5, media] = await Promise.all([
-      md5File(row.absPath, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
+      md5File(from.path, { signal: ctx.signal, onBytes: (n) => ctx.onBytes(n, false), sizeHint: row.size }),
       describe(),
     ]);
     // The file must not have changed while we read it, or the fingerprint
     // would describe content that no longer exists.
-    await assertUnchanged(row);
+    await assertUnchanged(from);
   }
   if (kept) ctx.kept.set(row.id, kept);
+  return hashedChange(row, md5, media, kept ?? from.path);
+}
+
+/**
+ * discovered -> hashed with local copies: the card file is read once, that
+ * read feeding the MD5 and every destination; each copy is read back from
+ * the disk and verified. Metadata and the exposure log come from a verified
+ * copy (the card is not read again); the copies' records travel with the
+ * change, into the store in the same transaction.
+ */
+export async function copyStep(
+  ctx: StepContext,
+  row: DiscoveredRow,
+  targets: ReadonlyArray<{ destination: Destination; root: string }>,
+): Promise<{ change: Extract<Change, { type: 'hashed' }>; stopped: CopyResult['stopped'] }> {
+  const from = cardPlace(row);
+  await assertUnchanged(from);
+  let result: CopyResult;
+  try {
+    result = await copyAndVerify({
+      source: row.absPath,
+      relPath: row.relPath,
+      size: row.size,
+      mtimeMs: row.mtimeMs,
+      targets,
+      signal: ctx.signal,
+      onBytes: (n) => ctx.onBytes(n, false),
+    });
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'EIO')
+      throw missing(from, err);
+    throw err;
+  }
+  const copy = result.records.find((r) => r.state === 'verified');
+  const on = targets.find((t) => t.destination.id === copy?.destinationId)?.destination.label;
+  // Metadata read where the file now is, verified: the card is not read twice.
+  const place: Place =
+    copy && on !== undefined
+      ? {
+          ...from,
+          path: copy.path,
+          root: copy.path.slice(0, copy.path.length - row.relPath.length - 1),
+          copyOn: on,
+        }
+      : from;
+  const media = await describeFile(ctx, row, place);
+  const change = await hashedChange(row, result.md5, media, place.path);
+  return { change: { ...change, copies: result.records }, stopped: result.stopped };
+}
+
+/** What the requests say of a file: its media metadata (photos, videos), none for RTK and other files. */
+async function describeFile(
+  ctx: StepContext,
+  row: DiscoveredRow,
+  at: Place,
+  content?: Buffer,
+): Promise<MediaInfo | null> {
+  if (row.kind !== 'media') return null;
+  // A video is described from beside it (its SRT, a photo of its folder): from the copy once the
+  // SRT's copy is there, else from the card.
+  const beside = at.copyOn !== undefined && !sidecarsCopied(at.path) ? cardPlace(row) : at;
+  return readMediaInfo(beside.path, {
+    relPath: row.relPath,
+    root: beside.root,
+    ...(ctx.config.aircraftDefault ? { aircraftDefault: ctx.config.aircraftDefault } : {}),
+    ...(content ? { content } : {}),
+  });
+}
+
+/** Whether a video's SRT sits beside it (a copy made before the video's). */
+function sidecarsCopied(file: string): boolean {
+  const stem = file.replace(/\.[^./]+$/, '');
+  return !/\.(mp4|mov)$/i.test(file) || ['.SRT', '.srt'].some((ext) => existsSync(`${stem}${ext}`));
+}
+
+/** The 'hashed' change: fingerprint, what the requests say of the file, the exposure log of an MRK. */
+async function hashedChange(
+  row: DiscoveredRow,
+  md5: string,
+  media: MediaInfo | null,
+  content: Buffer | string,
+): Promise<Extract<Change, { type: 'hashed' }>> {
   const name = path.posix.basename(row.relPath);
   // The exposure log, kept for the flight's report (also once the card is gone).
   const mrk =
     rtkKindOf(name) === 'mrk'
-      ? parseMrk((kept ?? (await fs.readFile(row.absPath))).toString('latin1'))
+      ? parseMrk((typeof content === 'string' ? await fs.readFile(content) : content).toString('latin1'))
       : undefined;
   const flight = flightFolderOf(row.relPath);
   const metadata = { ...media?.metadata };
@@ -209,26 +333,26 @@ export async function hashStep(
  * (size and mtime) on the open descriptor before and after the read: the
  * same guarantee as assertUnchanged() around a streamed read, in fewer calls.
  */
-async function readWhole(row: QueueRow): Promise<Buffer> {
+async function readWhole(row: Place): Promise<Buffer> {
   let handle;
   try {
-    handle = await fs.open(row.absPath, 'r');
+    handle = await fs.open(row.path, 'r');
   } catch (err) {
     throw missing(row, err);
   }
   try {
     const same = (st: { size: number; mtimeMs: number }) =>
       st.size === row.size && Math.trunc(st.mtimeMs) === row.mtimeMs;
-    if (!same(await handle.stat())) throw new FileChangedError(row.relPath);
+    if (!same(await handle.stat())) throw changed(row);
     const buf = Buffer.allocUnsafe(row.size);
     let got = 0;
     while (got < row.size) {
       const { bytesRead } = await handle.read(buf, got, row.size - got, got);
-      if (bytesRead === 0) throw new FileChangedError(row.relPath); // shorter than it was
+      if (bytesRead === 0) throw changed(row); // shorter than it was
       got += bytesRead;
     }
     // Same size and mtime after the read: no byte was added or rewritten meanwhile.
-    if (!same(await handle.stat())) throw new FileChangedError(row.relPath);
+    if (!same(await handle.stat())) throw changed(row);
     return buf;
   } catch (err) {
     throw err instanceof DmsError ? err : toDmsError(err, 'source-missing');
@@ -294,9 +418,11 @@ export async function twinStep(ctx: StepContext, row: CheckedRow | UploadedRow):
 export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change> {
   const row = log.row;
   const content = ctx.kept.get(row.id);
+  // A verified local copy once there is one: the card can be pulled.
+  const from = ctx.place(row);
   // Bytes kept from the hash step are the fingerprinted version whatever the
   // disk holds now: the check after the upload is the one that matters.
-  if (!content) await assertUnchanged(row);
+  if (!content) await assertUnchanged(from);
   const target = await ctx.bucket.sts.get({ signal: ctx.signal });
   const uploader = ctx.bucket.uploaderFor(target.provider);
   const fresh = buildObjectKey({
@@ -324,7 +450,7 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
   if (!content && log.row.objectKey !== key) log.record({ type: 'upload-begun', objectKey: key });
   const resume = multipart ? { ...multipart, parts: ctx.queue.parts(row.id) } : null;
   const result = await uploader.upload({
-    filePath: row.absPath,
+    filePath: from.path,
     size: row.size,
     key,
     md5Hex: row.fingerprint,
@@ -339,7 +465,7 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
   });
   // Changed during the upload: the object holds a mix or the old content.
   // Never record it; the new version gets a row (and key) of its own.
-  await assertUnchanged(row);
+  await assertUnchanged(from);
   // The store checked the Content-MD5 of a single PUT (its ETag is that MD5);
   // a completed multipart holds the parts it acknowledged: the size.
   const etag = result.etag?.replace(/"/g, '').toLowerCase();
@@ -372,8 +498,10 @@ export async function checkBeforeRepost(ctx: StepContext, row: UploadedRow): Pro
  */
 export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<Change> {
   const sn = aircraftSerial(row, ctx.queue, ctx.config);
+  let recorded: string;
   try {
-    await ctx.api.uploadCallback(callbackBody(row, sn, row.objectKey), { signal: ctx.signal });
+    recorded = (await ctx.api.uploadCallback(callbackBody(row, sn, row.objectKey), { signal: ctx.signal }))
+      .object_key;
   } catch (err) {
     const e = toDmsError(err);
     // A refusal, or a request that never reached the server, is a definite
@@ -383,7 +511,8 @@ export async function callbackStep(ctx: StepContext, row: UploadedRow): Promise<
     // its way: the server may have it.
     throw new CallbackOutcomeUnknown(e);
   }
-  return { type: 'recorded' };
+  // Another key than ours: the record points at an object we did not upload or check; kept, and said.
+  return recorded === row.objectKey ? { type: 'recorded' } : { type: 'recorded', serverKey: recorded };
 }
 
 /** The object as the bucket has it now (see checkedObject). */
@@ -396,9 +525,12 @@ export async function checkObject(
   return checkedObject(await ctx.bucket.stat(key, ctx.signal), size, md5, Date.now());
 }
 
-/** The server said it holds this content (fast-upload "known"): no key of ours to look at, its word. */
+/**
+ * The server said it holds this content (fast-upload "known"): no key of ours
+ * to look at, its word only. Never a checksum: nothing was compared.
+ */
 export function vouched(size: number): Verification {
-  return { at: Date.now(), by: 'server', found: true, size, checksum: 'match' };
+  return { at: Date.now(), by: 'server', found: true, size, checksum: 'not-given' };
 }
 
 /**

@@ -1,13 +1,21 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import http, { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { hashToken } from '../auth.js';
 import { writeSecretFile } from '../bootstrap.js';
 import type { Db } from '../db.js';
+import { answerClientError, clientErrorKind, guardConnections } from '../connections.js';
 import { checkingInterval, type ServiceLimits } from '../limits.js';
+import {
+  errorDocument,
+  newRequestId,
+  refusedBeforeRequest,
+  requestTimeout,
+  sendError,
+} from './s3-protocol.js';
 import { s3Handler, type Credential } from './s3-server.js';
 import { SIGNING_REGION } from './sigv4.js';
 import { BucketStore } from './store.js';
@@ -92,18 +100,33 @@ export async function startEmbeddedBucket(opts: {
   });
   const server = createServer(
     {
+      // A connection must send its request's headers in time...
       headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.bucketRequestTimeoutMs,
+      // ...but a request has no deadline as a whole: an upload that keeps sending is served however
+      // long it takes, and one that stops is cut by the idle timeout below (limits.ts, idleTimeoutMs).
+      requestTimeout: 0,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: checkingInterval(limits.headersTimeoutMs, limits.bucketRequestTimeoutMs),
+      connectionsCheckingInterval: checkingInterval(limits.headersTimeoutMs),
     },
     handler,
   );
   // Answered by the handler itself, after the request passed its checks: a
   // refused upload never gets "100 Continue", so its body is never sent.
   server.on('checkContinue', handler);
+  // Any other Expect value: served as S3 serves it (HTTP lets a server ignore
+  // an expectation it does not know), not Node's bare 417 without S3's error.
+  server.on('checkExpectation', handler);
   server.timeout = limits.idleTimeoutMs;
-  server.maxConnections = limits.maxConnections;
+  server.on('timeout', answerIdle);
+  // Requests Node's parser refuses (URL and headers over 16 KiB, CR/LF in a header...): S3's XML error.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) =>
+    answerClientError(err, socket, (e) => {
+      const refusal = refusedBeforeRequest(clientErrorKind(e), { maxHeaderBytes: http.maxHeaderSize });
+      return { status: refusal.status, contentType: 'application/xml', body: errorDocument(refusal) };
+    }),
+  );
+  // Connections per client address, and room made at the cap, as at the API (after the handlers above).
+  guardConnections(server, limits);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host, () => resolve());
@@ -150,6 +173,35 @@ export async function startEmbeddedBucket(opts: {
       });
     },
   };
+}
+
+/**
+ * A connection on which nothing moved for the idle timeout (Node leaves it
+ * to this listener). A request in the middle of its body gets S3's answer,
+ * RequestTimeout, so its client knows to send it again instead of seeing the
+ * connection drop; then the connection is closed, as is any other.
+ */
+function answerIdle(socket: Socket): void {
+  const res = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (!res || res.headersSent || socket.destroyed) {
+    socket.destroy();
+    return;
+  }
+  const requestId = res.getHeader('x-amz-request-id');
+  sendError(res, requestTimeout(), {
+    head: res.req.method === 'HEAD',
+    close: true,
+    requestId: typeof requestId === 'string' ? requestId : newRequestId(),
+  });
+  // The request too: answered, it is no longer one Node aborts with its connection, and the
+  // handler would wait for the rest of its body forever (keeping the file it was writing).
+  const cut = (): void => {
+    res.req.destroy();
+    socket.destroy();
+  };
+  res.once('finish', cut);
+  // A client that reads nothing either: the answer may never leave.
+  setTimeout(cut, 2_000).unref();
 }
 
 function loadSigningKey(dataDir: string): Buffer {

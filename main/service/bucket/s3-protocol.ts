@@ -4,7 +4,7 @@
  * it reads (CompleteMultipartUpload, parsed with fast-xml-parser: clients
  * escape the quotes of ETags as entities, e.g. Go's &#34;).
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { XMLParser } from 'fast-xml-parser';
 
@@ -23,12 +23,14 @@ export class S3Error extends Error {
 export const accessDenied = (message: string): S3Error => new S3Error(403, 'AccessDenied', message);
 export const invalidArgument = (message: string): S3Error => new S3Error(400, 'InvalidArgument', message);
 export const invalidRequest = (message: string): S3Error => new S3Error(400, 'InvalidRequest', message);
-export const notImplemented = (what: string): S3Error =>
+/** `why` replaces the general reason when there is a more useful one. */
+export const notImplemented = (what: string, why?: string): S3Error =>
   new S3Error(
     501,
     'NotImplemented',
-    `${what} is not implemented by this bucket: it serves only what Drone Media Sync uses ` +
-      '(objects, multipart uploads, listing under your own prefix).',
+    `${what} is not implemented by this bucket: ` +
+      (why ??
+        'it serves only what Drone Media Sync uses (objects, multipart uploads, listing under your own prefix).'),
   );
 export const noSuchUpload = (): S3Error =>
   new S3Error(
@@ -37,6 +39,37 @@ export const noSuchUpload = (): S3Error =>
     'The specified multipart upload does not exist (aborted, completed, or never created for this key).',
   );
 export const noSuchKey = (): S3Error => new S3Error(404, 'NoSuchKey', 'The specified key does not exist.');
+
+/** S3 answers 400 RequestTimeout to a connection on which the request stopped arriving. */
+export const requestTimeout = (): S3Error =>
+  new S3Error(400, 'RequestTimeout', 'The request did not arrive completely in time. Send it again.');
+
+/**
+ * Requests Node's HTTP parser refused before they existed, as S3 answers
+ * them: URL and headers over the limit (S3's own limit is 8 KiB), a header
+ * with a line break or a control character, a request line that is not HTTP.
+ */
+export function refusedBeforeRequest(
+  kind: 'too-large' | 'timeout' | 'malformed',
+  opts: { maxHeaderBytes: number },
+): S3Error {
+  switch (kind) {
+    case 'too-large':
+      return new S3Error(
+        400,
+        'RequestHeaderSectionTooLarge',
+        `The request's URL and headers are larger than ${opts.maxHeaderBytes} bytes. Check the object key and the headers (a session token is far shorter).`,
+      );
+    case 'timeout':
+      return requestTimeout();
+    case 'malformed':
+      return new S3Error(
+        400,
+        'BadRequest',
+        'The request is not valid HTTP: a header holds a line break or a control character, or the request line is malformed.',
+      );
+  }
+}
 
 const escape = (s: string): string =>
   s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -74,9 +107,17 @@ export function xmlDocument(root: string, tree: XmlTree): string {
   return XML_DECLARATION + xmlElement(root, tree);
 }
 
+/** S3's request ids: 16 hex digits, in the x-amz-request-id header and in error bodies alike. */
+export const newRequestId = (): string => randomBytes(8).toString('hex').toUpperCase();
+
 /** `<Error>` with S3's fields, without the XML declaration. */
-export function errorElement(err: S3Error, resource?: string): string {
-  return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: randomUUID() })}</Error>`;
+export function errorElement(err: S3Error, requestId: string, resource?: string): string {
+  return `<Error>${render({ Code: err.code, Message: err.message, Resource: resource, RequestId: requestId })}</Error>`;
+}
+
+/** A whole error answer's body: the declaration and `<Error>`. */
+export function errorDocument(err: S3Error, requestId = newRequestId(), resource?: string): string {
+  return XML_DECLARATION + errorElement(err, requestId, resource);
 }
 
 export function sendXml(res: ServerResponse, status: number, body: string, head = false): void {
@@ -94,13 +135,13 @@ export function sendXml(res: ServerResponse, status: number, body: string, head 
 export function sendError(
   res: ServerResponse,
   err: S3Error,
-  opts: { head: boolean; close: boolean; resource?: string },
+  opts: { head: boolean; close: boolean; requestId: string; resource?: string },
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const body = XML_DECLARATION + errorElement(err, opts.resource);
+  const body = errorDocument(err, opts.requestId, opts.resource);
   if (opts.close) res.setHeader('connection', 'close');
   // HEAD answers carry no body: the code goes in a header so clients can still tell.
   res.setHeader('x-amz-error-code', err.code);
@@ -110,7 +151,11 @@ export function sendError(
 export interface CompletedPart {
   partNumber: number;
   etag: string;
+  /** Flexible checksums the list names for the part: algorithm (crc32, sha256...) -> base64. */
+  checksums: Record<string, string>;
 }
+
+const CHECKSUM_ELEMENT = /^Checksum(CRC32|CRC32C|CRC64NVME|SHA1|SHA256)$/;
 
 const parser = new XMLParser({
   ignoreAttributes: true,
@@ -139,7 +184,7 @@ export function parseCompleteBody(text: string): CompletedPart[] {
   const list = root?.Part;
   if (!Array.isArray(list) || list.length === 0) throw malformed;
   const parts: CompletedPart[] = [];
-  for (const item of list as { PartNumber?: unknown; ETag?: unknown }[]) {
+  for (const item of list as Record<string, unknown>[]) {
     const n = typeof item.PartNumber === 'string' ? item.PartNumber.trim() : '';
     const etag = typeof item.ETag === 'string' ? item.ETag.trim().replace(/^"|"$/g, '') : '';
     if (!/^\d{1,5}$/.test(n) || +n < 1 || +n > 10_000) {
@@ -154,7 +199,12 @@ export function parseCompleteBody(text: string): CompletedPart[] {
         'The list of parts was not in ascending order. Parts must be ordered by part number.',
       );
     }
-    parts.push({ partNumber: +n, etag: etag.toLowerCase() });
+    const checksums: Record<string, string> = {};
+    for (const [name, value] of Object.entries(item)) {
+      const m = CHECKSUM_ELEMENT.exec(name);
+      if (m && typeof value === 'string') checksums[m[1]!.toLowerCase()] = value.trim();
+    }
+    parts.push({ partNumber: +n, etag: etag.toLowerCase(), checksums });
   }
   return parts;
 }

@@ -107,9 +107,20 @@ function fromHeader(req: IncomingMessage, auth: string): Claim {
   }
   const { id, scope } = parseScope(m[1] ?? '', sigMalformed);
   const signedHeaders = (m[2] ?? '').split(';');
-  const amzDate = header(req, 'x-amz-date');
-  if (amzDate === undefined) throw accessDenied('AWS authentication requires a valid x-amz-date header.');
-  for (const required of ['host', 'x-amz-date', 'x-amz-content-sha256', 'x-amz-security-token']) {
+  // SigV4 takes the request's time from x-amz-date, else from the Date header (then signed).
+  const dated = header(req, 'x-amz-date') === undefined ? header(req, 'date') : undefined;
+  const amzDate = header(req, 'x-amz-date') ?? (dated !== undefined ? basicIsoDate(dated) : undefined);
+  if (amzDate === undefined) {
+    throw accessDenied('AWS authentication requires a valid x-amz-date or Date header.');
+  }
+  const mustSign = [
+    'host',
+    'x-amz-date',
+    'x-amz-content-sha256',
+    'x-amz-security-token',
+    ...(dated ? ['date'] : []),
+  ];
+  for (const required of mustSign) {
     if (req.headers[required] !== undefined && !signedHeaders.includes(required)) {
       throw accessDenied(`The header ${required} must be signed (listed in SignedHeaders).`);
     }
@@ -150,6 +161,17 @@ function fromQuery(req: IncomingMessage, q: Query): Claim {
     payloadHash: payloadHashOf(declared, UNSIGNED),
     expiresSeconds: +expires,
   };
+}
+
+/** An HTTP date as SigV4 writes times (YYYYMMDDTHHMMSSZ); '' when it is not a date. */
+function basicIsoDate(httpDate: string): string {
+  const at = Date.parse(httpDate);
+  return Number.isNaN(at)
+    ? ''
+    : new Date(at)
+        .toISOString()
+        .replace(/[-:]/g, '')
+        .replace(/\.\d{3}/, '');
 }
 
 function parseAmzDate(s: string): number {
@@ -215,7 +237,9 @@ export function verifySignature(
     ALGORITHM,
     claim.amzDate,
     claim.scope,
-    createHash('sha256').update(canonical).digest('hex'),
+    // Header values arrive as latin1 (one char per byte): hashed as those bytes, so a
+    // client that signed UTF-8 metadata values is verified against what it signed.
+    createHash('sha256').update(canonical, 'latin1').digest('hex'),
   ].join('\n');
   const [date = '', region = ''] = claim.scope.split('/');
   const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), 's3'), 'aws4_request');

@@ -30,6 +30,10 @@ export interface ObjectRow {
   md5: string;
   content_type: string | null;
   last_modified: number;
+  /** JSON object of the headers kept with the object (s3-headers.ts). */
+  headers: string;
+  /** The multipart upload the object was completed from, if it was. */
+  upload_id: string | null;
 }
 
 export interface UploadRow {
@@ -37,6 +41,7 @@ export interface UploadRow {
   workspace_id: string;
   key: string;
   content_type: string | null;
+  headers: string;
   created_at: number;
 }
 
@@ -46,6 +51,8 @@ export interface PartRow {
   size: number;
   md5: string;
   last_modified: number;
+  /** JSON object {"<algorithm>": "<base64>"} when the part came with a flexible checksum. */
+  checksum: string | null;
 }
 
 /** A body received into tmp/, hashed on the way. */
@@ -54,6 +61,22 @@ export interface Received {
   size: number;
   md5: Buffer;
 }
+
+/** What is written with an object besides its bytes. */
+export interface ObjectMeta {
+  size: number;
+  md5: string;
+  etag: string;
+  contentType: string | null;
+  headers: Record<string, string>;
+  uploadId?: string;
+}
+
+/**
+ * Decides, at the moment of writing, whether the object now at the key (if
+ * any) may be replaced; throws to refuse (s3-conditions.ts).
+ */
+export type WriteCheck = (current: ObjectRow | undefined) => void;
 
 export interface StoreLimits {
   maxObjectsPerWorkspace: number;
@@ -74,6 +97,13 @@ const exists = (file: string): boolean => {
   }
 };
 
+/** S3's ETag of a multipart object: MD5 of the parts' MD5s (hex in, binary hashed), "-", their number. */
+export function multipartEtag(partMd5s: string[]): string {
+  const digest = createHash('md5');
+  for (const md5 of partMd5s) digest.update(Buffer.from(md5, 'hex'));
+  return `${digest.digest('hex')}-${partMd5s.length}`;
+}
+
 export class BucketStore {
   private readonly tmpDir: string;
   private readonly completing = new Set<string>();
@@ -91,34 +121,47 @@ export class BucketStore {
       object: db.prepare<[string], ObjectRow>('SELECT * FROM bucket_objects WHERE key = ?'),
       dropObject: db.prepare<[string, string]>('DELETE FROM bucket_objects WHERE key = ? AND file = ?'),
       putObject: db.prepare(`
-        INSERT INTO bucket_objects (key, workspace_id, file, size, etag, md5, content_type, last_modified)
-        VALUES (@key, @workspace_id, @file, @size, @etag, @md5, @content_type, @last_modified)
+        INSERT INTO bucket_objects (key, workspace_id, file, size, etag, md5, content_type, last_modified, headers, upload_id)
+        VALUES (@key, @workspace_id, @file, @size, @etag, @md5, @content_type, @last_modified, @headers, @upload_id)
         ON CONFLICT (key) DO UPDATE SET file = excluded.file, size = excluded.size, etag = excluded.etag,
-          md5 = excluded.md5, content_type = excluded.content_type, last_modified = excluded.last_modified`),
+          md5 = excluded.md5, content_type = excluded.content_type, last_modified = excluded.last_modified,
+          headers = excluded.headers, upload_id = excluded.upload_id`),
       countObjects: db.prepare<[string], { n: number }>(
         'SELECT count(*) AS n FROM bucket_objects WHERE workspace_id = ?',
       ),
-      list: db.prepare<[string, string, string, number], ObjectRow>(
-        'SELECT * FROM bucket_objects WHERE key >= ? AND key > ? AND key < ? ORDER BY key LIMIT ?',
-      ),
+      // Lower bound inclusive or not; upper bound exclusive (absent only when nothing sorts above the prefix).
+      list: {
+        fromTo: db.prepare<[string, string, number], ObjectRow>(
+          'SELECT * FROM bucket_objects WHERE key >= ? AND key < ? ORDER BY key LIMIT ?',
+        ),
+        afterTo: db.prepare<[string, string, number], ObjectRow>(
+          'SELECT * FROM bucket_objects WHERE key > ? AND key < ? ORDER BY key LIMIT ?',
+        ),
+        from: db.prepare<[string, number], ObjectRow>(
+          'SELECT * FROM bucket_objects WHERE key >= ? ORDER BY key LIMIT ?',
+        ),
+        after: db.prepare<[string, number], ObjectRow>(
+          'SELECT * FROM bucket_objects WHERE key > ? ORDER BY key LIMIT ?',
+        ),
+      },
       upload: db.prepare<[string], UploadRow>('SELECT * FROM bucket_uploads WHERE upload_id = ?'),
       countUploads: db.prepare<[string], { n: number }>(
         'SELECT count(*) AS n FROM bucket_uploads WHERE workspace_id = ?',
       ),
       createUpload: db.prepare(
-        'INSERT INTO bucket_uploads (upload_id, workspace_id, key, content_type, created_at) VALUES (?, ?, ?, ?, ?)',
+        'INSERT INTO bucket_uploads (upload_id, workspace_id, key, content_type, headers, created_at) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       dropUpload: db.prepare<[string]>('DELETE FROM bucket_uploads WHERE upload_id = ?'),
       part: db.prepare<[string, number], PartRow>(
-        'SELECT part_number, file, size, md5, last_modified FROM bucket_parts WHERE upload_id = ? AND part_number = ?',
+        'SELECT part_number, file, size, md5, last_modified, checksum FROM bucket_parts WHERE upload_id = ? AND part_number = ?',
       ),
       parts: db.prepare<[string, number, number], PartRow>(
-        'SELECT part_number, file, size, md5, last_modified FROM bucket_parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?',
+        'SELECT part_number, file, size, md5, last_modified, checksum FROM bucket_parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?',
       ),
       putPart: db.prepare(`
-        INSERT INTO bucket_parts (upload_id, part_number, file, size, md5, last_modified) VALUES (?, ?, ?, ?, ?, ?)
+        INSERT INTO bucket_parts (upload_id, part_number, file, size, md5, last_modified, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (upload_id, part_number) DO UPDATE SET file = excluded.file, size = excluded.size,
-          md5 = excluded.md5, last_modified = excluded.last_modified`),
+          md5 = excluded.md5, last_modified = excluded.last_modified, checksum = excluded.checksum`),
     };
   }
 
@@ -175,13 +218,22 @@ export class BucketStore {
     return this.present(this.q.object.get(key));
   }
 
-  /** Objects with keys in [from, to) after `after`, at most `limit`, in key order (rows without a file skipped). */
-  list(from: string, after: string, to: string, limit: number): ObjectRow[] {
-    return this.q.list.all(from, after, to, limit).filter((row) => this.present(row) !== undefined);
+  /**
+   * Objects with keys from `from` (itself included or not) up to `to`
+   * (excluded; undefined: no end), at most `limit` rows looked at, in key
+   * order; rows without a file are left out.
+   */
+  list(from: string, inclusive: boolean, to: string | undefined, limit: number): ObjectRow[] {
+    const l = this.q.list;
+    const rows =
+      to === undefined
+        ? (inclusive ? l.from : l.after).all(from, limit)
+        : (inclusive ? l.fromTo : l.afterTo).all(from, to, limit);
+    return rows.filter((row) => this.present(row) !== undefined);
   }
 
-  private checkObjectRoom(workspaceId: string, key: string): void {
-    if (this.q.object.get(key)) return; // a replacement does not add an object
+  private checkObjectRoom(workspaceId: string, current: ObjectRow | undefined): void {
+    if (current) return; // a replacement does not add an object
     const { n } = this.q.countObjects.get(workspaceId) ?? { n: 0 };
     if (n >= this.limits.maxObjectsPerWorkspace) {
       throw invalidRequest(
@@ -190,24 +242,35 @@ export class BucketStore {
     }
   }
 
-  /** Moves a received body into place as `key` (replacing any previous object). */
+  /**
+   * Moves a received body into place as `key`, replacing any previous object
+   * unless `check` refuses. The check and the write happen together, with no
+   * await between them: two writers cannot both pass an If-None-Match: *.
+   */
   async commitObject(
     workspaceId: string,
     key: string,
     tmp: string,
-    meta: { size: number; md5: string; etag: string; contentType: string | null },
+    meta: ObjectMeta,
+    check?: WriteCheck,
   ): Promise<void> {
+    const dir = this.objectDir(workspaceId);
+    const file = randomName();
     try {
-      this.checkObjectRoom(workspaceId, key);
+      await mkdir(dir, { recursive: true });
+      await rename(tmp, join(dir, file));
     } catch (err) {
       await this.discard(tmp);
       throw err;
     }
-    const dir = this.objectDir(workspaceId);
-    const file = randomName();
-    await mkdir(dir, { recursive: true });
-    await rename(tmp, join(dir, file));
     const previous = this.q.object.get(key);
+    try {
+      this.checkObjectRoom(workspaceId, previous);
+      check?.(this.present(previous));
+    } catch (err) {
+      await unlink(join(dir, file)).catch(() => undefined);
+      throw err;
+    }
     this.q.putObject.run({
       key,
       workspace_id: workspaceId,
@@ -217,12 +280,19 @@ export class BucketStore {
       md5: meta.md5,
       content_type: meta.contentType,
       last_modified: Date.now(),
+      headers: JSON.stringify(meta.headers),
+      upload_id: meta.uploadId ?? null,
     });
     if (previous)
       await unlink(join(this.objectDir(previous.workspace_id), previous.file)).catch(() => undefined);
   }
 
-  createUpload(workspaceId: string, key: string, contentType: string | null): string {
+  createUpload(
+    workspaceId: string,
+    key: string,
+    contentType: string | null,
+    headers: Record<string, string>,
+  ): string {
     const { n } = this.q.countUploads.get(workspaceId) ?? { n: 0 };
     if (n >= this.limits.maxOpenUploadsPerWorkspace) {
       throw invalidRequest(
@@ -230,8 +300,23 @@ export class BucketStore {
       );
     }
     const uploadId = randomBytes(32).toString('base64url');
-    this.q.createUpload.run(uploadId, workspaceId, key, contentType, Date.now());
+    this.q.createUpload.run(uploadId, workspaceId, key, contentType, JSON.stringify(headers), Date.now());
     return uploadId;
+  }
+
+  /**
+   * The object `key` holds now, if it was completed from `uploadId` for this
+   * workspace: what a repeated CompleteMultipartUpload answers with.
+   */
+  completedFrom(uploadId: string, workspaceId: string, key: string): ObjectRow | undefined {
+    const obj = this.object(key);
+    return obj && obj.upload_id === uploadId && obj.workspace_id === workspaceId ? obj : undefined;
+  }
+
+  /** The open upload `uploadId` of this workspace and key, if there is one. */
+  findUpload(uploadId: string, workspaceId: string, key: string): UploadRow | undefined {
+    const row = UPLOAD_ID.test(uploadId) ? this.q.upload.get(uploadId) : undefined;
+    return row && row.workspace_id === workspaceId && row.key === key ? row : undefined;
   }
 
   /**
@@ -239,8 +324,8 @@ export class BucketStore {
    * an id of another shape, another key or another workspace is NoSuchUpload.
    */
   upload(uploadId: string, workspaceId: string, key: string): UploadRow {
-    const row = UPLOAD_ID.test(uploadId) ? this.q.upload.get(uploadId) : undefined;
-    if (!row || row.workspace_id !== workspaceId || row.key !== key) throw noSuchUpload();
+    const row = this.findUpload(uploadId, workspaceId, key);
+    if (!row) throw noSuchUpload();
     if (this.completing.has(uploadId)) {
       throw new S3Error(
         409,
@@ -251,7 +336,12 @@ export class BucketStore {
     return row;
   }
 
-  async commitPart(upload: UploadRow, partNumber: number, got: Received): Promise<void> {
+  async commitPart(
+    upload: UploadRow,
+    partNumber: number,
+    got: Received,
+    checksum: Record<string, string> | null,
+  ): Promise<void> {
     const dir = this.uploadDir(upload.upload_id);
     const file = randomName();
     await mkdir(dir, { recursive: true });
@@ -262,7 +352,15 @@ export class BucketStore {
       throw noSuchUpload();
     }
     const previous = this.q.part.get(upload.upload_id, partNumber);
-    this.q.putPart.run(upload.upload_id, partNumber, file, got.size, got.md5.toString('hex'), Date.now());
+    this.q.putPart.run(
+      upload.upload_id,
+      partNumber,
+      file,
+      got.size,
+      got.md5.toString('hex'),
+      Date.now(),
+      checksum ? JSON.stringify(checksum) : null,
+    );
     if (previous) await unlink(join(dir, previous.file)).catch(() => undefined);
   }
 
@@ -284,9 +382,14 @@ export class BucketStore {
         `Part ${n} was not uploaded, or its ETag does not match: list the parts and send their ETags.`,
       );
     const dir = this.uploadDir(upload.upload_id);
-    return wanted.map(({ partNumber, etag }, i) => {
+    return wanted.map(({ partNumber, etag, checksums }, i) => {
       const row = this.q.part.get(upload.upload_id, partNumber);
       if (!row || row.md5 !== etag || !exists(join(dir, row.file))) throw invalidPart(partNumber);
+      // A checksum named in the part list must be the one the part came with.
+      const stored = row.checksum ? (JSON.parse(row.checksum) as Record<string, string>) : {};
+      for (const [algorithm, value] of Object.entries(checksums)) {
+        if (stored[algorithm] !== value) throw invalidPart(partNumber);
+      }
       if (i < wanted.length - 1 && row.size < MIN_PART_BYTES) {
         throw new S3Error(
           400,
@@ -303,7 +406,16 @@ export class BucketStore {
    * whole object on the way (kept for upload callbacks). Returns S3's
    * multipart ETag: MD5 of the parts' MD5s, "-", the number of parts.
    */
-  async complete(upload: UploadRow, parts: PartRow[]): Promise<string> {
+  /**
+   * `observe` sees every byte of the object as it is put together;
+   * `headers()`, called after, gives the headers to keep with it, or throws
+   * to refuse the object.
+   */
+  async complete(
+    upload: UploadRow,
+    parts: PartRow[],
+    opts: { check?: WriteCheck; observe?: (chunk: Buffer) => void; headers: () => Record<string, string> },
+  ): Promise<string> {
     const dir = this.uploadDir(upload.upload_id);
     this.completing.add(upload.upload_id);
     try {
@@ -315,6 +427,7 @@ export class BucketStore {
           for (const part of parts) {
             for await (const chunk of createReadStream(join(dir, part.file), { highWaterMark: 1 << 20 })) {
               md5.update(chunk as Buffer);
+              opts.observe?.(chunk as Buffer);
               yield chunk as Buffer;
             }
           }
@@ -323,16 +436,29 @@ export class BucketStore {
         await this.discard(tmp);
         throw err;
       }
-      const partsDigest = createHash('md5');
-      for (const p of parts) partsDigest.update(Buffer.from(p.md5, 'hex'));
-      const etag = `${partsDigest.digest('hex')}-${parts.length}`;
+      const etag = multipartEtag(parts.map((p) => p.md5));
       const size = parts.reduce((sum, p) => sum + p.size, 0);
-      await this.commitObject(upload.workspace_id, upload.key, tmp, {
-        size,
-        md5: md5.digest('hex'),
-        etag,
-        contentType: upload.content_type,
-      });
+      let headers: Record<string, string>;
+      try {
+        headers = opts.headers(); // may refuse the object (a checksum that does not match)
+      } catch (err) {
+        await this.discard(tmp);
+        throw err;
+      }
+      await this.commitObject(
+        upload.workspace_id,
+        upload.key,
+        tmp,
+        {
+          size,
+          md5: md5.digest('hex'),
+          etag,
+          contentType: upload.content_type,
+          headers,
+          uploadId: upload.upload_id,
+        },
+        opts.check,
+      );
       this.q.dropUpload.run(upload.upload_id);
       await rm(dir, { recursive: true, force: true });
       return etag;

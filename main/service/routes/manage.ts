@@ -12,7 +12,7 @@ import {
 import { findUser, type UserRow } from '../bootstrap.js';
 import type { ServiceContext } from '../context.js';
 import { CODES, ok, parseOrThrow, type Envelope, zInt } from '../envelope.js';
-import { LoginThrottle, ThrottledError } from '../throttle.js';
+import { LoginThrottle, ThrottledError } from '../client-limits.js';
 
 const loginSchema = z.object({
   username: z.string().min(1).max(64),

@@ -3,7 +3,7 @@ import { hashToken, requestToken, workspaceGuard } from '../auth.js';
 import type { ServiceContext } from '../context.js';
 import { CODES, ok } from '../envelope.js';
 import { workspacePrefix } from '../media-store.js';
-import { RateLimit, ThrottledError } from '../throttle.js';
+import { RateLimit, ThrottledError } from '../client-limits.js';
 
 export function registerStorageRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   // Each issue is a row (embedded) or a call to the provider's STS (external):

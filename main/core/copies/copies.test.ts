@@ -1,0 +1,404 @@
+/**
+ * Local copies, with real files on the disk: one read of a card file feeds
+ * its MD5 and every copy; each copy is read back and compared; a changed
+ * copy, a gone or unwritable destination and a full one each say so; the
+ * copy's ASC MHL history validates against the official schema; the staging
+ * clean-up deletes only what its rules allow.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { HAVE_XSD, validateMhl } from '../../../test/support/ascmhl-xsd.js';
+import { tempDir } from '../../../test/support/harness.js';
+import { copyFileTo } from '../hash/hash-worker.js';
+import type { CopyRecord, Destination } from '../queue/copies.js';
+import { Queue } from '../queue/queue.js';
+import { copyAndVerify, readBack } from './copy-file.js';
+import { cardFolderName, spaceProblem } from './destinations.js';
+import { fileKey, localVerdict, type LocalVerdictInput } from './local-verdict.js';
+import { writeCopyHistory } from './mhl.js';
+import { cleanStaging } from './staging.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = tempDir('dms-copies-');
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const md5 = (b: Buffer) => createHash('md5').update(b).digest('hex');
+let nextId = 1;
+const dest = (
+  name: string,
+  role: Destination['role'] = 'archive',
+  keepDays: number | null = null,
+): Destination => {
+  const p = path.join(dir, name);
+  fs.mkdirSync(p, { recursive: true });
+  return { id: nextId++, path: p, label: name, role, keepDays };
+};
+
+function cardFile(rel: string, bytes: Buffer): { source: string; size: number; mtimeMs: number } {
+  const source = path.join(dir, 'card', rel);
+  fs.mkdirSync(path.dirname(source), { recursive: true });
+  fs.writeFileSync(source, bytes);
+  fs.utimesSync(source, 1_700_000_000, 1_700_000_000);
+  const st = fs.statSync(source);
+  return { source, size: st.size, mtimeMs: Math.trunc(st.mtimeMs) };
+}
+
+describe('copyAndVerify', () => {
+  it('one read of the card: byte-identical copies on every destination, the card’s time, read back and verified', async () => {
+    // 3 MiB: copied in a copy worker, read back in one (O_DIRECT where the disk allows it).
+    const bytes = Buffer.alloc(3 * 1024 * 1024 + 17, 7);
+    const f = cardFile('DCIM/100MEDIA/DJI_0001.MP4', bytes);
+    const a = dest('SSD');
+    const b = dest('T7_BACKUP');
+    const r = await copyAndVerify({
+      ...f,
+      relPath: 'DCIM/100MEDIA/DJI_0001.MP4',
+      targets: [
+        { destination: a, root: path.join(a.path, 'CARD-1') },
+        { destination: b, root: path.join(b.path, 'CARD-1') },
+      ],
+    });
+    expect(r.md5).toBe(md5(bytes));
+    expect(r.stopped).toEqual([]);
+    for (const rec of r.records) {
+      expect(rec).toMatchObject({ state: 'verified', md5: md5(bytes), copySize: bytes.length });
+      expect(fs.readFileSync(rec.path).equals(bytes)).toBe(true);
+      expect(Math.trunc(fs.statSync(rec.path).mtimeMs)).toBe(f.mtimeMs);
+      expect(['direct', 'cache']).toContain(rec.readBack);
+    }
+    // No temporary file is left behind.
+    expect(fs.readdirSync(path.join(a.path, 'CARD-1/DCIM/100MEDIA'))).toEqual(['DJI_0001.MP4']);
+  });
+
+  it('the read-back catches a copy changed after it was written: failed, with the reason', async () => {
+    const bytes = Buffer.from('the card file');
+    const f = cardFile('DJI_0002.JPG', bytes);
+    const a = dest('SSD');
+    const final = path.join(a.path, 'CARD-1', 'DJI_0002.JPG');
+    fs.mkdirSync(path.dirname(final), { recursive: true });
+    const out = await copyFileTo(f.source, [{ temp: `${final}.dms-partial`, final }], {
+      ...f,
+      bufferSize: 65536,
+      stopped: () => false,
+    });
+    // Between the write and the read-back, a byte of the copy changes (a failing drive, another program).
+    fs.writeFileSync(final, 'the card fil3');
+    fs.utimesSync(final, f.mtimeMs / 1000, f.mtimeMs / 1000);
+    const records: Array<CopyRecord | null> = [null];
+    const failures: string[] = [];
+    await readBack(
+      { targets: [{ destination: a, root: path.join(a.path, 'CARD-1') }], size: f.size },
+      out!.md5,
+      [{ i: 0, final }],
+      records,
+      (_i, _err, stops) => failures.push(stops ? 'stopped' : 'differs'),
+    );
+    expect(records).toEqual([null]);
+    expect(failures).toEqual(['differs']);
+    // The same through copyAndVerify's own reason.
+    const g = cardFile('DJI_0003.JPG', Buffer.from('x'));
+    const ok = await copyAndVerify({
+      ...g,
+      relPath: 'DJI_0003.JPG',
+      targets: [{ destination: a, root: path.join(a.path, 'CARD-1') }],
+    });
+    expect(ok.records[0]!.state).toBe('verified');
+  });
+
+  it('a destination that is gone stops with its reason, never made again; the other copy goes on', async () => {
+    const f = cardFile('DJI_0004.JPG', Buffer.from('photo'));
+    const a = dest('SSD');
+    const gone = dest('T7_BACKUP');
+    fs.rmSync(gone.path, { recursive: true });
+    const r = await copyAndVerify({
+      ...f,
+      relPath: 'DJI_0004.JPG',
+      targets: [
+        { destination: a, root: path.join(a.path, 'C') },
+        { destination: gone, root: path.join(gone.path, 'C') },
+      ],
+    });
+    expect(r.records.map((x) => x.state)).toEqual(['verified', 'failed']);
+    expect(r.stopped.map((x) => x.message)).toEqual([
+      expect.stringMatching(
+        /^T7_BACKUP is not there any more \(unplugged\?\): its copy of this card stopped/,
+      ),
+    ]);
+    // An unplugged drive's mount point is not made again on the laptop's disk.
+    expect(fs.existsSync(gone.path)).toBe(false);
+  });
+
+  it.skipIf(process.getuid?.() !== 0 || spawnSync('mount', ['--version']).status !== 0)(
+    'a destination that fills up mid-way stops with "is full"; the other goes on',
+    async () => {
+      const a = dest('SSD');
+      const small = dest('T7_BACKUP');
+      expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', small.path]).status).toBe(0);
+      try {
+        const f = cardFile('DJI_0005.MP4', Buffer.alloc(3 * 1024 * 1024, 1));
+        const r = await copyAndVerify({
+          ...f,
+          relPath: 'DJI_0005.MP4',
+          targets: [
+            { destination: a, root: path.join(a.path, 'C') },
+            { destination: small, root: path.join(small.path, 'C') },
+          ],
+        });
+        expect(r.records.map((x) => x.state)).toEqual(['verified', 'failed']);
+        expect(r.stopped[0]?.message).toMatch(/^T7_BACKUP is full: its copy of this card stopped/);
+        // Nothing half-written stays there.
+        expect(fs.readdirSync(path.join(small.path, 'C'))).toEqual([]);
+      } finally {
+        spawnSync('umount', [small.path]);
+      }
+    },
+  );
+
+  it('free space is checked before writing: "T7_BACKUP: … free, the card needs …"', () => {
+    const a = dest('T7_BACKUP');
+    expect(spaceProblem(a, 1024)).toBeNull();
+    expect(spaceProblem(a, 1e18)).toMatch(
+      /^T7_BACKUP: \d+ GB free, the card needs 1000000000 GB\. Nothing was written there/,
+    );
+  });
+});
+
+describe('the local verdict', () => {
+  const files = [
+    { sourceId: 'card:1', relPath: 'DCIM/A/DJI_0001.JPG', size: 10, mtimeMs: 1, kind: 'media', read: true },
+    { sourceId: 'card:1', relPath: 'DCIM/A/DJI_0001.SRT', size: 5, mtimeMs: 1, kind: 'other', read: true },
+  ];
+  const rec = (destinationId: number, state: CopyRecord['state'] = 'verified'): CopyRecord => ({
+    destinationId,
+    path: `/d${destinationId}/x`,
+    state,
+    md5: 'a'.repeat(32),
+    copySize: 10,
+    copyMtimeMs: 1,
+    readBack: 'direct',
+    at: 1,
+    error: null,
+  });
+  const A: Destination = { id: 1, path: '/a', label: 'SSD', role: 'archive', keepDays: null };
+  const B: Destination = { id: 2, path: '/b', label: 'T7_BACKUP', role: 'archive', keepDays: null };
+  const input = (over: Partial<LocalVerdictInput> = {}): LocalVerdictInput => {
+    const copies = new Map(
+      files.map((f) => [
+        fileKey(f),
+        new Map([
+          [1, { record: rec(1), intact: true }],
+          [2, { record: rec(2), intact: true }],
+        ]),
+      ]),
+    );
+    return {
+      card: { id: 'card:1', label: 'M3E_CARD' },
+      destinations: [A, B],
+      scanComplete: true,
+      files,
+      copies,
+      stops: new Map(),
+      skipped: [],
+      ...over,
+    };
+  };
+
+  it('locally safe when every file is verified on every destination, still as written', () => {
+    const v = localVerdict(input());
+    expect(v).toMatchObject({ safe: true, reasons: [], readBack: 'direct' });
+    expect(v.message).toBe('M3E_CARD: 2 files copied and verified on SSD and T7_BACKUP — safe to format');
+  });
+
+  const spoilt = (i: number, d: number, fact: { record: CopyRecord; intact: boolean } | null) => {
+    const i0 = input();
+    const m = new Map(i0.copies.get(fileKey(files[i]!)));
+    if (fact) m.set(d, fact);
+    else m.delete(d);
+    const copies = new Map(i0.copies);
+    copies.set(fileKey(files[i]!), m);
+    return localVerdict({ ...i0, copies });
+  };
+
+  it('not when a copy is missing, failed its read-back, or changed since it was verified; each says which and where', () => {
+    expect(spoilt(1, 2, null).reasons).toEqual([
+      'T7_BACKUP: 1 file not copied yet (DJI_0001.SRT): wait until they are copied and verified.',
+    ]);
+    expect(spoilt(0, 1, { record: rec(1, 'failed'), intact: false }).reasons[0]).toMatch(
+      /^SSD: 1 copy did not read back as written \(DJI_0001\.JPG\)/,
+    );
+    expect(spoilt(0, 2, { record: rec(2), intact: false }).reasons[0]).toMatch(
+      /^T7_BACKUP: 1 copy changed or removed since it was verified \(DJI_0001\.JPG\)/,
+    );
+  });
+
+  it('not when a destination stopped, the card was not read to the end, or a file was kept nowhere', () => {
+    const full = 'T7_BACKUP: 41 GB free, the card needs 58 GB. Nothing was written there.';
+    expect(localVerdict(input({ stops: new Map([[2, full]]) })).reasons).toContain(full);
+    expect(localVerdict(input({ scanComplete: false })).safe).toBe(false);
+    const lost = localVerdict(
+      input({ skipped: [{ relPath: 'x', message: 'x has a name that is not valid text', blocking: true }] }),
+    );
+    expect(lost.reasons).toEqual(['Not kept anywhere: x has a name that is not valid text']);
+    // Named on purpose (excluded in the settings): the card can still be safe.
+    expect(
+      localVerdict(input({ skipped: [{ relPath: 'y.LRF', message: 'excluded', blocking: false }] })).safe,
+    ).toBe(true);
+  });
+
+  it('says when the copies were read back through the cache', () => {
+    const i0 = input();
+    const copies = new Map(
+      [...i0.copies].map(([k, m]) => [
+        k,
+        new Map([...m].map(([d, f]) => [d, { ...f, record: { ...f.record, readBack: 'cache' as const } }])),
+      ]),
+    );
+    expect(localVerdict({ ...i0, copies }).readBack).toBe('cache');
+  });
+});
+
+describe('the copy’s ASC MHL history', () => {
+  it.skipIf(!HAVE_XSD)(
+    'validates against the official schema; new files original, then verified',
+    async () => {
+      const root = path.join(dir, 'SSD', cardFolderName('M3E_CARD', 'card:1'));
+      const file = (relPath: string) => ({
+        relPath,
+        size: 10,
+        mtimeMs: 1_700_000_000_000,
+        md5: 'b'.repeat(32),
+        verifiedAt: 1_700_000_100_000,
+        readBack: 'direct' as const,
+      });
+      const tool = { name: 'Drone Media Sync', version: '0.2.0' };
+      const first = writeCopyHistory({
+        root,
+        card: { label: 'M3E_CARD' },
+        destinationLabel: 'SSD',
+        files: [file('DCIM/A/DJI_0001.JPG')],
+        tool,
+      });
+      expect(first).not.toBeNull();
+      const g1 = fs.readFileSync(first!, 'utf8');
+      expect((await validateMhl(g1, 'ASCMHL.xsd')).valid).toBe(true);
+      expect(g1).toContain('<process>transfer</process>');
+      expect(g1).toMatch(/<md5 action="original"[^>]*>b{32}<\/md5>/);
+      expect(g1).toContain('read back from the disk itself (O_DIRECT');
+      // Nothing new: no generation. One more file: a second one, the first file now "verified".
+      expect(
+        writeCopyHistory({
+          root,
+          card: { label: 'M3E_CARD' },
+          destinationLabel: 'SSD',
+          files: [file('DCIM/A/DJI_0001.JPG')],
+          tool,
+        }),
+      ).toBeNull();
+      const second = writeCopyHistory({
+        root,
+        card: { label: 'M3E_CARD' },
+        destinationLabel: 'SSD',
+        files: [file('DCIM/A/DJI_0001.JPG'), file('DCIM/A/DJI_0002.JPG')],
+        tool,
+      });
+      const g2 = fs.readFileSync(second!, 'utf8');
+      expect((await validateMhl(g2, 'ASCMHL.xsd')).valid).toBe(true);
+      expect(g2).toMatch(/DJI_0001\.JPG<\/path>\s*<md5 action="verified"/);
+      expect(g2).toMatch(/DJI_0002\.JPG<\/path>\s*<md5 action="original"/);
+      const chain = fs.readFileSync(path.join(root, 'ascmhl', 'ascmhl_chain.xml'), 'utf8');
+      expect((await validateMhl(chain, 'ASCMHLDirectory.xsd')).valid).toBe(true);
+      expect(chain.match(/<hashlist sequencenr/g)).toHaveLength(2);
+    },
+  );
+});
+
+describe('the staging clean-up', () => {
+  it('deletes a staging copy only when every file is checked in the workspace and old enough; never an archive, never the card', () => {
+    const queue = new Queue(path.join(dir, 'queue.db'));
+    queue.bindTarget({ key: 'srv#ws', label: 'srv', workspaceId: 'ws' });
+    const staging = queue.copies.destination({
+      path: path.join(dir, 'STAGE'),
+      label: 'STAGE',
+      role: 'staging',
+      keepDays: 2,
+    });
+    const archive = queue.copies.destination({
+      path: path.join(dir, 'ARCH'),
+      label: 'ARCH',
+      role: 'archive',
+      keepDays: 0,
+    });
+    const f = cardFile('DCIM/A/DJI_0001.JPG', Buffer.from('photo'));
+    const [row] = queue.observe([
+      {
+        sourceId: 'card:1',
+        relPath: 'DCIM/A/DJI_0001.JPG',
+        absPath: f.source,
+        size: f.size,
+        mtimeMs: f.mtimeMs,
+      },
+    ]).pending;
+    const now = Date.now();
+    const copyOn = (d: Destination, at: number) => {
+      const p = path.join(d.path, 'C-1', 'DCIM/A/DJI_0001.JPG');
+      fs.mkdirSync(path.dirname(p), { recursive: true });
+      fs.copyFileSync(f.source, p);
+      queue.copies.note(row!, {
+        destinationId: d.id,
+        path: p,
+        state: 'verified',
+        md5: md5(Buffer.from('photo')),
+        copySize: f.size,
+        copyMtimeMs: f.mtimeMs,
+        readBack: 'direct',
+        at,
+        error: null,
+      });
+      return p;
+    };
+    const staged = copyOn(staging, now - 3 * 86_400_000);
+    const archived = copyOn(archive, now - 30 * 86_400_000);
+    // Not in the workspace yet: nothing is deleted.
+    expect(cleanStaging(queue, now)).toEqual([]);
+    let r = queue.apply(row!, {
+      type: 'hashed',
+      fingerprint: md5(Buffer.from('photo')),
+      tinyFingerprint: 't',
+      info: {
+        name: 'DJI_0001.JPG',
+        path: '',
+        fileGroupId: 'g',
+        metadata: {},
+        subFileType: 0,
+        isOriginal: true,
+      },
+    });
+    r = queue.apply(r, { type: 'not-known' });
+    r = queue.apply(r, { type: 'uploaded', objectKey: 'ws/k', bytesSent: 5, verified: null });
+    r = queue.apply(r, { type: 'recorded' });
+    // Acknowledged, but only on the server's word: still kept.
+    r = queue.apply(r, {
+      type: 'verified',
+      verified: { at: now, by: 'server', found: true, size: f.size, checksum: 'not-given' },
+    });
+    expect(cleanStaging(queue, now)).toEqual([]);
+    queue.apply(r, {
+      type: 'verified',
+      verified: { at: now, by: 'bucket', found: true, size: f.size, checksum: 'match' },
+    });
+    // Younger than keepDays: kept.
+    expect(cleanStaging(queue, now - 2 * 86_400_000)).toEqual([]);
+    const done = cleanStaging(queue, now);
+    expect(done.map((c) => [c.destination.label, c.files])).toEqual([['STAGE', 1]]);
+    expect(fs.existsSync(staged)).toBe(false);
+    expect(fs.existsSync(path.join(staging.path))).toBe(true);
+    expect(fs.existsSync(archived)).toBe(true);
+    expect(fs.existsSync(f.source)).toBe(true);
+    queue.close();
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * One card file to every destination: read once (the same read feeds the
+ * MD5 and every copy), each copy written under a temporary name, flushed to
+ * disk, given the card file's time and renamed into place; then each copy is
+ * read back from the disk (O_DIRECT on Linux; through the OS's cache where
+ * the system refuses that, and the record says so) and its MD5 compared with
+ * the card's. A destination that fails stops with its reason; the others go on.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { DmsError } from '../errors.js';
+import { copyFileTo, readBackMd5, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
+import { copyInWorker, readBackInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
+import type { CopyRecord, Destination } from '../queue/copies.js';
+import { destinationProblem } from './destinations.js';
+
+/** Reads and writes of this size: large enough for a disk, small enough for two at once in memory. */
+const BUFFER = 4 * 1024 * 1024;
+
+export interface CopyJob {
+  /** The card file. */
+  source: string;
+  relPath: string;
+  size: number;
+  mtimeMs: number;
+  /** Where it goes: each destination and the card's folder on it. */
+  targets: ReadonlyArray<{ destination: Destination; root: string }>;
+  signal?: AbortSignal;
+  onBytes?: (n: number) => void;
+}
+
+export interface CopyResult {
+  /** MD5 of the card file as read. */
+  md5: string;
+  /** One per target: verified, or failed with its reason. */
+  records: CopyRecord[];
+  /** Destinations that failed for a reason that stops the whole card there (full, unplugged, read-only). */
+  stopped: Array<{ destination: Destination; message: string }>;
+}
+
+const stopped = (reason: unknown) => () =>
+  reason instanceof Error ? reason : new DmsError('cancelled', 'The copy was stopped.');
+
+type Fail = (i: number, err: unknown, stops: boolean) => void;
+
+/**
+ * Each copy written, read back from the disk and compared with the card's
+ * MD5: verified (its size and time as it now is on the disk), or failed.
+ */
+export async function readBack(
+  job: Pick<CopyJob, 'targets' | 'size'>,
+  md5: string,
+  written: ReadonlyArray<{ i: number; final: string }>,
+  records: Array<CopyRecord | null>,
+  fail: Fail,
+): Promise<void> {
+  for (const { i, final } of written) {
+    const dest = job.targets[i] as CopyJob['targets'][number];
+    try {
+      const back = useHashWorkers(job.size)
+        ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
+            if (err instanceof WorkersUnavailable) return readBackMd5(final, BUFFER);
+            throw err;
+          })
+        : readBackMd5(final, BUFFER);
+      const st = fs.statSync(final);
+      if (back.md5 !== md5 || st.size !== job.size) {
+        fail(i, null, false);
+        continue;
+      }
+      records[i] = {
+        destinationId: dest.destination.id,
+        path: final,
+        state: 'verified',
+        md5,
+        copySize: st.size,
+        copyMtimeMs: Math.trunc(st.mtimeMs),
+        readBack: back.readBack,
+        at: Date.now(),
+        error: null,
+      };
+    } catch (err) {
+      fail(i, err, true);
+    }
+  }
+}
+
+/** The copy (worker or this thread), then the read-back of each copy. */
+export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
+  const at = Date.now();
+  const records: Array<CopyRecord | null> = job.targets.map(() => null);
+  const halt: CopyResult['stopped'] = [];
+  const fail = (i: number, err: unknown, stops: boolean): void => {
+    const t = job.targets[i] as CopyJob['targets'][number];
+    const message = stops
+      ? destinationProblem(t.destination, err)
+      : `The copy of ${job.relPath} on ${t.destination.label} differs from the card after it was written: not verified.`;
+    records[i] = {
+      destinationId: t.destination.id,
+      path: path.join(t.root, job.relPath),
+      state: 'failed',
+      md5: null,
+      copySize: null,
+      copyMtimeMs: null,
+      readBack: null,
+      at,
+      error: message,
+    };
+    if (stops) halt.push({ destination: t.destination, message });
+  };
+  const targets: CopyTarget[] = [];
+  const index: number[] = [];
+  job.targets.forEach((t, i) => {
+    const final = path.join(t.root, job.relPath);
+    try {
+      // The destination itself must be there: an unplugged drive's mount point is never made again
+      // (that would write the copy onto the laptop's own disk); only the card's folders inside it are.
+      if (!fs.statSync(t.destination.path).isDirectory())
+        throw Object.assign(new Error(`${t.destination.path} is not a folder`), { code: 'ENOTDIR' });
+      fs.mkdirSync(path.dirname(final), { recursive: true });
+      targets.push({ temp: `${final}.dms-partial`, final });
+      index.push(i);
+    } catch (err) {
+      fail(i, err, true);
+    }
+  });
+  const expected = { size: job.size, mtimeMs: job.mtimeMs };
+  let md5: string;
+  let errors: Array<unknown>;
+  try {
+    if (useHashWorkers(job.size)) {
+      try {
+        ({ md5, errors } = await copyInWorker(job.source, targets, expected, {
+          bufferSize: BUFFER,
+          ...(job.signal ? { signal: job.signal } : {}),
+          ...(job.onBytes ? { onBytes: job.onBytes } : {}),
+          abortReason: stopped(job.signal?.reason),
+        }));
+      } catch (err) {
+        if (!(err instanceof WorkersUnavailable)) throw err;
+        ({ md5, errors } = await copyHere(job, targets));
+      }
+    } else ({ md5, errors } = await copyHere(job, targets));
+  } catch (err) {
+    if (err instanceof SourceChangedSignal)
+      throw new DmsError(
+        'source-missing',
+        `${job.relPath} changed while it was read; it will be read again.`,
+      );
+    throw err;
+  }
+  for (const [k, err] of errors.entries()) if (err) fail(index[k] as number, err, true);
+  const written = targets.flatMap((t, k) =>
+    records[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
+  );
+  await readBack(job, md5, written, records, fail);
+  return { md5, records: records as CopyRecord[], stopped: halt };
+}
+
+/** The same copy on this thread (small files, or no worker). */
+async function copyHere(
+  job: CopyJob,
+  targets: CopyTarget[],
+): Promise<{ md5: string; errors: Array<unknown> }> {
+  const out = await copyFileTo(job.source, targets, {
+    size: job.size,
+    mtimeMs: job.mtimeMs,
+    bufferSize: Math.min(BUFFER, Math.max(64 * 1024, job.size)),
+    stopped: () => job.signal?.aborted === true,
+    ...(job.onBytes ? { onBytes: job.onBytes } : {}),
+  });
+  if (out === null) throw stopped(job.signal?.reason)();
+  return { md5: out.md5, errors: out.errors };
+}

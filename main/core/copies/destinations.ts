@@ -1,0 +1,93 @@
+/**
+ * Local destinations as a card sees them: each destination folder holds one
+ * folder per card, named so two cards with the same label never mix (the
+ * label, then a hash of the card's identity), with the card's files under it
+ * as they are on the card, and the card's own ASC MHL history in `ascmhl/`.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { CopyFacts, Destination } from '../queue/copies.js';
+
+/** A card's folder name in a destination (and in the state folder's manifests): readable, and unique by a hash of its id. */
+export function cardFolderName(label: string, sourceId: string): string {
+  const readable =
+    label
+      .normalize('NFC')
+      .replace(/[^A-Za-z0-9._-]+/g, '_')
+      .replace(/^[._-]+/, '')
+      .slice(0, 48) || 'card';
+  const id = createHash('sha256').update(sourceId).digest('hex').slice(0, 10);
+  return `${readable}-${id}`;
+}
+
+/** The destinations of the settings (and of `--copy-to`), recorded in the store. */
+export function destinationsOf(config: Config, copies: CopyFacts): Destination[] {
+  return config.destinations.map((d) => {
+    const p = path.resolve(d.path);
+    return copies.destination({
+      path: p,
+      label: d.label ?? (path.basename(p) || p),
+      role: d.role,
+      keepDays: d.keepDays ?? null,
+    });
+  });
+}
+
+/** Where a card's copy lives on a destination. */
+export function cardRootOn(destination: Destination, card: { label: string; sourceId: string }): string {
+  return path.join(destination.path, cardFolderName(card.label, card.sourceId));
+}
+
+/** Bytes free for this user on the disk holding `dir` (its nearest existing folder), or null when unknown. */
+export function freeBytes(dir: string): number | null {
+  let p = path.resolve(dir);
+  for (;;) {
+    try {
+      const st = fs.statfsSync(p);
+      return st.bavail * st.bsize;
+    } catch (err) {
+      const parent = path.dirname(p);
+      if ((err as { code?: string }).code !== 'ENOENT' || parent === p) return null;
+      p = parent;
+    }
+  }
+}
+
+const GB = 1e9;
+/** "41 GB", "1.2 GB", "850 MB": sizes as a crew member reads them on a drive's label. */
+export function diskSize(bytes: number): string {
+  if (bytes >= 10 * GB) return `${Math.floor(bytes / GB)} GB`;
+  if (bytes >= GB) return `${(bytes / GB).toFixed(1)} GB`;
+  return `${Math.max(1, Math.round(bytes / 1e6))} MB`;
+}
+
+/**
+ * Why a destination cannot take what a card still needs, said before any
+ * byte is written ("T7_BACKUP: 41 GB free, the card needs 58 GB"), or null.
+ * A margin of 1 % (at least 64 MB) stays free: a disk filled to the last
+ * byte fails in the middle of a file.
+ */
+export function spaceProblem(destination: Destination, needed: number): string | null {
+  if (needed <= 0) return null;
+  const free = freeBytes(destination.path);
+  if (free === null) return null;
+  const margin = Math.max(64e6, needed * 0.01);
+  if (free >= needed + margin) return null;
+  return `${destination.label}: ${diskSize(free)} free, the card needs ${diskSize(needed)}. Nothing was written there; free space (or choose another destination), then sync again.`;
+}
+
+/** What a failed write to a destination means for the crew: full, unplugged, or not writable. */
+export function destinationProblem(destination: Destination, err: unknown): string {
+  const code = (err as { code?: string } | null)?.code;
+  const label = destination.label;
+  if (code === 'ENOSPC' || code === 'EDQUOT')
+    return `${label} is full: its copy of this card stopped. Free space on it, then sync again; the other copies go on.`;
+  if (code === 'ENOENT' || code === 'ENODEV' || code === 'EIO' || code === 'ENXIO' || code === 'ENOTDIR')
+    return `${label} is not there any more (unplugged?): its copy of this card stopped. Plug it in again, then sync again; the other copies go on.`;
+  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM')
+    return `${label} cannot be written (read-only, or no permission): its copy of this card stopped. The other copies go on.`;
+  const message = err instanceof Error ? err.message : String(err);
+  return `${label}: the copy of this card stopped (${message}). The other copies go on.`;
+}

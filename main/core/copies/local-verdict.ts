@@ -1,0 +1,188 @@
+/**
+ * "Locally safe", per card: every file of the card is on every destination,
+ * each copy verified by reading it back from the disk, and still there as it
+ * was written. A pure decision over facts the store and a look at the copies
+ * gathered (gatherLocal below does the looking). The card is safe to format
+ * when it is locally safe or in the workspace (safe-to-format.ts), whichever
+ * comes first; the agent never formats or deletes a card.
+ */
+import fs from 'node:fs';
+import { baseName, count, listOf } from '../offload/plain.js';
+import type { CopyRecord, Destination, FileVersion } from '../queue/copies.js';
+import type { Queue } from '../queue/queue.js';
+
+export interface LocalFileFact extends FileVersion {
+  kind: string;
+  /** The file was read from the card (not waiting for it, not failed before it was read). */
+  read: boolean;
+}
+
+export interface LocalCopyFact {
+  record: CopyRecord;
+  /** At the verdict: the copy is there, with the size and time it was written with. */
+  intact: boolean;
+}
+
+export interface LocalVerdictInput {
+  card: { id: string; label: string };
+  destinations: readonly Destination[];
+  scanComplete: boolean;
+  files: readonly LocalFileFact[];
+  /** Copies by file (relPath|size|mtime) and destination id. */
+  copies: ReadonlyMap<string, ReadonlyMap<number, LocalCopyFact>>;
+  /** Destinations that stopped for this card, with their reason. */
+  stops: ReadonlyMap<number, string>;
+  /** Found on the card and kept nowhere (blocking) or named (not). */
+  skipped: ReadonlyArray<{ relPath: string; kind?: string; message: string; blocking: boolean }>;
+}
+
+export interface LocalVerdict {
+  safe: boolean;
+  reasons: string[];
+  counts: {
+    files: number;
+    /** Files verified on every destination. */
+    everywhere: number;
+    perDestination: Array<{ id: number; label: string; verified: number; missing: number; bad: number }>;
+  };
+  /** "M3E_CARD: 1,214 files copied and verified on SSD and T7_BACKUP — safe to format", or why not. */
+  message: string;
+  /** How the copies were read back: from the disk itself, or (some) through the OS's cache. */
+  readBack: 'direct' | 'cache' | 'none';
+}
+
+export const fileKey = (f: FileVersion): string => `${f.relPath}|${f.size}|${f.mtimeMs}`;
+
+const names = (files: ReadonlyArray<{ relPath: string }>): string =>
+  listOf(files.map((f) => baseName(f.relPath)));
+
+export function localVerdict(input: LocalVerdictInput): LocalVerdict {
+  const { card, destinations, files } = input;
+  const reasons: string[] = [];
+  // A file still being written is named with the skipped ones; else an unfinished read (a pulled card) is said here.
+  if (!input.scanComplete && !input.skipped.some((x) => x.kind === 'growing'))
+    reasons.push(
+      'The card was not read to the end: insert it again and let Drone Media Sync read all of it.',
+    );
+  else if (input.scanComplete && files.length === 0)
+    reasons.push('No files were found on this card: there is nothing to copy.');
+  const per: LocalVerdict['counts']['perDestination'] = [];
+  let direct = 0;
+  let cached = 0;
+  const everywhere = new Set(files.map(fileKey));
+  for (const d of destinations) {
+    const missing: LocalFileFact[] = [];
+    const bad: LocalFileFact[] = [];
+    const changed: LocalFileFact[] = [];
+    let verified = 0;
+    for (const f of files) {
+      const c = input.copies.get(fileKey(f))?.get(d.id);
+      if (c?.record.state === 'verified' && c.intact) {
+        verified++;
+        if (c.record.readBack === 'direct') direct++;
+        else cached++;
+        continue;
+      }
+      everywhere.delete(fileKey(f));
+      if (!c) missing.push(f);
+      else if (c.record.state === 'failed') bad.push(f);
+      else changed.push(f);
+    }
+    const stop = input.stops.get(d.id);
+    if (stop) reasons.push(stop);
+    if (missing.length > 0 && !stop)
+      reasons.push(
+        `${d.label}: ${count(missing.length, 'file')} not copied yet (${names(missing)}): wait until they are copied and verified.`,
+      );
+    else if (missing.length > 0)
+      reasons.push(
+        `${d.label}: ${count(missing.length, 'file')} of this card ${missing.length === 1 ? 'is' : 'are'} not there (${names(missing)}).`,
+      );
+    if (bad.length > 0)
+      reasons.push(
+        `${d.label}: ${count(bad.length, 'copy', 'copies')} did not read back as written (${names(bad)}): do not trust ${bad.length === 1 ? 'it' : 'them'}; sync the card again to copy ${bad.length === 1 ? 'it' : 'them'} anew.`,
+      );
+    if (changed.length > 0)
+      reasons.push(
+        `${d.label}: ${count(changed.length, 'copy', 'copies')} changed or removed since ${changed.length === 1 ? 'it was' : 'they were'} verified (${names(changed)}): sync the card again to copy ${changed.length === 1 ? 'it' : 'them'} anew.`,
+      );
+    per.push({
+      id: d.id,
+      label: d.label,
+      verified,
+      missing: missing.length,
+      bad: bad.length + changed.length,
+    });
+  }
+  for (const s of input.skipped.filter((x) => x.blocking))
+    reasons.push(s.kind === 'growing' ? s.message : `Not kept anywhere: ${s.message}`);
+  const safe = reasons.length === 0 && destinations.length > 0;
+  const where = listOf(
+    destinations.map((d) => d.label),
+    8,
+  );
+  const message = safe
+    ? `${card.label}: ${count(files.length, 'file')} copied and verified on ${where} — safe to format`
+    : `${card.label}: not safe to format from the copies yet — ${count(everywhere.size, 'file')} of ${files.length.toLocaleString('en-US')} verified on ${where}`;
+  return {
+    safe,
+    reasons,
+    counts: { files: files.length, everywhere: everywhere.size, perDestination: per },
+    message,
+    readBack: direct + cached === 0 ? 'none' : cached > 0 ? 'cache' : 'direct',
+  };
+}
+
+/**
+ * The facts of a card's local verdict from the store, each copy looked at on
+ * its disk (there, same size, same time) — a copy changed or deleted after it
+ * was verified no longer counts. Null when the card has no destination (none
+ * set, none used).
+ */
+export function gatherLocal(
+  queue: Queue,
+  card: { sourceId: string; label: string },
+  configured: readonly Destination[],
+): LocalVerdictInput | null {
+  const copies = queue.copies.ofSource(card.sourceId);
+  const stops = queue.copies.stops(card.sourceId);
+  const used = new Set<number>([
+    ...configured.map((d) => d.id),
+    ...copies.map((c) => c.destinationId),
+    ...stops.keys(),
+  ]);
+  const destinations = queue.copies.destinations().filter((d) => used.has(d.id));
+  if (destinations.length === 0) return null;
+  const byFile = new Map<string, Map<number, LocalCopyFact>>();
+  for (const c of copies) {
+    const m = byFile.get(fileKey(c)) ?? new Map<number, LocalCopyFact>();
+    m.set(c.destinationId, { record: c, intact: c.state === 'verified' && stillThere(c) });
+    byFile.set(fileKey(c), m);
+  }
+  const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
+  return {
+    card: { id: card.sourceId, label: card.label },
+    destinations,
+    scanComplete: queue.sources.lastScan(card.sourceId)?.complete ?? false,
+    files: rows.map((r) => ({
+      sourceId: r.sourceId,
+      relPath: r.relPath,
+      size: r.size,
+      mtimeMs: r.mtimeMs,
+      kind: r.kind,
+      read: r.state !== 'discovered',
+    })),
+    copies: byFile,
+    stops,
+    skipped: queue.sources.skipped(card.sourceId),
+  };
+}
+
+export function stillThere(c: CopyRecord): boolean {
+  try {
+    const st = fs.statSync(c.path);
+    return st.size === c.copySize && Math.trunc(st.mtimeMs) === c.copyMtimeMs;
+  } catch {
+    return false;
+  }
+}

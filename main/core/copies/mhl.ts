@@ -1,0 +1,208 @@
+/**
+ * Each destination's copy of a card carries its own ASC MHL history, in
+ * `ascmhl/` at the copy's root: one generation (process "transfer") each
+ * time more of the card was copied and verified there, chained with C4 ids.
+ * A file new to the history is listed with action "original" (its MD5 from
+ * the one read of the card), the others "verified"; every hash's date is
+ * when its copy was read back and matched, and how it was read back is
+ * recorded (our namespace), so the film tools and the official `ascmhl`
+ * tool can check a copy years later (`ascmhl verify <copy>`).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { XMLParser } from 'fast-xml-parser';
+import {
+  ASC_MHL_NS,
+  attrs,
+  buildMhlChain,
+  c4Id,
+  DMS_NS,
+  IGNORED,
+  isoSeconds,
+  MHL_CHAIN_FILE,
+  MHL_FOLDER,
+  mhlFileName,
+  xmlText,
+  type MhlGeneration,
+} from '../offload/manifest.js';
+import type { ReadBack } from '../queue/copies.js';
+
+export interface CopiedFile {
+  relPath: string;
+  size: number;
+  mtimeMs: number;
+  md5: string;
+  /** When the copy was read back from the disk and its MD5 matched the card's. */
+  verifiedAt: number;
+  readBack: ReadBack;
+}
+
+const parser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@', isArray: () => true });
+
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]);
+const first = (v: unknown): unknown => arr(v)[0];
+
+/** The generations recorded in a history's chain file, oldest first. */
+function earlierGenerations(folder: string): MhlGeneration[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(folder, MHL_CHAIN_FILE), 'utf8');
+  } catch {
+    return [];
+  }
+  const doc = parser.parse(text) as Record<string, unknown>;
+  const dir = first(doc['ascmhldirectory']) as Record<string, unknown> | undefined;
+  return arr(dir?.['hashlist']).map((h) => {
+    const e = h as Record<string, unknown>;
+    return {
+      sequence: Number(first(e['@sequencenr'])),
+      fileName: String(first(e['path'])),
+      c4: String(first(e['c4'])),
+    };
+  });
+}
+
+/** The paths (relative to the copy's root) that earlier generations list. */
+function knownPaths(folder: string, generations: readonly MhlGeneration[]): Set<string> {
+  const known = new Set<string>();
+  for (const g of generations) {
+    let text: string;
+    try {
+      text = fs.readFileSync(path.join(folder, g.fileName), 'utf8');
+    } catch {
+      continue;
+    }
+    // Every element parsed as a list (isArray), text beside attributes as '#text'.
+    type Node = Record<string, Node[] | string | undefined>;
+    const doc = parser.parse(text) as Node;
+    const hashes = (first(doc['hashlist']) as Node | undefined)?.['hashes'];
+    for (const h of arr((first(hashes) as Node | undefined)?.['hash'])) {
+      const p = first((h as Node)['path']);
+      const name = typeof p === 'object' && p !== null ? (p as Node)['#text'] : p;
+      if (typeof name === 'string' || typeof name === 'number') known.add(String(name));
+    }
+  }
+  return known;
+}
+
+/**
+ * Writes one more generation of the copy's history when files were copied
+ * and verified there since the last one; returns the generation's file (in
+ * the copy's `ascmhl/`), or null when nothing is new.
+ */
+export function writeCopyHistory(o: {
+  root: string;
+  card: { label: string };
+  destinationLabel: string;
+  files: readonly CopiedFile[];
+  tool: { name: string; version: string };
+  now?: Date;
+}): string | null {
+  const folder = path.join(o.root, MHL_FOLDER);
+  const generations = earlierGenerations(folder);
+  const known = knownPaths(folder, generations);
+  const files = [...o.files].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+  if (files.length === 0 || files.every((f) => known.has(f.relPath))) return null;
+  const created = (o.now ?? new Date()).toISOString();
+  const direct = files.every((f) => f.readBack === 'direct');
+  const how = direct
+    ? 'then read back from the disk itself (O_DIRECT, around the operating system cache) and its MD5 compared with the card’s'
+    : 'then read back through the operating system cache (this system or file system does not allow reading around it) and its MD5 compared with the card’s';
+  const out = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<hashlist version="2.0" xmlns="${ASC_MHL_NS}" xmlns:dms="${DMS_NS}">`,
+    '  <creatorinfo>',
+    `    <creationdate>${isoSeconds(created)}</creationdate>`,
+    `    <hostname>${xmlText(os.hostname())}</hostname>`,
+    `    <tool version="${xmlText(o.tool.version)}">${xmlText(o.tool.name)}</tool>`,
+    `    <comment>${xmlText(`Card ${o.card.label} copied to ${o.destinationLabel}: each file written from one read of the card, flushed to disk, ${how}.`)}</comment>`,
+    '  </creatorinfo>',
+    '  <processinfo>',
+    '    <process>transfer</process>',
+    '    <ignore>',
+    ...IGNORED.map((p) => `      <pattern>${xmlText(p)}</pattern>`),
+    '    </ignore>',
+    '  </processinfo>',
+    '  <hashes>',
+  ];
+  for (const f of files) {
+    out.push(
+      '    <hash>',
+      `      <path${attrs({ size: f.size, lastmodificationdate: isoSeconds(f.mtimeMs) })}>${xmlText(f.relPath)}</path>`,
+      `      <md5 action="${known.has(f.relPath) ? 'verified' : 'original'}" hashdate="${isoSeconds(f.verifiedAt)}">${f.md5.toLowerCase()}</md5>`,
+      '      <metadata>',
+      `        <dms:copy${attrs({ readBack: f.readBack, verifiedAt: isoSeconds(f.verifiedAt) })}/>`,
+      '      </metadata>',
+      '    </hash>',
+    );
+  }
+  out.push('  </hashes>', '</hashlist>', '');
+  const content = out.join('\n');
+  const sequence = generations.reduce((n, g) => Math.max(n, g.sequence), 0) + 1;
+  const fileName = mhlFileName(sequence, o.card.label, created);
+  fs.mkdirSync(folder, { recursive: true });
+  writeAtomic(path.join(folder, fileName), content);
+  writeAtomic(
+    path.join(folder, MHL_CHAIN_FILE),
+    buildMhlChain([...generations, { sequence, fileName, c4: c4Id(content) }]),
+  );
+  return path.join(folder, fileName);
+}
+
+function writeAtomic(file: string, content: string): void {
+  const tmp = `${file}.dms-partial`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    fs.writeSync(fd, content);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+}
+
+/**
+ * After a card's copies came to rest: one more generation of each
+ * destination's history for the files verified there and still intact.
+ * Returns the generations written.
+ */
+export function writeDestinationHistories(o: {
+  copies: ReadonlyArray<{
+    destinationId: number;
+    relPath: string;
+    size: number;
+    mtimeMs: number;
+    md5: string | null;
+    state: string;
+    at: number;
+    readBack: ReadBack | null;
+  }>;
+  destinations: ReadonlyArray<{ id: number; label: string; root: string }>;
+  card: { label: string };
+  tool: { name: string; version: string };
+  intact: (c: { destinationId: number; relPath: string }) => boolean;
+}): string[] {
+  const written: string[] = [];
+  for (const d of o.destinations) {
+    const files = o.copies
+      .filter((c) => c.destinationId === d.id && c.state === 'verified' && c.md5 !== null && o.intact(c))
+      .map((c) => ({
+        relPath: c.relPath,
+        size: c.size,
+        mtimeMs: c.mtimeMs,
+        md5: c.md5 as string,
+        verifiedAt: c.at,
+        readBack: c.readBack ?? 'cache',
+      }));
+    const file = writeCopyHistory({
+      root: d.root,
+      card: o.card,
+      destinationLabel: d.label,
+      files,
+      tool: o.tool,
+    });
+    if (file) written.push(file);
+  }
+  return written;
+}

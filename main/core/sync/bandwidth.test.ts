@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { BandwidthLimiter } from './bandwidth.js';
+
+describe('BandwidthLimiter', () => {
+  it('serves uploads in turn, in small slices: three uploads sharing the limit alternate', async () => {
+    // 64 KiB/s: slices of 2 KiB (a 32nd of a second's worth), however much is asked for.
+    const limiter = new BandwidthLimiter(64 * 1024);
+    const order: string[] = [];
+    const sizes = new Set<number>();
+    const upload = async (name: string): Promise<void> => {
+      for (let i = 0; i < 20; i++) {
+        sizes.add(await limiter.take(256 * 1024));
+        order.push(name);
+      }
+    };
+    await Promise.all(['A', 'B', 'C'].map(upload));
+    expect([...sizes]).toEqual([2048]);
+    expect(order.join('')).toBe('ABC'.repeat(20));
+  });
+
+  it('an upload that gives up while waiting leaves at once, and does not hold up those behind it', async () => {
+    // 512 B/s: after the first slice (the second's worth saved up), each next one takes a second.
+    const limiter = new BandwidthLimiter(512);
+    expect(await limiter.take(1024)).toBe(512);
+    const events: string[] = [];
+    const b = limiter.take(1024).then(() => events.push('B granted'));
+    const ac = new AbortController();
+    const c = limiter.take(1024, ac.signal).then(
+      () => events.push('C granted'),
+      (err: Error) => events.push(`C ${err.name}`),
+    );
+    const d = limiter.take(1024).then(() => events.push('D granted'));
+    ac.abort();
+    await c;
+    expect(events).toEqual(['C AbortError']);
+    await Promise.all([b, d]);
+    expect(events).toEqual(['C AbortError', 'B granted', 'D granted']);
+  });
+
+  it('the limit lifted while uploads wait: they go at once, asking for all they want', async () => {
+    const limiter = new BandwidthLimiter(512);
+    await limiter.take(512);
+    const waiting = limiter.take(200_000);
+    limiter.setLimit(0);
+    expect(await waiting).toBe(200_000);
+  });
+});

@@ -1,0 +1,183 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../db.js';
+import { checkRead, checkWrite, readConditions } from './s3-conditions.js';
+import { compareKeys, prefixEnd, walk } from './s3-list.js';
+import { S3Error } from './s3-protocol.js';
+import { BucketStore } from './store.js';
+
+// Unit tests beside the embedded bucket's server: its conditions and its
+// listing walk, on a real SQLite file and real files. The server over HTTP,
+// and third parties' clients against it, are in test/service/bucket-*.
+
+const ETAG = '9e107d9d372bb6826bd81d3542a419d6';
+const AT = Date.parse('2026-11-25T12:00:00Z');
+const obj = { etag: ETAG, lastModified: AT };
+const httpDate = (ms: number) => new Date(ms).toUTCString();
+
+function refused(fn: () => unknown): { status: number; code: string } | null {
+  try {
+    fn();
+    return null;
+  } catch (err) {
+    expect(err).toBeInstanceOf(S3Error);
+    const e = err as S3Error;
+    return { status: e.status, code: e.code };
+  }
+}
+
+describe('conditional reads (RFC 9110 §13.2.2 order)', () => {
+  const cases: Array<[string, Record<string, string>, 'send' | 'not-modified' | 412]> = [
+    ['no condition', {}, 'send'],
+    ['If-Match the ETag (quoted)', { 'if-match': `"${ETAG}"` }, 'send'],
+    ['If-Match *', { 'if-match': '*' }, 'send'],
+    ['If-Match another ETag', { 'if-match': '"abc"' }, 412],
+    ['If-Match in a list, weak', { 'if-match': `"abc", W/"${ETAG}"` }, 'send'],
+    ['If-None-Match the ETag', { 'if-none-match': `"${ETAG}"` }, 'not-modified'],
+    ['If-None-Match another', { 'if-none-match': '"abc"' }, 'send'],
+    ['If-Modified-Since later', { 'if-modified-since': httpDate(AT + 60_000) }, 'not-modified'],
+    ['If-Modified-Since earlier', { 'if-modified-since': httpDate(AT - 60_000) }, 'send'],
+    ['If-Modified-Since not a date (ignored)', { 'if-modified-since': 'yesterday' }, 'send'],
+    ['If-Unmodified-Since earlier', { 'if-unmodified-since': httpDate(AT - 60_000) }, 412],
+    ['If-Unmodified-Since later', { 'if-unmodified-since': httpDate(AT + 60_000) }, 'send'],
+    // If-Match passes: If-Unmodified-Since is not looked at.
+    [
+      'If-Match wins over If-Unmodified-Since',
+      { 'if-match': ETAG, 'if-unmodified-since': httpDate(AT - 60_000) },
+      'send',
+    ],
+    // If-None-Match decides: If-Modified-Since is not looked at.
+    [
+      'If-None-Match wins over If-Modified-Since',
+      { 'if-none-match': '"abc"', 'if-modified-since': httpDate(AT + 60_000) },
+      'send',
+    ],
+  ];
+  it.each(cases)('%s', (_name, headers, expected) => {
+    const c = readConditions(headers);
+    if (expected === 412)
+      expect(refused(() => checkRead(c, obj))).toEqual({ status: 412, code: 'PreconditionFailed' });
+    else expect(checkRead(c, obj)).toBe(expected);
+  });
+});
+
+describe('conditional writes', () => {
+  it('If-None-Match: * refuses to replace an object and lets a new key be written', () => {
+    const c = readConditions({ 'if-none-match': '*' });
+    expect(refused(() => checkWrite(c, obj))).toEqual({ status: 412, code: 'PreconditionFailed' });
+    expect(refused(() => checkWrite(c, undefined))).toBeNull();
+  });
+  it('If-Match needs the object (404 without it) with a listed ETag (412 otherwise)', () => {
+    expect(refused(() => checkWrite(readConditions({ 'if-match': ETAG }), undefined))).toEqual({
+      status: 404,
+      code: 'NoSuchKey',
+    });
+    expect(refused(() => checkWrite(readConditions({ 'if-match': '"abc"' }), obj))).toEqual({
+      status: 412,
+      code: 'PreconditionFailed',
+    });
+    expect(refused(() => checkWrite(readConditions({ 'if-match': `"${ETAG}"` }), obj))).toBeNull();
+  });
+  it('repeated headers are read as one list', () => {
+    expect(readConditions({ 'if-none-match': ['"a"', '"b"'] })).toEqual({ ifNoneMatch: '"a","b"' });
+  });
+});
+
+describe('key order and prefix ends', () => {
+  it('orders keys by UTF-8 bytes, as S3 does', () => {
+    const keys = ['é', 'z', 'DCIM/', 'DCIM0', 'DCIM', '\u{1F600}', '\uFFFD'];
+    expect([...keys].sort(compareKeys)).toEqual(['DCIM', 'DCIM/', 'DCIM0', 'z', 'é', '\uFFFD', '\u{1F600}']);
+  });
+  it('gives the smallest string above every key under a prefix', () => {
+    expect(prefixEnd('a/b/')).toBe('a/b0');
+    expect(prefixEnd('ws/\uD7FF')).toBe('ws/\uE000');
+    expect(prefixEnd('a\u{10FFFF}')).toBe('b');
+    expect(prefixEnd('\u{10FFFF}')).toBeUndefined();
+  });
+});
+
+describe('the listing walk on a real store', () => {
+  let dir: string;
+  let db: Db;
+  let store: BucketStore;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-unit-'));
+    db = openDatabase(path.join(dir, 'data'));
+    db.prepare(
+      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
+    ).run('ws-1', 'Test', 'ws', Date.now());
+    store = new BucketStore(path.join(dir, 'bucket'), db, {
+      maxObjectsPerWorkspace: 10_000,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function put(key: string): Promise<void> {
+    const got = await store.receive(Readable.from([Buffer.from(key)]));
+    const md5 = got.md5.toString('hex');
+    await store.commitObject('ws-1', key, got.tmp, {
+      size: got.size,
+      md5,
+      etag: md5,
+      contentType: null,
+      headers: {},
+    });
+  }
+  const names = (prefix: string, delimiter: string, marker: string) =>
+    [...walk(store, prefix, delimiter, marker)].map((e) => (e.row ? e.name : `[${e.name}]`));
+
+  it('never loses a key beside a common prefix (DCIM0 beside DCIM/)', async () => {
+    for (const k of [
+      'ws/DCIM/a.jpg',
+      'ws/DCIM/b.jpg',
+      'ws/DCIM0',
+      'ws/DCIM.txt',
+      'ws/DCIM/sub/c.jpg',
+      'ws/z',
+    ])
+      await put(k);
+    expect(names('ws/', '/', '')).toEqual(['ws/DCIM.txt', '[ws/DCIM/]', 'ws/DCIM0', 'ws/z']);
+    expect(names('ws/', '', '')).toEqual([
+      'ws/DCIM.txt',
+      'ws/DCIM/a.jpg',
+      'ws/DCIM/b.jpg',
+      'ws/DCIM/sub/c.jpg',
+      'ws/DCIM0',
+      'ws/z',
+    ]);
+    expect(names('ws/DCIM/', '/', '')).toEqual(['ws/DCIM/a.jpg', 'ws/DCIM/b.jpg', '[ws/DCIM/sub/]']);
+  });
+
+  it('goes on after a marker: keys after it, a common prefix at or before it never twice', async () => {
+    for (const k of ['ws/a', 'ws/b/1', 'ws/b/2', 'ws/c']) await put(k);
+    expect(names('ws/', '/', 'ws/a')).toEqual(['[ws/b/]', 'ws/c']);
+    expect(names('ws/', '/', 'ws/b/')).toEqual(['ws/c']);
+    expect(names('ws/', '/', 'ws/b/1')).toEqual(['ws/c']);
+    expect(names('ws/', '', 'ws/b/1')).toEqual(['ws/b/2', 'ws/c']);
+  });
+
+  it('walks more keys than one batch of the store', async () => {
+    const keys = Array.from({ length: 1203 }, (_, i) => `ws/k/${String(i).padStart(5, '0')}`);
+    for (const k of keys) await put(k);
+    await put('ws/l');
+    expect(names('ws/', '', '')).toEqual([...keys, 'ws/l']);
+    expect(names('ws/', '/', '')).toEqual(['[ws/k/]', 'ws/l']);
+  });
+
+  it('leaves out an object whose file is gone (and forgets its row)', async () => {
+    await put('ws/a');
+    await put('ws/b');
+    const gone = store.object('ws/a')!;
+    fs.rmSync(gone.path);
+    expect(names('ws/', '', '')).toEqual(['ws/b']);
+    expect(db.prepare('SELECT count(*) AS n FROM bucket_objects').get()).toEqual({ n: 1 });
+  });
+});

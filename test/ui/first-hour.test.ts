@@ -1,0 +1,523 @@
+/**
+ * A new user's first hour, and a card's two verdicts, in real headless
+ * Chromium at 1366x768, the window driven by the real main-process logic
+ * (real-main.ts: the AppController, the real IPC dispatch, the real queue
+ * and card monitor on a temporary mount root, the reference service or the
+ * sample-server stand-in over HTTP). What the window shows is what main
+ * sends; each state is kept as a screenshot in test-results/ui/.
+ * Electron itself is mocked (its binary cannot run here).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { AppController } from '../../main/electron/controller.js';
+import { NotificationPolicy, type Activity } from '../../main/electron/notifications.js';
+import { trayView } from '../../main/electron/tray.js';
+import { startService, type RunningService } from '../../main/service/index.js';
+import { FIXTURES, tempDir } from '../support/harness.js';
+import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
+import { FOLDER, insertCard, MemorySecrets, until } from '../electron/helpers.js';
+import { startUi, type Ui } from './browser.js';
+import { banner, noHorizontalScroll, shot, tab, text } from './page-helpers.js';
+import { openRealWindow, type RealWindow } from './real-main.js';
+
+vi.mock('electron', () => import('../electron/electron-mock.js').then((m) => m.electronModule));
+
+let ui: Ui;
+let root: string;
+const cleanups: Array<() => unknown> = [];
+let win: RealWindow | null = null;
+
+beforeAll(async () => {
+  ui = await startUi();
+  root = tempDir('dms-first-hour-');
+}, 60_000);
+
+afterAll(async () => {
+  await ui?.close();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+afterEach(async () => {
+  const w = win;
+  win = null;
+  try {
+    if (w) {
+      await w.page.waitForTimeout(50);
+      expect(w.problems, 'CSP violations, console errors, failed loads').toEqual([]);
+    }
+  } finally {
+    await w?.context.close();
+    for (const c of cleanups.splice(0).reverse()) await c();
+  }
+});
+
+/** A controller on a fresh state folder (config.json as given), started, with the window open on it. */
+async function app(
+  name: string,
+  config: Record<string, unknown>,
+  secrets = new MemorySecrets(),
+): Promise<{ c: AppController; page: Page; w: RealWindow; stateDir: string; mnt: string }> {
+  const stateDir = path.join(root, name, 'state');
+  const mnt = path.join(root, name, 'media');
+  fs.mkdirSync(stateDir, { recursive: true });
+  fs.mkdirSync(mnt, { recursive: true });
+  fs.writeFileSync(path.join(stateDir, 'config.json'), JSON.stringify({ mountRoots: [mnt], ...config }));
+  const c = new AppController({
+    stateDir,
+    secrets,
+    env: {},
+    quietMs: 300,
+    cardPollMs: 150,
+    pushIntervalMs: 40,
+  });
+  await c.start();
+  cleanups.push(() => c.stop());
+  win = await openRealWindow(ui, c);
+  return { c, page: win.page, w: win, stateDir, mnt };
+}
+
+const pageText = async (page: Page): Promise<string> =>
+  ((await page.locator('main').textContent()) ?? '').replace(/\s+/g, ' ');
+
+describe('the first hour of a new user', () => {
+  let svc: RunningService;
+  beforeAll(async () => {
+    svc = await startService({ dataDir: path.join(root, 'service'), logger: false });
+    await svc.admin.createUser('crew', 'correct-horse-battery');
+  });
+  afterAll(() => svc.close());
+
+  it('first run: choose the server, sign in, insert a card — each step said from main’s data, nothing about uploads before', async () => {
+    const { c, page, mnt } = await app('first-run', {});
+
+    // Nothing chosen yet: the three steps, the first one current; no error anywhere.
+    const steps = page.getByTestId('step');
+    await expect.poll(() => steps.count()).toBe(3);
+    expect(await steps.allInnerTexts()).toEqual([
+      expect.stringContaining('Choose your server'),
+      expect.stringContaining('Sign in'),
+      expect.stringContaining('Insert a drone card'),
+    ]);
+    expect(await steps.nth(0).getAttribute('aria-current')).toBe('step');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await expect
+      .poll(() => text(page, '.empty'))
+      .toBe('Nothing is recorded before you sign in: the files of a card are listed here once you do.');
+    await noHorizontalScroll(page);
+    await shot(page, 'first-run-1-choose-server.png');
+
+    // The waylines need a sign-in: said for that page, not about uploads.
+    await tab(page, 'Waylines').click();
+    await expect
+      .poll(() => text(page, '[data-testid=wl-error]'))
+      .toContain('Sign in (Settings, Sign in) to see the waylines of your workspace.');
+    expect(await text(page, '[data-testid=wl-error]')).not.toMatch(/upload/i);
+    await shot(page, 'waylines-before-sign-in.png');
+    // The flights: none yet, said as such (never an error about uploads).
+    await tab(page, 'Flights').click();
+    await expect.poll(() => text(page, '.flight-list')).toContain('No flight on the cards seen so far.');
+    expect(await page.getByRole('alert').count()).toBe(0);
+    await tab(page, 'Overview').click();
+
+    // A card before any sign-in: counted, waiting; nothing says "uploaded", nothing is Done.
+    insertCard(path.join(mnt, 'DJI_CARD'));
+    await expect
+      .poll(() => banner(page).first().innerText())
+      .toContain('4 files on DJI_CARD wait. Nothing is uploaded until you sign in.');
+    expect(await banner(page).first().innerText()).toMatch(/^Sign in to upload/);
+    expect(await text(page, '[data-testid=card-headline]')).toBe(
+      '4 files found on it. Nothing is copied or uploaded until you sign in.',
+    );
+    // No engine yet: no progress to show, nothing to pause or sync.
+    expect(await page.getByTestId('progress-sentence').count()).toBe(0);
+    expect(await pageText(page)).not.toMatch(/\d+ of \d+ uploaded|100 ?%|All \d+ files uploaded/);
+    expect(await page.locator('[data-testid=file-state]').count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Pause', exact: true }).count()).toBe(0);
+    expect(await page.getByRole('alert').count()).toBe(0);
+    expect(await text(page, '[data-testid=step]:nth-child(3)')).toContain('DJI_CARD found.');
+    await noHorizontalScroll(page);
+    await shot(page, 'overview-sign-in-to-upload.png');
+
+    // Step 1 leads to Settings: the server and the sign-in are there.
+    await page.getByTestId('step').nth(0).getByRole('button', { name: 'Open Settings' }).click();
+    await page.locator('#f-serverUrl').fill(svc.baseUrl);
+    expect(await text(page, '[data-testid=signin-status]')).toBe('Not signed in');
+    expect(await text(page, '[data-testid=signin-line]')).toBe(`Not signed in to ${svc.baseUrl} yet.`);
+    await page.getByLabel('User name', { exact: true }).fill('crew');
+    await page.getByLabel('Password', { exact: true }).fill('correct-horse-battery');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    // The sign-in answers once the agent is rebuilt for the server (seconds on a busy machine).
+    await expect
+      .poll(() => text(page, '[data-testid=signin-note]'), { timeout: 20_000 })
+      .toBe(`Signed in. Workspace: ${svc.workspaceId}.`);
+
+    // Signed in: who, where and which workspace; the empty fields are out of the way.
+    await expect
+      .poll(() => text(page, '[data-testid=signin-line]'))
+      .toBe(`Signed in as crew to ${svc.baseUrl}, workspace ${svc.workspaceId}.`);
+    expect(await text(page, '[data-testid=signin-status]')).toBe('Signed in');
+    expect(await page.getByLabel('User name', { exact: true }).isVisible()).toBe(false);
+    expect(await page.getByLabel('Password', { exact: true }).isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Sign in', exact: true }).isVisible()).toBe(false);
+    await noHorizontalScroll(page);
+    await shot(page, 'settings-signed-in.png');
+
+    // A server address typed but not saved is not the one signed in to.
+    await page.locator('#f-serverUrl').fill('https://other.example.com');
+    await expect.poll(() => text(page, '[data-testid=signin-status]')).toBe('Not signed in');
+    expect(await text(page, '[data-testid=signin-line]')).toBe(
+      `Not signed in to https://other.example.com: it is not saved yet. Signed in as crew to ${svc.baseUrl}. Signing in below switches to https://other.example.com and saves it.`,
+    );
+    expect(await page.getByLabel('User name', { exact: true }).isVisible()).toBe(true);
+    // What was said for the other address is gone with it.
+    expect(await page.getByTestId('signin-note').count()).toBe(0);
+    await shot(page, 'settings-unsaved-server.png');
+    await page.locator('#f-serverUrl').fill(svc.baseUrl);
+    await expect.poll(() => text(page, '[data-testid=signin-status]')).toBe('Signed in');
+
+    // The card waiting since before the sign-in goes up; the steps give way to the card's verdict.
+    await tab(page, 'Overview').click();
+    await until(
+      '4 records on the server',
+      async () => (await svc.admin.mediaRecords(svc.workspaceId)).length === 4,
+    );
+    await expect
+      .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 20_000 })
+      .toMatch(/^DJI_CARD: 4 files verified in workspace .* — safe to format$/);
+    expect(await page.getByTestId('get-started').count()).toBe(0);
+    // The same sizes as the progress below says them.
+    expect(await text(page, '[data-testid=workspace-amount]')).toBe('4.5 MB of 4.5 MB in the workspace');
+    expect(await text(page, '[data-testid=stat-bytes]')).toBe('4.5 MB of 4.5 MB (100%)');
+    expect(await text(page, '.topbar .pill')).toBe('Signed in');
+    const synced = page.locator(`tr[data-folder="${FOLDER}"]`);
+    await expect.poll(() => synced.count(), { timeout: 10_000 }).toBe(1);
+    expect(await synced.locator('td').nth(6).innerText()).toBe('0');
+    await shot(page, 'first-run-done.png');
+    expect(c.state().hasFiles).toBe(true);
+  });
+});
+
+/** A card as it arrives (old files, appearing at once) with these files in its flight folder. */
+function insertFiles(dest: string, files: Record<string, Buffer>): void {
+  const staging = `${dest}.staging`;
+  const dir = path.join(staging, 'DCIM', FOLDER);
+  fs.mkdirSync(dir, { recursive: true });
+  const old = new Date(Date.now() - 3_600_000);
+  for (const [name, bytes] of Object.entries(files)) {
+    fs.writeFileSync(path.join(dir, name), bytes);
+    fs.utimesSync(path.join(dir, name), old, old);
+  }
+  fs.renameSync(staging, dest);
+}
+
+const fixture = (f: string): Buffer => fs.readFileSync(path.join(FIXTURES, f));
+
+describe('files that need you', () => {
+  it('are listed where the window says so, with their reasons and one Retry all; the history counts them once, after a retry too', async () => {
+    // DJI's sample server (the stand-in) refuses the Mavic 2 Enterprise Advanced: two such photos fail.
+    const bucket = await startSampleBucket(path.join(root, 'failing', 's3'));
+    const sample = await startSampleServer({ sts: bucket.sts });
+    cleanups.push(
+      () => bucket.close(),
+      () => sample.close(),
+    );
+    const secrets = new MemorySecrets();
+    secrets.value = { server: sample.baseUrl, workspaceId: sample.workspaceId, token: 'sample-token' };
+    const { c, page, mnt } = await app(
+      'failing',
+      { server: { url: sample.baseUrl, workspaceId: sample.workspaceId } },
+      secrets,
+    );
+    const m2ea = fixture('M2EA/M2EA_IR.JPG');
+    insertFiles(path.join(mnt, 'DJI_CARD'), {
+      'M2EA_IR.JPG': m2ea,
+      'M2EA_IR_2.JPG': Buffer.concat([m2ea, Buffer.from([0])]),
+      'M30T_IR.JPG': fixture('M30T/M30T_IR.JPG'),
+    });
+
+    const needYou = page.getByTestId('need-you');
+    await expect.poll(() => text(page, '#need-you-h'), { timeout: 20_000 }).toBe('2 files need you');
+    const listed = needYou.locator('li');
+    await expect.poll(() => listed.count()).toBe(2);
+    expect(await listed.locator('.file-name').allInnerTexts()).toEqual(
+      expect.arrayContaining(['M2EA_IR.JPG', 'M2EA_IR_2.JPG']),
+    );
+    for (const reason of await needYou.getByTestId('need-you-reason').allInnerTexts())
+      expect(reason).toContain("Mavic 2 Enterprise Advanced is not in DJI's cloud device list");
+    // One "Retry all", and a Retry beside each file: no second button doing the same.
+    expect(await page.getByRole('button', { name: /^Retry all/ }).count()).toBe(1);
+    expect(await page.getByRole('button', { name: /^Retry M2EA_IR/ }).count()).toBe(2);
+
+    // The card's verdict says why it is not safe; the history counts the two files that need you.
+    await expect
+      .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 20_000 })
+      .toBe('DJI_CARD: not safe to format yet — 2 failed');
+    expect(await text(page, '[data-testid=workspace-reasons]')).toContain('2 files failed');
+    const row = page.locator(`tr[data-folder="${FOLDER}"]`);
+    await expect.poll(() => row.locator('td').nth(6).innerText(), { timeout: 10_000 }).toBe('2');
+    await noHorizontalScroll(page);
+    await shot(page, 'overview-errors.png');
+
+    // Retry all: both fail again (the server still refuses them). Still 2 files need you, never 4.
+    const fastUploads = () => sample.calls.filter((x) => x.path.endsWith('/fast-upload')).length;
+    const before = fastUploads();
+    await needYou.getByRole('button', { name: 'Retry all' }).click();
+    await until('both asked again', () => fastUploads() >= before + 2);
+    await until('both failed again', () => c.state().failedCount === 2 && c.state().engine === 'idle');
+    await expect.poll(() => listed.count()).toBe(2);
+    await page.waitForTimeout(3_500); // the history is fetched again at most every 3 s
+    expect(await row.locator('td').nth(6).innerText()).toBe('2');
+    expect(c.history(10).find((h) => h.folder === FOLDER)?.failed).toBe(2);
+  });
+});
+
+describe('a card taken out too early', () => {
+  it('waits for it: its files say so, with no Retry; a banner says to insert it again; back in, they go on', async () => {
+    const { c, page, mnt } = await app('pulled', { useLocalService: true });
+    // Paused, so the card is read and recorded but nothing is sent before it is pulled.
+    await page.getByRole('button', { name: 'Pause', exact: true }).click();
+    await expect.poll(() => c.state().engine).toBe('paused');
+    const card = path.join(mnt, 'DJI_CARD');
+    insertCard(card);
+    await until('4 files recorded', () => c.queueList('all', 10).length === 4);
+    fs.renameSync(card, path.join(root, 'pulled', 'DJI_CARD.out'));
+    await until('4 waiting for the card', () => c.state().waitingForCard === 4);
+
+    const states = page.locator('[data-testid=file-state]');
+    await expect.poll(() => states.allInnerTexts()).toEqual(Array(4).fill('Waiting for the card'));
+    expect(await page.locator('td.problem').first().innerText()).toBe(
+      'The file is not there any more (card removed?). Insert the card again and it will continue.',
+    );
+    expect(await page.getByRole('button', { name: /^Retry/ }).count()).toBe(0);
+    expect(await page.getByTestId('need-you').count()).toBe(0);
+    await expect
+      .poll(() => banner(page).allInnerTexts())
+      .toContainEqual(expect.stringContaining('4 files wait for the card'));
+    expect(await pageText(page)).not.toMatch(/Failed|need you/);
+    await noHorizontalScroll(page);
+    await shot(page, 'overview-card-pulled.png');
+
+    // Back in, resumed: they go on, and the banner is gone.
+    fs.renameSync(path.join(root, 'pulled', 'DJI_CARD.out'), card);
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    await until('4 done', () => c.queueList('done', 10).length === 4, 20_000);
+    await expect.poll(() => banner(page).allInnerTexts()).toEqual([expect.stringContaining('All synced')]);
+  });
+});
+
+describe('a card’s two verdicts (issue 20)', () => {
+  it('locally safe first, with its bar, while the upload goes on from the copies; then in the workspace too', async () => {
+    const ssd = path.join(root, 'verdicts', 'SSD');
+    const t7 = path.join(root, 'verdicts', 'T7');
+    fs.mkdirSync(ssd, { recursive: true });
+    fs.mkdirSync(t7, { recursive: true });
+    const { c, page, mnt } = await app('verdicts', {
+      useLocalService: true,
+      destinations: [
+        { path: ssd, label: 'SSD', role: 'archive' },
+        { path: t7, label: 'T7_BACKUP', role: 'staging', keepDays: 7 },
+      ],
+      // Slow uploads (64 KiB/s): the copies are verified long before the upload is done.
+      bandwidthLimitKiBps: 64,
+    });
+    const activity: Activity[] = [];
+    c.on('activity', (a) => activity.push(a));
+    insertCard(path.join(mnt, 'DJI_CARD'));
+
+    await until('locally safe', () => c.state().cards[0]?.local?.safe === true, 20_000);
+    const card = page.locator('[data-card="DJI_CARD"]');
+    await expect
+      .poll(() => text(page, '[data-testid=card-headline]'))
+      .toMatch(
+        /^DJI_CARD: 4 files copied and verified on SSD and T7_BACKUP — safe to format; the upload continues from the copies \(.+ of 4\.5 MB sent\)$/,
+      );
+    expect(await text(page, '[data-testid=card-safe]')).toBe('Safe to format');
+    const local = card.getByTestId('local-verdict');
+    expect(await local.locator('.state').innerText()).toBe('Locally safe');
+    expect(await text(page, '[data-testid=local-amount]')).toBe('4 of 4 files verified on SSD and T7_BACKUP');
+    expect(await local.locator('progress').getAttribute('value')).toBe('100');
+    const workspace = card.getByTestId('workspace-verdict');
+    expect(await workspace.locator('.state').innerText()).toBe('Uploading');
+    expect(await text(page, '[data-testid=workspace-amount]')).toMatch(
+      /^.+ of 4\.5 MB in the workspace, checked in its bucket when the upload is done$/,
+    );
+    expect(Number(await workspace.locator('progress').getAttribute('value'))).toBeLessThan(100);
+    expect(await banner(page).first().innerText()).toContain(
+      'Copying each card to SSD and T7_BACKUP, and uploading to the built-in local service. A card can come out once it says “locally safe”.',
+    );
+    // The files of the card, each in words true for this moment.
+    await expect.poll(() => page.locator('[data-testid=file-state]').count()).toBe(4);
+    await noHorizontalScroll(page);
+    await shot(page, 'cards-locally-safe.png');
+
+    // The tray and the notification say it too, once.
+    expect(trayView(c.state()).activityLine).toMatch(/^DJI_CARD is locally safe; uploading \d files \(/);
+    const policy = new NotificationPolicy();
+    const notices = activity.flatMap((a) => policy.handle(a)).filter((n) => n.kind === 'locally-safe');
+    expect(notices).toEqual([
+      {
+        kind: 'locally-safe',
+        title: 'DJI_CARD is locally safe: you can take the card out',
+        body: 'DJI_CARD: 4 files copied and verified on SSD and T7_BACKUP — safe to format',
+      },
+    ]);
+
+    // No more limit (saved in Settings, applied at once): the upload finishes and is checked.
+    await tab(page, 'Settings').click();
+    await page.locator('#f-bandwidthLimitKiBps').fill('0');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
+    await tab(page, 'Overview').click();
+    await expect
+      .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 25_000 })
+      .toMatch(/^DJI_CARD: 4 files verified in workspace .+ — safe to format$/);
+    expect(await workspace.locator('.state').innerText()).toBe('Verified');
+    expect(await text(page, '[data-testid=workspace-amount]')).toBe('4.5 MB of 4.5 MB in the workspace');
+    expect(await local.locator('.state').innerText()).toBe('Locally safe');
+    // The list and the history catch up with the verdict (each fetched again when main says it moved).
+    await expect
+      .poll(() => page.locator('[data-testid=file-state]').allInnerTexts())
+      .toEqual(['Done', 'Done', 'Done', 'Done']);
+    expect(await page.locator('td.problem').allInnerTexts()).toEqual(['', '', '', '']);
+    await expect.poll(() => page.locator(`tr[data-folder="${FOLDER}"]`).count(), { timeout: 10_000 }).toBe(1);
+    await shot(page, 'cards-both-verdicts.png');
+  });
+
+  it('a destination that stopped for a card is a warning with its reason; the other copy and the upload go on', async () => {
+    const ssd = path.join(root, 'stopped', 'SSD');
+    fs.mkdirSync(ssd, { recursive: true });
+    const unplugged = path.join(root, 'stopped', 'T7-unplugged');
+    const { page, mnt } = await app('stopped', {
+      useLocalService: true,
+      destinations: [
+        { path: ssd, label: 'SSD', role: 'archive' },
+        { path: unplugged, label: 'T7_BACKUP', role: 'archive' },
+      ],
+    });
+    insertCard(path.join(mnt, 'DJI_CARD'));
+    const warning = banner(page).filter({ hasText: 'DJI_CARD is not copied to T7_BACKUP' });
+    await expect.poll(() => warning.count(), { timeout: 20_000 }).toBe(1);
+    expect(await warning.innerText()).toContain('T7_BACKUP is not there any more (unplugged?)');
+    expect(await warning.getAttribute('class')).toContain('tone-warn');
+    await expect
+      .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 20_000 })
+      .toMatch(/^DJI_CARD: 4 files verified in workspace .+ — safe to format$/);
+    const local = page.getByTestId('local-verdict');
+    expect(await local.locator('.state').innerText()).toBe('Not yet');
+    expect(await text(page, '[data-testid=local-reasons]')).toContain('T7_BACKUP is not there any more');
+    // Each drive's own count: the stopped one is not blamed on the other.
+    expect(await text(page, '[data-testid=local-amount]')).toBe(
+      '0 of 4 files verified on every drive: SSD 4, T7_BACKUP 0',
+    );
+    await noHorizontalScroll(page);
+    await shot(page, 'overview-destination-stopped.png');
+  });
+});
+
+describe('local destinations in Settings (issue 20)', () => {
+  it('adds, labels and removes destinations; a staging one needs keep days; a folder that is not there or not writable is refused; saved to config.json', async () => {
+    const { page, w, stateDir } = await app('settings-destinations', { useLocalService: true });
+    const config = () => JSON.parse(fs.readFileSync(path.join(stateDir, 'config.json'), 'utf8'));
+    const ssd = path.join(root, 'settings-destinations', 'SSD');
+    const t7 = path.join(root, 'settings-destinations', 'T7');
+    fs.mkdirSync(ssd, { recursive: true });
+    fs.mkdirSync(t7, { recursive: true });
+    await tab(page, 'Settings').click();
+    await expect
+      .poll(() => text(page, '.destinations'))
+      .toContain('No copy destination: a card stays in until its upload is done and checked.');
+
+    const add = page.getByRole('button', { name: 'Add destination…' });
+    w.pickFolder.next = ssd;
+    await add.click();
+    await page.getByLabel(`Label of ${ssd}`).fill('SSD');
+    w.pickFolder.next = t7;
+    await add.click();
+    await page.getByLabel(`Label of ${t7}`).fill('T7_BACKUP');
+    await page.getByLabel('Kind of T7_BACKUP').selectOption('staging');
+    const keep = page.getByLabel('Days T7_BACKUP keeps a copy once it is in the workspace');
+    await keep.fill('');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=error-destinations]'))
+      .toBe('T7_BACKUP (staging): Enter the days its copies are kept once in the workspace.');
+    expect(w.calls.filter((x) => x.channel === 'settings:save')).toEqual([]);
+    await keep.fill('7');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
+    expect(w.pickFolder.asked).toEqual(['destination', 'destination']);
+    expect(config().destinations).toEqual([
+      { path: ssd, label: 'SSD', role: 'archive' },
+      { path: t7, label: 'T7_BACKUP', role: 'staging', keepDays: 7 },
+    ]);
+    await noHorizontalScroll(page);
+    await shot(page, 'settings-destinations.png');
+
+    // Main's word on the disk: a folder that is not there, one that cannot be written to.
+    const missing = path.join(root, 'settings-destinations', 'unplugged');
+    w.pickFolder.next = missing;
+    await add.click();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=error-destinations]'))
+      .toBe(
+        `The folder ${missing} does not exist (or is not a folder): plug in the drive, or choose another folder.`,
+      );
+    expect(await text(page, '.save-note')).toBe('Not saved: fix the fields marked in red.');
+    await shot(page, 'settings-destinations-refused.png');
+    await page.getByRole('button', { name: `Remove ${missing}` }).click();
+    // /proc/sys cannot be written to, even by root (read-only in the kernel): a folder the app may not write.
+    let readOnly = true;
+    try {
+      fs.accessSync('/proc/sys', fs.constants.W_OK);
+      readOnly = false;
+    } catch {
+      // as expected
+    }
+    expect(readOnly, '/proc/sys must not be writable here').toBe(true);
+    w.pickFolder.next = '/proc/sys';
+    await add.click();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=error-destinations]'))
+      .toBe('The folder /proc/sys cannot be written to: choose a folder on a drive you can write to.');
+    await page.getByRole('button', { name: 'Remove /proc/sys' }).click();
+
+    // Removing one is saved as well; the file keeps what the window does not show.
+    await page.getByRole('button', { name: 'Remove SSD' }).click();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
+    expect(config().destinations).toEqual([{ path: t7, label: 'T7_BACKUP', role: 'staging', keepDays: 7 }]);
+    expect(config().mountRoots).toHaveLength(1);
+  });
+});
+
+describe('the waylines page', () => {
+  it('says what stops it in its own words, never about uploads', async () => {
+    const svc = await startService({ dataDir: path.join(root, 'service-waylines'), logger: false });
+    let closed = false;
+    cleanups.push(() => (closed ? undefined : svc.close()));
+    const secrets = new MemorySecrets();
+    secrets.value = { server: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token, user: 'crew' };
+    const { page } = await app(
+      'waylines',
+      { server: { url: svc.baseUrl, workspaceId: svc.workspaceId }, autoSyncCards: false },
+      secrets,
+    );
+    await tab(page, 'Waylines').click();
+    await expect.poll(() => text(page, '[data-testid=wl-total]')).toBe('30 waylines');
+    await svc.close();
+    closed = true;
+    await page.getByRole('button', { name: 'Next ›' }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=wl-error]'), { timeout: 15_000 })
+      .toMatch(/^Could not load the waylines: /);
+    const said = await text(page, '[data-testid=wl-error]');
+    expect(said).not.toMatch(/upload/i);
+    expect(said).toMatch(/Nothing answers at this address|cannot be reached/);
+    await shot(page, 'waylines-error.png');
+  });
+});
