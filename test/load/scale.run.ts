@@ -82,7 +82,13 @@ async function api(
     headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
-  return { status: res.statusCode, json: (await res.body.json()) as { code: number; data?: unknown } };
+  const text = await res.body.text();
+  try {
+    return { status: res.statusCode, json: JSON.parse(text) as { code: number; data?: unknown } };
+  } catch {
+    // Not the service's envelope (a load balancer's HTML page): counted as an error, with what it said.
+    return { status: res.statusCode, json: { code: -1, data: text.slice(0, 200) } };
+  }
 }
 
 const pct = (xs: number[], p: number): number => {
@@ -122,8 +128,16 @@ async function runAgents(
       timings[what]!.push(performance.now() - t0);
     }
   };
-  const expectCode = (what: string, got: { status: number; json: { code: number } }, code: number) => {
-    if (got.json.code !== code) errors.push(`${what}: HTTP ${got.status} code ${got.json.code}`);
+  const expectCode = (
+    what: string,
+    got: { status: number; json: { code: number; data?: unknown } },
+    code: number,
+  ) => {
+    if (got.json.code !== code)
+      errors.push(
+        `${what}: HTTP ${got.status} code ${got.json.code}` +
+          (got.json.code === -1 ? ` ${JSON.stringify(got.json.data)}` : ''),
+      );
   };
   const agent = async (i: number) => {
     const token = tokens[i]!;
@@ -203,9 +217,9 @@ async function runAgents(
 }
 
 async function tinyBatches(side: Side, token: string): Promise<{ times: number[]; errors: string[] }> {
-  const known = // Pre-loaded rows only: a fast-upload's copy shares its original's tiny fingerprint, and a
+  // Pre-loaded rows only: a fast-upload's copy shares its original's tiny fingerprint, and a
   // batch holding one twice would be answered with it once (counted as an error).
-  (
+  const known = (
     await side.sql(
       "SELECT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 AND path = 'DJI_202401010800_001' LIMIT 500",
       [side.workspaceId],
