@@ -20,6 +20,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { it } from 'vitest';
 import { hashToken } from '../../main/service/auth.js';
@@ -109,111 +110,178 @@ async function agentTokens(side: Side): Promise<string[]> {
   return tokens;
 }
 
-async function runAgents(
-  side: Side,
-  tokens: string[],
-  rounds = ROUNDS,
+/** What one phase of agents did: each request's time by kind, every unexpected answer, the wall time. */
+interface AgentsRun {
+  timings: Timings;
+  errors: string[];
+  ms: number;
+  /** Callbacks answered 0 (a retried one counted once). */
+  recorded: number;
+}
+
+interface AgentsOptions {
+  rounds?: number;
   /** In the files' names: the solo agent's files are not the crowd's. */
-  tag = '',
-): Promise<{ timings: Timings; errors: string[]; ms: number }> {
+  tag?: string;
+  /**
+   * As a real agent does through an outage: a step not answered as expected is tried again (after
+   * 250-750 ms) until it is, or the phase's deadline; without it, the round ends at the first error.
+   */
+  persist?: boolean;
+  /** Called after each recorded callback, with the count so far (the fault phase's cue). */
+  onRecorded?: (n: number) => void;
+}
+
+/** One unexpected answer, said as the agent got it: HTTP status and code, or what came instead of JSON. */
+function describe(what: string, got: { status: number; json: { code: number; data?: unknown } }): string {
+  if (got.json.code === -1)
+    return `${what}: HTTP ${got.status} not the envelope ${JSON.stringify(got.json.data)}`;
+  if (got.json.code === -2) return `${what}: no answer (${String(got.json.data)})`;
+  return `${what}: HTTP ${got.status} code ${got.json.code}`;
+}
+
+async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {}): Promise<AgentsRun> {
+  const { rounds = ROUNDS, tag = '', persist = false } = opts;
   const timings: Timings = { sts: [], 'fast-upload': [], callback: [], waylines: [] };
   const errors: string[] = [];
+  let recorded = 0;
   const ws = side.workspaceId;
   const deadline = Date.now() + PHASE_DEADLINE_MS;
-  const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
-    const t0 = performance.now();
-    try {
-      return await f();
-    } finally {
-      timings[what]!.push(performance.now() - t0);
-    }
-  };
-  const expectCode = (
+  /** One request, timed; tried again while `persist`; its envelope when answered with `code`, else null. */
+  const step = async (
     what: string,
-    got: { status: number; json: { code: number; data?: unknown } },
+    kind: string,
+    send: () => ReturnType<typeof api>,
     code: number,
-  ) => {
-    if (got.json.code !== code)
-      errors.push(
-        `${what}: HTTP ${got.status} code ${got.json.code}` +
-          (got.json.code === -1 ? ` ${JSON.stringify(got.json.data)}` : ''),
-      );
+  ): Promise<{ code: number; data?: unknown } | null> => {
+    for (;;) {
+      const t0 = performance.now();
+      const got = await send().catch((err: NodeJS.ErrnoException) => ({
+        status: 0,
+        json: { code: -2, data: err.code ?? err.message },
+      }));
+      timings[kind]!.push(performance.now() - t0);
+      if (got.json.code === code) return got.json;
+      errors.push(describe(what, got));
+      if (!persist || Date.now() > deadline) return null;
+      await sleep(250 + Math.random() * 500);
+    }
   };
   const agent = async (i: number) => {
     const token = tokens[i]!;
     for (let round = 0; round < rounds && Date.now() < deadline; round++) {
-      const sts = await timed('sts', () =>
-        api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`),
+      const sts = await step(
+        'sts',
+        'sts',
+        () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`),
+        0,
       );
-      expectCode('sts', sts, 0);
-      if (sts.json.code !== 0) continue;
-      const d = sts.json.data as {
-        bucket: string;
-        endpoint: string;
-        region: string;
-        object_key_prefix: string;
-        credentials: { access_key_id: string; access_key_secret: string; security_token: string };
-      };
+      if (!sts) continue;
+      const d = sts.data as StsData;
       const content = randomBytes(4096);
       const fp = md5(content);
       const name = `DJI_20240301090000_${tag}${String(i).padStart(4, '0')}_${round}_W.JPG`;
-      const fu = await timed('fast-upload', () =>
-        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, { fingerprint: fp, name }),
+      const fu = await step(
+        'fast-upload (new)',
+        'fast-upload',
+        () =>
+          api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
+            fingerprint: fp,
+            name,
+          }),
+        CODES.FINGERPRINT_UNKNOWN,
       );
-      expectCode('fast-upload (new)', fu, CODES.FINGERPRINT_UNKNOWN);
+      if (!fu) continue;
       const key = `${d.object_key_prefix}/scale/${side.label}/${name}`;
-      const s3 = new S3Client({
-        endpoint: d.endpoint,
-        region: d.region,
-        forcePathStyle: true,
-        requestChecksumCalculation: 'WHEN_REQUIRED',
-        responseChecksumValidation: 'WHEN_REQUIRED',
-        credentials: {
-          accessKeyId: d.credentials.access_key_id,
-          secretAccessKey: d.credentials.access_key_secret,
-          sessionToken: d.credentials.security_token,
-        },
-      });
-      try {
-        await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: content }));
-      } catch (err) {
-        errors.push(`PUT: ${(err as Error).message}`);
-        continue;
-      } finally {
-        s3.destroy();
-      }
-      const cb = await timed('callback', () =>
-        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/upload-callback`, {
-          result: 0,
-          name,
-          object_key: key,
-          fingerprint: fp,
-          path: 'DJI_202403010900_001_Scale',
-          ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
-        }),
+      if (!(await putObject(d, key, content, errors, persist ? deadline : 0))) continue;
+      const cb = await step(
+        'callback',
+        'callback',
+        () =>
+          api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/upload-callback`, {
+            result: 0,
+            name,
+            object_key: key,
+            fingerprint: fp,
+            path: 'DJI_202403010900_001_Scale',
+            ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
+          }),
+        0,
       );
-      expectCode('callback', cb, 0);
-      const known = await timed('fast-upload', () =>
-        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
-          fingerprint: fp,
-          name: `copy-${name}`,
-        }),
+      if (!cb) continue;
+      opts.onRecorded?.(++recorded);
+      const known = await step(
+        'fast-upload (known)',
+        'fast-upload',
+        () =>
+          api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
+            fingerprint: fp,
+            name: `copy-${name}`,
+          }),
+        0,
       );
-      expectCode('fast-upload (known)', known, 0);
-      const wl = await timed('waylines', () =>
-        api(
-          side.url,
-          token,
-          'GET',
-          `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
-        ),
+      if (!known) continue;
+      await step(
+        'waylines',
+        'waylines',
+        () =>
+          api(
+            side.url,
+            token,
+            'GET',
+            `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
+          ),
+        0,
       );
-      expectCode('waylines', wl, 0);
     }
   };
   const t0 = performance.now();
   await Promise.all(tokens.map((_, i) => agent(i)));
-  return { timings, errors, ms: performance.now() - t0 };
+  return { timings, errors, ms: performance.now() - t0, recorded };
+}
+
+interface StsData {
+  bucket: string;
+  endpoint: string;
+  region: string;
+  object_key_prefix: string;
+  credentials: { access_key_id: string; access_key_secret: string; security_token: string };
+}
+
+/** PUT to the bucket with the STS credentials; tried again until `deadline` (0: once). */
+async function putObject(
+  d: StsData,
+  key: string,
+  content: Buffer,
+  errors: string[],
+  deadline: number,
+): Promise<boolean> {
+  const s3 = new S3Client({
+    endpoint: d.endpoint,
+    region: d.region,
+    forcePathStyle: true,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    credentials: {
+      accessKeyId: d.credentials.access_key_id,
+      secretAccessKey: d.credentials.access_key_secret,
+      sessionToken: d.credentials.security_token,
+    },
+  });
+  try {
+    for (;;) {
+      try {
+        await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: content }));
+        return true;
+      } catch (err) {
+        errors.push(`PUT: ${(err as Error).message}`);
+        if (Date.now() > deadline) return false;
+        await sleep(500);
+      }
+    }
+  } finally {
+    s3.destroy();
+  }
 }
 
 async function tinyBatches(side: Side, token: string): Promise<{ times: number[]; errors: string[] }> {
@@ -260,22 +328,127 @@ async function countTwice(side: Side): Promise<number> {
 interface Result {
   label: string;
   /** One agent alone first: what each request costs without a queue in front of it. */
-  solo: { timings: Timings; errors: string[]; ms: number };
-  agents: { timings: Timings; errors: string[]; ms: number };
+  solo: AgentsRun;
+  agents: AgentsRun;
   /** Where the CPU went while the agents ran. */
   cpu: CpuUse;
   tiny: { times: number[]; errors: string[] };
   twice: number;
   preloadS: number;
+  /** PostgreSQL side only: the same agents again, through a SIGKILL and a database restart. */
+  faults?: FaultResult;
 }
 
 async function measure(side: Side, preloadS: number, adminToken: string): Promise<Result> {
   const tokens = await agentTokens(side);
   await tinyBatches(side, adminToken); // warm-up, not counted
-  const solo = await runAgents(side, tokens.slice(0, 1), SOLO_ROUNDS, 'solo-');
+  const solo = await runAgents(side, tokens.slice(0, 1), { rounds: SOLO_ROUNDS, tag: 'solo-' });
   const [agents, cpu] = await cpuDuring(side.processes, () => runAgents(side, tokens));
   const tiny = await tinyBatches(side, adminToken);
   return { label: side.label, solo, agents, cpu, tiny, twice: await countTwice(side), preloadS };
+}
+
+interface FaultResult {
+  expected: number;
+  run: AgentsRun;
+  timeline: string[];
+  /** Callbacks answered 0 when PostgreSQL was stopped, out of `expected`. */
+  recordedAtStop: number;
+  /** From PostgreSQL started again to the first callback answered 0 after it. */
+  recoveredS: number;
+  /** Counted in the database afterwards. */
+  records: number;
+  twice: number;
+  missing: number;
+  /** The unexpected answers the agents got (and tried again after), by what they said. */
+  answers: Record<string, number>;
+}
+
+/**
+ * Issue 24's faults under the same load: the agents run again, each step tried
+ * until it is answered as expected (as a real agent does), while one instance
+ * is killed with SIGKILL once a third of the callbacks are recorded and
+ * PostgreSQL is stopped (2 s) and started again at two thirds. Then the
+ * database is counted: one record per callback, none lost, none twice.
+ */
+async function faultPhase(
+  side: Side,
+  tokens: string[],
+  faults: { kill(): void; stopDb(): Promise<void>; startDb(): Promise<void> },
+): Promise<FaultResult> {
+  const expected = tokens.length * ROUNDS;
+  const timeline: string[] = [];
+  const t0 = performance.now();
+  const at = (what: string) => timeline.push(`${((performance.now() - t0) / 1000).toFixed(1)} s ${what}`);
+  let stage: 'running' | 'killed' | 'restarting' | 'recovered' = 'running';
+  let restart: Promise<void> = Promise.resolve();
+  let recordedAtStop = 0;
+  let startedAt = 0;
+  let recoveredS = NaN;
+  const onRecorded = (n: number) => {
+    if (stage === 'running' && n >= expected / 3) {
+      stage = 'killed';
+      faults.kill();
+      at(`SIGKILL of serve #2 after ${n} callbacks`);
+    } else if (stage === 'killed' && n >= (2 * expected) / 3) {
+      stage = 'restarting';
+      recordedAtStop = n;
+      restart = (async () => {
+        at(`PostgreSQL stopping after ${n} callbacks`);
+        await faults.stopDb();
+        at('PostgreSQL stopped');
+        await sleep(2_000);
+        await faults.startDb();
+        startedAt = performance.now();
+        at('PostgreSQL started again');
+      })();
+    } else if (stage === 'restarting' && startedAt) {
+      stage = 'recovered';
+      recoveredS = (performance.now() - startedAt) / 1000;
+      at(`first callback recorded after the restart (${n} so far)`);
+    }
+  };
+  const run = await runAgents(side, tokens, { tag: 'fault-', persist: true, onRecorded });
+  await restart;
+  at(`agents done: ${run.recorded} callbacks recorded`);
+  const [counted] = await side.sql(
+    "SELECT count(*) AS n, count(DISTINCT name) AS names FROM media WHERE workspace_id = ? AND source = 'callback' AND name LIKE 'DJI_20240301090000_fault-%'",
+    [side.workspaceId],
+  );
+  const records = Number(counted!.n);
+  const names = Number(counted!.names);
+  const answers: Record<string, number> = {};
+  for (const e of run.errors) {
+    const said = e
+      .slice(e.indexOf(': ') + 2)
+      .replace(/HTTP 503 not the envelope .*/s, 'HTTP 503 not the envelope');
+    answers[said] = (answers[said] ?? 0) + 1;
+  }
+  return {
+    expected,
+    run,
+    timeline,
+    recordedAtStop,
+    recoveredS,
+    records,
+    twice: records - names,
+    missing: expected - names,
+    answers,
+  };
+}
+
+function faultReport(r: FaultResult): string {
+  const envelope = Object.entries(r.answers)
+    .sort((a, b) => b[1] - a[1])
+    .map(([said, n]) => `${n} × ${said}`);
+  return [
+    `Faults (${r.run.recorded} of ${r.expected} callbacks answered, ${(r.run.ms / 1000).toFixed(1)} s):`,
+    ...r.timeline.map((l) => `  ${l}`),
+    `  mid-run: PostgreSQL stopped with ${r.recordedAtStop} of ${r.expected} callbacks recorded`,
+    `  recovered by itself: first callback recorded ${r.recoveredS.toFixed(1)} s after PostgreSQL started`,
+    `  counted in the database: ${r.records} callback records, ${r.missing} missing, ${r.twice} twice`,
+    `  answers tried again (${r.run.errors.length}): ${envelope.join('; ') || 'none'}`,
+  ].join('\n');
 }
 
 async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop(): Promise<void> }> {
@@ -324,6 +497,11 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
     },
   };
   const result = await measure(side, preloadS, instances[0]!.token);
+  result.faults = await faultPhase(side, await agentTokens(side), {
+    kill: () => instances[1]!.child.kill('SIGKILL'),
+    stopDb: () => pg.stopServer(),
+    startDb: () => pg.startServer(),
+  });
   return {
     result,
     async stop() {
@@ -442,5 +620,6 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
   for (const r of results) {
     const errs = [...r.solo.errors, ...r.agents.errors, ...r.tiny.errors];
     if (errs.length) console.log(`${r.label}: first errors:\n  ${errs.slice(0, 10).join('\n  ')}`);
+    if (r.faults) console.log(`\n${r.label}, ${faultReport(r.faults)}\n`);
   }
 });
