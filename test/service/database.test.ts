@@ -254,6 +254,25 @@ describe.runIf(onPostgres)('several instances on one PostgreSQL database', () =>
     secretAccessKey: 'secret-value',
   };
 
+  it('PostgreSQL: a connection cut while a transaction waits between statements fails that request with 503001; the process lives on', async () => {
+    const db = openTables(s);
+    try {
+      const inTx = db.tx(async (t) => {
+        const { pid } = (await t.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!;
+        // Cut from outside (as a PostgreSQL restart does) while this transaction runs no statement:
+        // the connection's error arrives with no query to fail.
+        await db.get('SELECT pg_terminate_backend(?)', [pid]);
+        await new Promise((r) => setTimeout(r, 300));
+        return t.get('SELECT 1 AS one');
+      });
+      await expect(inTx).rejects.toMatchObject({ code: CODES.DATABASE_UNAVAILABLE });
+      // The pool opens a new connection for the next request.
+      expect(await db.get('SELECT 1 AS one')).toEqual({ one: 1 });
+    } finally {
+      await db.close();
+    }
+  });
+
   it('PostgreSQL: refuses a second instance beside one with the embedded bucket, either way round', async () => {
     const [d1, d2] = [tempDir(), tempDir()];
     const embedded = await startTemp({ dataDir: d1 });

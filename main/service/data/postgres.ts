@@ -172,13 +172,39 @@ export class PostgresDb implements SqlDb {
     return over(this.healthPool, () => Promise.reject(new Error('no transactions here'))).ping();
   }
 
-  async tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T> {
+  /**
+   * A connection of the pool, for several statements. The pool stops
+   * listening for its errors while it is out: a connection cut while no
+   * statement runs on it (PostgreSQL restarting while a transaction waits on
+   * other work) would emit an error nobody hears, and end the process. Here
+   * it is heard: the next statement fails with 503001, and `release` drops
+   * the connection.
+   */
+  private async checkout(): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
     } catch (err) {
       return translate(err);
     }
+    let lost: Error | undefined;
+    const onError = (err: Error) => {
+      lost ??= err;
+      this.log?.warn({ err: err.message }, 'database connection lost during a request; reconnecting');
+    };
+    client.on('error', onError);
+    return {
+      client,
+      release: (err?: unknown) => {
+        client.off('error', onError);
+        const broken = lost ?? (err instanceof Error ? err : undefined);
+        client.release(broken);
+      },
+    };
+  }
+
+  async tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T> {
+    const { client, release } = await this.checkout();
     let broken: unknown = undefined;
     try {
       await exec(client, 'BEGIN', []);
@@ -196,7 +222,7 @@ export class PostgresDb implements SqlDb {
       throw err;
     } finally {
       // A connection that failed mid-transaction is not given back to the pool.
-      client.release(broken instanceof Error ? broken : undefined);
+      release(broken);
     }
   }
 
@@ -243,12 +269,7 @@ export class PostgresDb implements SqlDb {
 
   /** Runs `fn` on one connection while holding a session advisory lock: one instance at a time. */
   private async withLock<T>(key: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      return translate(err);
-    }
+    const { client, release } = await this.checkout();
     try {
       await client.query('SELECT pg_advisory_lock($1)', [key]);
       try {
@@ -257,7 +278,7 @@ export class PostgresDb implements SqlDb {
         await client.query('SELECT pg_advisory_unlock($1)', [key]);
       }
     } finally {
-      client.release();
+      release();
     }
   }
 
