@@ -180,7 +180,7 @@ export class PostgresDb implements SqlDb {
    * it is heard: the next statement fails with 503001, and `release` drops
    * the connection.
    */
-  private async checkout(): Promise<{ client: pg.PoolClient; release(err?: unknown): void }> {
+  private async checkout(): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
