@@ -42,6 +42,21 @@ const PHASE_DEADLINE_MS = 180_000;
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+/**
+ * Agent i's own client address on the loopback (127.0.x.y): each ground station comes from its own
+ * address, as in the field, and the service bounds connections per address (64).
+ */
+const agentDispatchers = new Map<number, Agent>();
+const dispatcherOf = (i: number): Agent => {
+  let d = agentDispatchers.get(i);
+  if (!d) {
+    // One connection: a simulated agent sends one request at a time.
+    const localAddress = `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`;
+    d = new Agent({ connections: 1, keepAliveTimeout: 10_000, localAddress });
+    agentDispatchers.set(i, d);
+  }
+  return d;
+};
 
 interface Side {
   label: string;
@@ -76,10 +91,11 @@ async function api(
   method: 'GET' | 'POST',
   p: string,
   body?: unknown,
+  via: Agent = dispatcher,
 ): Promise<{ status: number; json: { code: number; data?: unknown } }> {
   const res = await request(`${url}${p}`, {
     method,
-    dispatcher,
+    dispatcher: via,
     headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
@@ -130,6 +146,8 @@ interface AgentsOptions {
   persist?: boolean;
   /** Called after each recorded callback, with the count so far (the fault phase's cue). */
   onRecorded?: (n: number) => void;
+  /** Said before each unexpected answer: when it came (the fault phase's stage). */
+  when?: () => string;
 }
 
 /** One unexpected answer, said as the agent got it: HTTP status and code, or what came instead of JSON. */
@@ -162,18 +180,19 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
       }));
       timings[kind]!.push(performance.now() - t0);
       if (got.json.code === code) return got.json;
-      errors.push(describe(what, got));
+      errors.push(`${opts.when ? `${opts.when()}: ` : ''}${describe(what, got)}`);
       if (!persist || Date.now() > deadline) return null;
       await sleep(250 + Math.random() * 500);
     }
   };
   const agent = async (i: number) => {
     const token = tokens[i]!;
+    const via = dispatcherOf(i);
     for (let round = 0; round < rounds && Date.now() < deadline; round++) {
       const sts = await step(
         'sts',
         'sts',
-        () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`),
+        () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`, undefined, via),
         0,
       );
       if (!sts) continue;
@@ -185,10 +204,14 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
         'fast-upload (new)',
         'fast-upload',
         () =>
-          api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
-            fingerprint: fp,
-            name,
-          }),
+          api(
+            side.url,
+            token,
+            'POST',
+            `/media/api/v1/workspaces/${ws}/fast-upload`,
+            { fingerprint: fp, name },
+            via,
+          ),
         CODES.FINGERPRINT_UNKNOWN,
       );
       if (!fu) continue;
@@ -198,14 +221,21 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
         'callback',
         'callback',
         () =>
-          api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/upload-callback`, {
-            result: 0,
-            name,
-            object_key: key,
-            fingerprint: fp,
-            path: 'DJI_202403010900_001_Scale',
-            ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
-          }),
+          api(
+            side.url,
+            token,
+            'POST',
+            `/media/api/v1/workspaces/${ws}/upload-callback`,
+            {
+              result: 0,
+              name,
+              object_key: key,
+              fingerprint: fp,
+              path: 'DJI_202403010900_001_Scale',
+              ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
+            },
+            via,
+          ),
         0,
       );
       if (!cb) continue;
@@ -214,10 +244,17 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
         'fast-upload (known)',
         'fast-upload',
         () =>
-          api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
-            fingerprint: fp,
-            name: `copy-${name}`,
-          }),
+          api(
+            side.url,
+            token,
+            'POST',
+            `/media/api/v1/workspaces/${ws}/fast-upload`,
+            {
+              fingerprint: fp,
+              name: `copy-${name}`,
+            },
+            via,
+          ),
         0,
       );
       if (!known) continue;
@@ -230,6 +267,8 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
             token,
             'GET',
             `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
+            undefined,
+            via,
           ),
         0,
       );
@@ -374,7 +413,13 @@ interface FaultResult {
 async function faultPhase(
   side: Side,
   tokens: string[],
-  faults: { kill(): void; stopDb(): Promise<void>; startDb(): Promise<void> },
+  faults: {
+    kill(): void;
+    stopDb(): Promise<void>;
+    startDb(): Promise<void>;
+    /** What the surviving instance says when the agents did not all finish. */
+    diagnose(): Promise<string>;
+  },
 ): Promise<FaultResult> {
   const expected = tokens.length * ROUNDS;
   const timeline: string[] = [];
@@ -408,9 +453,17 @@ async function faultPhase(
       at(`first callback recorded after the restart (${n} so far)`);
     }
   };
-  const run = await runAgents(side, tokens, { tag: 'fault-', persist: true, onRecorded });
+  const when = () =>
+    ({
+      running: 'before the kill',
+      killed: 'after the kill',
+      restarting: 'database stopped or restarting',
+      recovered: 'after the restart',
+    })[stage];
+  const run = await runAgents(side, tokens, { tag: 'fault-', persist: true, onRecorded, when });
   await restart;
   at(`agents done: ${run.recorded} callbacks recorded`);
+  if (run.recorded < expected) at(await faults.diagnose());
   const [counted] = await side.sql(
     "SELECT count(*) AS n, count(DISTINCT name) AS names FROM media WHERE workspace_id = ? AND source = 'callback' AND name LIKE 'DJI_20240301090000_fault-%'",
     [side.workspaceId],
@@ -419,9 +472,9 @@ async function faultPhase(
   const names = Number(counted!.names);
   const answers: Record<string, number> = {};
   for (const e of run.errors) {
-    const said = e
-      .slice(e.indexOf(': ') + 2)
-      .replace(/HTTP 503 not the envelope .*/s, 'HTTP 503 not the envelope');
+    // "<stage>: <request>: <answer>", counted by stage and answer.
+    const [stageSaid = '', , ...answer] = e.split(': ');
+    const said = `${stageSaid}: ${answer.join(': ')}`.replace(/\s+/g, ' ').slice(0, 120);
     answers[said] = (answers[said] ?? 0) + 1;
   }
   return {
@@ -501,6 +554,13 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
     kill: () => instances[1]!.child.kill('SIGKILL'),
     stopDb: () => pg.stopServer(),
     startDb: () => pg.startServer(),
+    diagnose: async () => {
+      const ready = await fetch(`${instances[0]!.baseUrl}/readyz`)
+        .then(async (r) => `HTTP ${r.status} ${await r.text()}`)
+        .catch((err: Error) => err.message);
+      const log = instances[0]!.log().trim().split('\n').slice(-15).join('\n    ');
+      return `serve #1 /readyz: ${ready}; its last log lines:\n    ${log}`;
+    },
   });
   return {
     result,
@@ -607,7 +667,7 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
     }
   } finally {
     await rgw.stop();
-    await dispatcher.close();
+    await Promise.all([dispatcher, ...agentDispatchers.values()].map((d) => d.close()));
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const load = os

@@ -137,6 +137,10 @@ export async function startHaproxy(
       '  retries 3',
       '  option redispatch',
       '  retry-on conn-failure empty-response response-timeout',
+      // At most `maxconn` requests at once per instance (the rest wait here), on reused connections:
+      // every connection comes from HAProxy's one address, and `serve` takes 64 per address.
+      '  http-reuse always',
+      '  timeout queue 30s',
       `  errorfile 503 ${errorfile}`,
       'frontend api',
       `  bind 127.0.0.1:${port}`,
@@ -145,7 +149,7 @@ export async function startHaproxy(
       '  balance roundrobin',
       '  option httpchk GET /readyz',
       '  http-check expect status 200',
-      '  default-server inter 500ms fall 2 rise 2',
+      '  default-server inter 500ms fall 2 rise 2 maxconn 48',
       ...ports.map((p, i) => `  server dms${i + 1} 127.0.0.1:${p} check`),
       '',
     ].join('\n'),
