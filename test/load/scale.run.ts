@@ -148,6 +148,8 @@ interface AgentsOptions {
   onRecorded?: (n: number) => void;
   /** Said before each unexpected answer: when it came (the fault phase's stage). */
   when?: () => string;
+  /** True when trying again is pointless (no instance left running). */
+  hopeless?: () => boolean;
 }
 
 /** One unexpected answer, said as the agent got it: HTTP status and code, or what came instead of JSON. */
@@ -181,7 +183,7 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
       timings[kind]!.push(performance.now() - t0);
       if (got.json.code === code) return got.json;
       errors.push(`${opts.when ? `${opts.when()}: ` : ''}${describe(what, got)}`);
-      if (!persist || Date.now() > deadline) return null;
+      if (!persist || Date.now() > deadline || opts.hopeless?.()) return null;
       await sleep(250 + Math.random() * 500);
     }
   };
@@ -414,6 +416,8 @@ async function faultPhase(
   side: Side,
   tokens: string[],
   faults: {
+    /** True when no instance runs any more. */
+    hopeless(): boolean;
     kill(): void;
     stopDb(): Promise<void>;
     startDb(): Promise<void>;
@@ -460,7 +464,13 @@ async function faultPhase(
       restarting: 'database stopped or restarting',
       recovered: 'after the restart',
     })[stage];
-  const run = await runAgents(side, tokens, { tag: 'fault-', persist: true, onRecorded, when });
+  const run = await runAgents(side, tokens, {
+    tag: 'fault-',
+    persist: true,
+    onRecorded,
+    when,
+    hopeless: () => faults.hopeless(),
+  });
   await restart;
   at(`agents done: ${run.recorded} callbacks recorded`);
   if (run.recorded < expected) at(await faults.diagnose());
@@ -551,6 +561,7 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
   };
   const result = await measure(side, preloadS, instances[0]!.token);
   result.faults = await faultPhase(side, await agentTokens(side), {
+    hopeless: () => instances.every((i) => i.child.exitCode !== null || i.child.signalCode !== null),
     kill: () => instances[1]!.child.kill('SIGKILL'),
     stopDb: () => pg.stopServer(),
     startDb: () => pg.startServer(),
@@ -558,7 +569,7 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
       const ready = await fetch(`${instances[0]!.baseUrl}/readyz`)
         .then(async (r) => `HTTP ${r.status} ${await r.text()}`)
         .catch((err: Error) => err.message);
-      const log = instances[0]!.log().trim().split('\n').slice(-15).join('\n    ');
+      const log = instances[0]!.log().trim().split('\n').slice(-60).join('\n    ');
       return `serve #1 /readyz: ${ready}; its last log lines:\n    ${log}`;
     },
   });

@@ -14,6 +14,7 @@ import {
   type RunningService,
 } from '../../main/service/index.js';
 import { connectionOptions } from '../../main/service/data/config.js';
+import type { PostgresDb } from '../../main/service/data/postgres.js';
 import { INSTANCE_LOCK } from '../../main/service/data/instance-lock.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
 import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
@@ -267,6 +268,30 @@ describe.runIf(onPostgres)('several instances on one PostgreSQL database', () =>
       });
       await expect(inTx).rejects.toMatchObject({ code: CODES.DATABASE_UNAVAILABLE });
       // The pool opens a new connection for the next request.
+      expect(await db.get('SELECT 1 AS one')).toEqual({ one: 1 });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('PostgreSQL: an error on a connection at the moment the pool hands it over is heard; the process lives on', async () => {
+    const db = openTables(s) as PostgresDb;
+    try {
+      // PostgreSQL's "terminating connection" can arrive in the same chunk as the previous user's
+      // last answer, and so reach the connection just after the pool gave it to the next user and
+      // before any promise continuation runs; the test sends that error at that very moment.
+      let sent = false;
+      db.pool.on('acquire', (client) => {
+        if (sent) return;
+        sent = true;
+        queueMicrotask(() =>
+          client.emit('error', new Error('terminating connection due to administrator command')),
+        );
+      });
+      await db.tx((t) => t.get('SELECT 1 AS one'));
+      expect(sent).toBe(true);
+      // That connection was dropped, not given back: the next statement runs on a new one.
+      expect(db.pool.totalCount).toBe(0);
       expect(await db.get('SELECT 1 AS one')).toEqual({ one: 1 });
     } finally {
       await db.close();

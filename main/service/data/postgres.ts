@@ -177,30 +177,36 @@ export class PostgresDb implements SqlDb {
    * listening for its errors while it is out: a connection cut while no
    * statement runs on it (PostgreSQL restarting while a transaction waits on
    * other work) would emit an error nobody hears, and end the process. Here
-   * it is heard: the next statement fails with 503001, and `release` drops
-   * the connection.
+   * it is heard from the moment the pool hands it over (in the pool's own
+   * callback: a promise would leave a gap in which PostgreSQL's "terminating
+   * connection", read in the same chunk as the previous user's last answer,
+   * finds no listener); the next statement fails with 503001, and `release`
+   * drops the connection.
    */
-  private async checkout(): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      return translate(err);
-    }
-    let lost: Error | undefined;
-    const onError = (err: Error) => {
-      lost ??= err;
-      this.log?.warn({ err: err.message }, 'database connection lost during a request; reconnecting');
-    };
-    client.on('error', onError);
-    return {
-      client,
-      release: (err?: unknown) => {
-        client.off('error', onError);
-        const broken = lost ?? (err instanceof Error ? err : undefined);
-        client.release(broken);
-      },
-    };
+  private checkout(): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
+    return new Promise((resolve, reject) => {
+      this.pool.connect((err, client, done) => {
+        if (err || !client) {
+          reject(
+            isUnavailable(err) ? new DatabaseUnavailableError(err) : (err ?? new Error('no connection')),
+          );
+          return;
+        }
+        let lost: Error | undefined;
+        const onError = (e: Error) => {
+          lost ??= e;
+          this.log?.warn({ err: e.message }, 'database connection lost during a request; reconnecting');
+        };
+        client.on('error', onError);
+        resolve({
+          client,
+          release: (e?: unknown) => {
+            client.off('error', onError);
+            done(lost ?? (e instanceof Error ? e : undefined));
+          },
+        });
+      });
+    });
   }
 
   async tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T> {
