@@ -12,7 +12,11 @@
  * same content under another name (known: a HEAD on RGW), a waylines page.
  * Meanwhile and after, batches of 1,000 tiny fingerprints (half of them
  * known). Every answer is checked; anything unexpected counts as an error.
- * Bounded: each phase stops at its deadline.
+ * Then, on the PostgreSQL side, issue 24's faults under the same load
+ * (faultPhase): one instance killed with SIGKILL, PostgreSQL restarted, the
+ * callbacks counted in the database. Each agent has its own loopback address
+ * (127.0.x.y), as each ground station has its own in the field. Bounded:
+ * each phase stops at its deadline.
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import Database from 'better-sqlite3';
