@@ -46,6 +46,11 @@ export const CODES = {
   SHUTTING_DOWN: 503002,
   /** Never sent by the service: the load balancer's answer when no instance is ready (docs/deploy.md). */
   NO_INSTANCE_READY: 503003,
+  /**
+   * /readyz only: another instance took the database while this one's connection holding the
+   * instance lock was lost, and the two may not share it (the embedded bucket's one-instance rule).
+   */
+  INSTANCE_CONFLICT: 503004,
 } as const;
 
 export interface Envelope<T = unknown> {

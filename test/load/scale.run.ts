@@ -12,7 +12,11 @@
  * same content under another name (known: a HEAD on RGW), a waylines page.
  * Meanwhile and after, batches of 1,000 tiny fingerprints (half of them
  * known). Every answer is checked; anything unexpected counts as an error.
- * Bounded: each phase stops at its deadline.
+ * Then, on the PostgreSQL side, issue 24's faults under the same load
+ * (faultPhase): one instance killed with SIGKILL, PostgreSQL restarted, the
+ * callbacks counted in the database. Each agent has its own loopback address
+ * (127.0.x.y), as each ground station has its own in the field. Bounded:
+ * each phase stops at its deadline.
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import Database from 'better-sqlite3';
@@ -20,6 +24,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
 import { it } from 'vitest';
 import { hashToken } from '../../main/service/auth.js';
@@ -29,15 +34,33 @@ import { rgwBucketConfig } from '../peers/ceph/peer.js';
 import { startRgw, type Rgw } from '../peers/ceph/rgw.js';
 import { startHaproxy, startInstance, stopInstance, type Instance } from '../peers/deployment.js';
 import { startPostgres, type PgCluster } from '../support/postgres.js';
+import { cores, groupSeconds, machineBusySeconds, selfSeconds } from './cpu.js';
 
 const AGENTS = Number(process.env.DMS_SCALE_AGENTS ?? 200);
 const ROUNDS = Number(process.env.DMS_SCALE_ROUNDS ?? 3);
 const PRELOAD = Number(process.env.DMS_SCALE_ROWS ?? 1_000_000);
 const TINY_BATCHES = 20;
+/** Rounds of one agent alone, before the crowd: each request's own time, with no queue in front of it. */
+const SOLO_ROUNDS = 30;
 const PHASE_DEADLINE_MS = 180_000;
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
+/**
+ * Agent i's own client address on the loopback (127.0.x.y): each ground station comes from its own
+ * address, as in the field, and the service bounds connections per address (64).
+ */
+const agentDispatchers = new Map<number, Agent>();
+const dispatcherOf = (i: number): Agent => {
+  let d = agentDispatchers.get(i);
+  if (!d) {
+    // One connection: a simulated agent sends one request at a time.
+    const localAddress = `127.0.${1 + Math.floor(i / 250)}.${1 + (i % 250)}`;
+    d = new Agent({ connections: 1, keepAliveTimeout: 10_000, localAddress });
+    agentDispatchers.set(i, d);
+  }
+  return d;
+};
 
 interface Side {
   label: string;
@@ -45,6 +68,23 @@ interface Side {
   workspaceId: string;
   /** Runs SQL on the side's database (setup and counting only). */
   sql(sql: string, params?: unknown[]): Promise<Record<string, unknown>[]>;
+  /** The side's processes by name (each with what it starts), for where the CPU went. */
+  processes: Record<string, number[]>;
+}
+
+/** CPU seconds during a phase: per process group, this process (the agents), the whole machine. */
+interface CpuUse {
+  groups: Record<string, number>;
+  agents: number;
+  machine: number;
+}
+
+async function cpuDuring<T>(groups: Record<string, number[]>, f: () => Promise<T>): Promise<[T, CpuUse]> {
+  const [g0, a0, m0] = [groupSeconds(groups), selfSeconds(), machineBusySeconds()];
+  const result = await f();
+  const [g1, a1, m1] = [groupSeconds(groups), selfSeconds(), machineBusySeconds()];
+  const used = Object.fromEntries(Object.keys(groups).map((k) => [k, g1[k]! - g0[k]!]));
+  return [result, { groups: used, agents: a1 - a0, machine: m1 - m0 }];
 }
 
 type Timings = Record<string, number[]>;
@@ -55,14 +95,21 @@ async function api(
   method: 'GET' | 'POST',
   p: string,
   body?: unknown,
+  via: Agent = dispatcher,
 ): Promise<{ status: number; json: { code: number; data?: unknown } }> {
   const res = await request(`${url}${p}`, {
     method,
-    dispatcher,
+    dispatcher: via,
     headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body: JSON.stringify(body) } : {}),
   });
-  return { status: res.statusCode, json: (await res.body.json()) as { code: number; data?: unknown } };
+  const text = await res.body.text();
+  try {
+    return { status: res.statusCode, json: JSON.parse(text) as { code: number; data?: unknown } };
+  } catch {
+    // Not the service's envelope (a load balancer's HTML page): counted as an error, with what it said.
+    return { status: res.statusCode, json: { code: -1, data: text.slice(0, 200) } };
+  }
 }
 
 const pct = (xs: number[], p: number): number => {
@@ -83,107 +130,213 @@ async function agentTokens(side: Side): Promise<string[]> {
   return tokens;
 }
 
-async function runAgents(
-  side: Side,
-  tokens: string[],
-): Promise<{ timings: Timings; errors: string[]; ms: number }> {
+/** What one phase of agents did: each request's time by kind, every unexpected answer, the wall time. */
+interface AgentsRun {
+  timings: Timings;
+  errors: string[];
+  ms: number;
+  /** Callbacks answered 0 (a retried one counted once). */
+  recorded: number;
+}
+
+interface AgentsOptions {
+  rounds?: number;
+  /** In the files' names: the solo agent's files are not the crowd's. */
+  tag?: string;
+  /**
+   * As a real agent does through an outage: a step not answered as expected is tried again (after
+   * 250-750 ms) until it is, or the phase's deadline; without it, the round ends at the first error.
+   */
+  persist?: boolean;
+  /** Called after each recorded callback, with the count so far (the fault phase's cue). */
+  onRecorded?: (n: number) => void;
+  /** Said before each unexpected answer: when it came (the fault phase's stage). */
+  when?: () => string;
+  /** True when trying again is pointless (no instance left running). */
+  hopeless?: () => boolean;
+}
+
+/** One unexpected answer, said as the agent got it: HTTP status and code, or what came instead of JSON. */
+function describe(what: string, got: { status: number; json: { code: number; data?: unknown } }): string {
+  if (got.json.code === -1)
+    return `${what}: HTTP ${got.status} not the envelope ${JSON.stringify(got.json.data)}`;
+  if (got.json.code === -2) return `${what}: no answer (${String(got.json.data)})`;
+  return `${what}: HTTP ${got.status} code ${got.json.code}`;
+}
+
+async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {}): Promise<AgentsRun> {
+  const { rounds = ROUNDS, tag = '', persist = false } = opts;
   const timings: Timings = { sts: [], 'fast-upload': [], callback: [], waylines: [] };
   const errors: string[] = [];
+  let recorded = 0;
   const ws = side.workspaceId;
   const deadline = Date.now() + PHASE_DEADLINE_MS;
-  const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
-    const t0 = performance.now();
-    try {
-      return await f();
-    } finally {
-      timings[what]!.push(performance.now() - t0);
+  /** One request, timed; tried again while `persist`; its envelope when answered with `code`, else null. */
+  const step = async (
+    what: string,
+    kind: string,
+    send: () => ReturnType<typeof api>,
+    code: number,
+  ): Promise<{ code: number; data?: unknown } | null> => {
+    for (;;) {
+      const t0 = performance.now();
+      const got = await send().catch((err: NodeJS.ErrnoException) => ({
+        status: 0,
+        json: { code: -2, data: err.code ?? err.message },
+      }));
+      timings[kind]!.push(performance.now() - t0);
+      if (got.json.code === code) return got.json;
+      errors.push(`${opts.when ? `${opts.when()}: ` : ''}${describe(what, got)}`);
+      if (!persist || Date.now() > deadline || opts.hopeless?.()) return null;
+      await sleep(250 + Math.random() * 500);
     }
-  };
-  const expectCode = (what: string, got: { status: number; json: { code: number } }, code: number) => {
-    if (got.json.code !== code) errors.push(`${what}: HTTP ${got.status} code ${got.json.code}`);
   };
   const agent = async (i: number) => {
     const token = tokens[i]!;
-    for (let round = 0; round < ROUNDS && Date.now() < deadline; round++) {
-      const sts = await timed('sts', () =>
-        api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`),
+    const via = dispatcherOf(i);
+    for (let round = 0; round < rounds && Date.now() < deadline; round++) {
+      const sts = await step(
+        'sts',
+        'sts',
+        () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`, undefined, via),
+        0,
       );
-      expectCode('sts', sts, 0);
-      if (sts.json.code !== 0) continue;
-      const d = sts.json.data as {
-        bucket: string;
-        endpoint: string;
-        region: string;
-        object_key_prefix: string;
-        credentials: { access_key_id: string; access_key_secret: string; security_token: string };
-      };
+      if (!sts) continue;
+      const d = sts.data as StsData;
       const content = randomBytes(4096);
       const fp = md5(content);
-      const name = `DJI_20240301090000_${String(i).padStart(4, '0')}_${round}_W.JPG`;
-      const fu = await timed('fast-upload', () =>
-        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, { fingerprint: fp, name }),
+      const name = `DJI_20240301090000_${tag}${String(i).padStart(4, '0')}_${round}_W.JPG`;
+      const fu = await step(
+        'fast-upload (new)',
+        'fast-upload',
+        () =>
+          api(
+            side.url,
+            token,
+            'POST',
+            `/media/api/v1/workspaces/${ws}/fast-upload`,
+            { fingerprint: fp, name },
+            via,
+          ),
+        CODES.FINGERPRINT_UNKNOWN,
       );
-      expectCode('fast-upload (new)', fu, CODES.FINGERPRINT_UNKNOWN);
+      if (!fu) continue;
       const key = `${d.object_key_prefix}/scale/${side.label}/${name}`;
-      const s3 = new S3Client({
-        endpoint: d.endpoint,
-        region: d.region,
-        forcePathStyle: true,
-        requestChecksumCalculation: 'WHEN_REQUIRED',
-        responseChecksumValidation: 'WHEN_REQUIRED',
-        credentials: {
-          accessKeyId: d.credentials.access_key_id,
-          secretAccessKey: d.credentials.access_key_secret,
-          sessionToken: d.credentials.security_token,
-        },
-      });
-      try {
-        await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: content }));
-      } catch (err) {
-        errors.push(`PUT: ${(err as Error).message}`);
-        continue;
-      } finally {
-        s3.destroy();
-      }
-      const cb = await timed('callback', () =>
-        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/upload-callback`, {
-          result: 0,
-          name,
-          object_key: key,
-          fingerprint: fp,
-          path: 'DJI_202403010900_001_Scale',
-          ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
-        }),
+      if (!(await putObject(d, key, content, errors, persist ? deadline : 0))) continue;
+      const cb = await step(
+        'callback',
+        'callback',
+        () =>
+          api(
+            side.url,
+            token,
+            'POST',
+            `/media/api/v1/workspaces/${ws}/upload-callback`,
+            {
+              result: 0,
+              name,
+              object_key: key,
+              fingerprint: fp,
+              path: 'DJI_202403010900_001_Scale',
+              ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
+            },
+            via,
+          ),
+        0,
       );
-      expectCode('callback', cb, 0);
-      const known = await timed('fast-upload', () =>
-        api(side.url, token, 'POST', `/media/api/v1/workspaces/${ws}/fast-upload`, {
-          fingerprint: fp,
-          name: `copy-${name}`,
-        }),
+      if (!cb) continue;
+      opts.onRecorded?.(++recorded);
+      const known = await step(
+        'fast-upload (known)',
+        'fast-upload',
+        () =>
+          api(
+            side.url,
+            token,
+            'POST',
+            `/media/api/v1/workspaces/${ws}/fast-upload`,
+            {
+              fingerprint: fp,
+              name: `copy-${name}`,
+            },
+            via,
+          ),
+        0,
       );
-      expectCode('fast-upload (known)', known, 0);
-      const wl = await timed('waylines', () =>
-        api(
-          side.url,
-          token,
-          'GET',
-          `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
-        ),
+      if (!known) continue;
+      await step(
+        'waylines',
+        'waylines',
+        () =>
+          api(
+            side.url,
+            token,
+            'GET',
+            `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
+            undefined,
+            via,
+          ),
+        0,
       );
-      expectCode('waylines', wl, 0);
     }
   };
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: AGENTS }, (_, i) => agent(i)));
-  return { timings, errors, ms: performance.now() - t0 };
+  await Promise.all(tokens.map((_, i) => agent(i)));
+  return { timings, errors, ms: performance.now() - t0, recorded };
+}
+
+interface StsData {
+  bucket: string;
+  endpoint: string;
+  region: string;
+  object_key_prefix: string;
+  credentials: { access_key_id: string; access_key_secret: string; security_token: string };
+}
+
+/** PUT to the bucket with the STS credentials; tried again until `deadline` (0: once). */
+async function putObject(
+  d: StsData,
+  key: string,
+  content: Buffer,
+  errors: string[],
+  deadline: number,
+): Promise<boolean> {
+  const s3 = new S3Client({
+    endpoint: d.endpoint,
+    region: d.region,
+    forcePathStyle: true,
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    credentials: {
+      accessKeyId: d.credentials.access_key_id,
+      secretAccessKey: d.credentials.access_key_secret,
+      sessionToken: d.credentials.security_token,
+    },
+  });
+  try {
+    for (;;) {
+      try {
+        await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: content }));
+        return true;
+      } catch (err) {
+        errors.push(`PUT: ${(err as Error).message}`);
+        if (Date.now() > deadline) return false;
+        await sleep(500);
+      }
+    }
+  } finally {
+    s3.destroy();
+  }
 }
 
 async function tinyBatches(side: Side, token: string): Promise<{ times: number[]; errors: string[] }> {
+  // Pre-loaded rows only: a fast-upload's copy shares its original's tiny fingerprint, and a
+  // batch holding one twice would be answered with it once (counted as an error).
   const known = (
-    await side.sql('SELECT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 LIMIT 500', [
-      side.workspaceId,
-    ])
+    await side.sql(
+      "SELECT tiny_fingerprint FROM media WHERE workspace_id = ? AND result = 0 AND path = 'DJI_202401010800_001' LIMIT 500",
+      [side.workspaceId],
+    )
   ).map((r) => String(r.tiny_fingerprint));
   const times: number[] = [];
   const errors: string[] = [];
@@ -219,18 +372,150 @@ async function countTwice(side: Side): Promise<number> {
 
 interface Result {
   label: string;
-  agents: { timings: Timings; errors: string[]; ms: number };
+  /** One agent alone first: what each request costs without a queue in front of it. */
+  solo: AgentsRun;
+  agents: AgentsRun;
+  /** Where the CPU went while the agents ran. */
+  cpu: CpuUse;
   tiny: { times: number[]; errors: string[] };
   twice: number;
   preloadS: number;
+  /** PostgreSQL side only: the same agents again, through a SIGKILL and a database restart. */
+  faults?: FaultResult;
 }
 
 async function measure(side: Side, preloadS: number, adminToken: string): Promise<Result> {
   const tokens = await agentTokens(side);
   await tinyBatches(side, adminToken); // warm-up, not counted
-  const agents = await runAgents(side, tokens);
+  const solo = await runAgents(side, tokens.slice(0, 1), { rounds: SOLO_ROUNDS, tag: 'solo-' });
+  const [agents, cpu] = await cpuDuring(side.processes, () => runAgents(side, tokens));
   const tiny = await tinyBatches(side, adminToken);
-  return { label: side.label, agents, tiny, twice: await countTwice(side), preloadS };
+  return { label: side.label, solo, agents, cpu, tiny, twice: await countTwice(side), preloadS };
+}
+
+interface FaultResult {
+  expected: number;
+  run: AgentsRun;
+  timeline: string[];
+  /** Callbacks answered 0 when PostgreSQL was stopped, out of `expected`. */
+  recordedAtStop: number;
+  /** From PostgreSQL started again to the first callback answered 0 after it. */
+  recoveredS: number;
+  /** Counted in the database afterwards. */
+  records: number;
+  twice: number;
+  missing: number;
+  /** The unexpected answers the agents got (and tried again after), by what they said. */
+  answers: Record<string, number>;
+}
+
+/**
+ * Issue 24's faults under the same load: the agents run again, each step tried
+ * until it is answered as expected (as a real agent does), while one instance
+ * is killed with SIGKILL once a third of the callbacks are recorded and
+ * PostgreSQL is stopped (2 s) and started again at two thirds. Then the
+ * database is counted: one record per callback, none lost, none twice.
+ */
+async function faultPhase(
+  side: Side,
+  tokens: string[],
+  faults: {
+    /** True when no instance runs any more. */
+    hopeless(): boolean;
+    kill(): void;
+    stopDb(): Promise<void>;
+    startDb(): Promise<void>;
+    /** What the surviving instance says when the agents did not all finish. */
+    diagnose(): Promise<string>;
+  },
+): Promise<FaultResult> {
+  const expected = tokens.length * ROUNDS;
+  const timeline: string[] = [];
+  const t0 = performance.now();
+  const at = (what: string) => timeline.push(`${((performance.now() - t0) / 1000).toFixed(1)} s ${what}`);
+  let stage: 'running' | 'killed' | 'restarting' | 'recovered' = 'running';
+  let restart: Promise<void> = Promise.resolve();
+  let recordedAtStop = 0;
+  let startedAt = 0;
+  let recoveredS = NaN;
+  const onRecorded = (n: number) => {
+    if (stage === 'running' && n >= expected / 3) {
+      stage = 'killed';
+      faults.kill();
+      at(`SIGKILL of serve #2 after ${n} callbacks`);
+    } else if (stage === 'killed' && n >= (2 * expected) / 3) {
+      stage = 'restarting';
+      recordedAtStop = n;
+      restart = (async () => {
+        at(`PostgreSQL stopping after ${n} callbacks`);
+        await faults.stopDb();
+        at('PostgreSQL stopped');
+        await sleep(2_000);
+        await faults.startDb();
+        startedAt = performance.now();
+        at('PostgreSQL started again');
+      })();
+    } else if (stage === 'restarting' && startedAt) {
+      stage = 'recovered';
+      recoveredS = (performance.now() - startedAt) / 1000;
+      at(`first callback recorded after the restart (${n} so far)`);
+    }
+  };
+  const when = () =>
+    ({
+      running: 'before the kill',
+      killed: 'after the kill',
+      restarting: 'database stopped or restarting',
+      recovered: 'after the restart',
+    })[stage];
+  const run = await runAgents(side, tokens, {
+    tag: 'fault-',
+    persist: true,
+    onRecorded,
+    when,
+    hopeless: () => faults.hopeless(),
+  });
+  await restart;
+  at(`agents done: ${run.recorded} callbacks recorded`);
+  if (run.recorded < expected) at(await faults.diagnose());
+  const [counted] = await side.sql(
+    "SELECT count(*) AS n, count(DISTINCT name) AS names FROM media WHERE workspace_id = ? AND source = 'callback' AND name LIKE 'DJI_20240301090000_fault-%'",
+    [side.workspaceId],
+  );
+  const records = Number(counted!.n);
+  const names = Number(counted!.names);
+  const answers: Record<string, number> = {};
+  for (const e of run.errors) {
+    // "<stage>: <request>: <answer>", counted by stage and answer.
+    const [stageSaid = '', , ...answer] = e.split(': ');
+    const said = `${stageSaid}: ${answer.join(': ')}`.replace(/\s+/g, ' ').slice(0, 120);
+    answers[said] = (answers[said] ?? 0) + 1;
+  }
+  return {
+    expected,
+    run,
+    timeline,
+    recordedAtStop,
+    recoveredS,
+    records,
+    twice: records - names,
+    missing: expected - names,
+    answers,
+  };
+}
+
+function faultReport(r: FaultResult): string {
+  const envelope = Object.entries(r.answers)
+    .sort((a, b) => b[1] - a[1])
+    .map(([said, n]) => `${n} × ${said}`);
+  return [
+    `Faults (${r.run.recorded} of ${r.expected} callbacks answered, ${(r.run.ms / 1000).toFixed(1)} s):`,
+    ...r.timeline.map((l) => `  ${l}`),
+    `  mid-run: PostgreSQL stopped with ${r.recordedAtStop} of ${r.expected} callbacks recorded`,
+    `  recovered by itself: first callback recorded ${r.recoveredS.toFixed(1)} s after PostgreSQL started`,
+    `  counted in the database: ${r.records} callback records, ${r.missing} missing, ${r.twice} twice`,
+    `  answers tried again (${r.run.errors.length}): ${envelope.join('; ') || 'none'}`,
+  ].join('\n');
 }
 
 async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop(): Promise<void> }> {
@@ -262,6 +547,13 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
     label: 'PostgreSQL, 2 instances + HAProxy',
     url: lb.url,
     workspaceId: ws,
+    processes: {
+      'serve #1': [instances[0]!.child.pid!],
+      'serve #2': [instances[1]!.child.pid!],
+      HAProxy: [lb.pid],
+      PostgreSQL: [pg.serverPid()],
+      'Ceph (RGW, mon, osd)': rgw.pids(),
+    },
     sql: async (sql, params = []) => {
       let n = 0;
       return pg.query(
@@ -272,6 +564,19 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
     },
   };
   const result = await measure(side, preloadS, instances[0]!.token);
+  result.faults = await faultPhase(side, await agentTokens(side), {
+    hopeless: () => instances.every((i) => i.child.exitCode !== null || i.child.signalCode !== null),
+    kill: () => instances[1]!.child.kill('SIGKILL'),
+    stopDb: () => pg.stopServer(),
+    startDb: () => pg.startServer(),
+    diagnose: async () => {
+      const ready = await fetch(`${instances[0]!.baseUrl}/readyz`)
+        .then(async (r) => `HTTP ${r.status} ${await r.text()}`)
+        .catch((err: Error) => err.message);
+      const log = instances[0]!.log().trim().split('\n').slice(-60).join('\n    ');
+      return `serve #1 /readyz: ${ready}; its last log lines:\n    ${log}`;
+    },
+  });
   return {
     result,
     async stop() {
@@ -309,6 +614,7 @@ async function sqliteSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop
     label: 'SQLite, 1 instance',
     url: instance.baseUrl,
     workspaceId: instance.workspaceId,
+    processes: { 'serve #1': [instance.child.pid!], 'Ceph (RGW, mon, osd)': rgw.pids() },
     sql: (sql, params = []) => {
       const stmt = db.prepare(sql);
       return Promise.resolve(
@@ -330,7 +636,14 @@ function table(results: Result[]): string {
   const f = (n: number) => (Number.isNaN(n) ? '–' : n < 10 ? n.toFixed(1) : n.toFixed(0));
   const row = (name: string, cell: (r: Result) => string) => `| ${name} | ${results.map(cell).join(' | ')} |`;
   const lat = (k: string) => (r: Result) =>
-    `${f(pct(r.agents.timings[k]!, 50))} / ${f(pct(r.agents.timings[k]!, 99))}`;
+    `${f(pct(r.agents.timings[k]!, 50))} / ${f(pct(r.agents.timings[k]!, 99))} ` +
+    `(alone ${f(pct(r.solo.timings[k]!, 50))} / ${f(pct(r.solo.timings[k]!, 99))})`;
+  const requests = (r: Result) => Object.values(r.agents.timings).reduce((n, xs) => n + xs.length, 0);
+  // CPU while the agents ran, in cores (CPU seconds over the wall time): who used the machine.
+  const core = (seconds: number, r: Result) => `${(seconds / (r.agents.ms / 1000)).toFixed(2)}`;
+  const groups = [...new Set(results.flatMap((r) => Object.keys(r.cpu.groups)))];
+  const others = (r: Result) =>
+    r.cpu.machine - r.cpu.agents - Object.values(r.cpu.groups).reduce((a, b) => a + b, 0);
   return [
     `| ${AGENTS} agents × ${ROUNDS} rounds, ${PRELOAD.toLocaleString('en')} rows | ${results.map((r) => r.label).join(' | ')} |`,
     `| --- | ${results.map(() => '---').join(' | ')} |`,
@@ -338,15 +651,20 @@ function table(results: Result[]): string {
     row('sts p50 / p99 ms', lat('sts')),
     row('upload-callback p50 / p99 ms', lat('callback')),
     row('waylines page p50 / p99 ms', lat('waylines')),
+    row('requests per second (agents)', (r) => (requests(r) / (r.agents.ms / 1000)).toFixed(0)),
+    row(`CPU while the agents ran, cores used of ${cores()}: all processes`, (r) => core(r.cpu.machine, r)),
+    row('… the simulated agents (this process)', (r) => core(r.cpu.agents, r)),
+    ...groups.map((g) =>
+      row(`… ${g}`, (r) => (r.cpu.groups[g] === undefined ? '–' : core(r.cpu.groups[g], r))),
+    ),
+    row('… everything else on the machine', (r) => core(others(r), r)),
     row(
       `1,000 tiny fingerprints p50 / max ms (${TINY_BATCHES} batches; target < 100)`,
       (r) => `${f(pct(r.tiny.times, 50))} / ${f(Math.max(...r.tiny.times))}`,
     ),
-    row('requests answered', (r) =>
-      String(Object.values(r.agents.timings).reduce((n, xs) => n + xs.length, 0) + r.tiny.times.length),
-    ),
+    row('requests answered', (r) => String(requests(r) + r.tiny.times.length)),
     row('agents wall time s', (r) => (r.agents.ms / 1000).toFixed(1)),
-    row('errors', (r) => String(r.agents.errors.length + r.tiny.errors.length)),
+    row('errors', (r) => String(r.agents.errors.length + r.tiny.errors.length + r.solo.errors.length)),
     row('callbacks recorded twice', (r) => String(r.twice)),
     row('pre-load of the rows s', (r) => r.preloadS.toFixed(0)),
   ].join('\n');
@@ -364,7 +682,7 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
     }
   } finally {
     await rgw.stop();
-    await dispatcher.close();
+    await Promise.all([dispatcher, ...agentDispatchers.values()].map((d) => d.close()));
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const load = os
@@ -375,7 +693,8 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
     `\n${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at end ${load}\n\n${table(results)}\n`,
   );
   for (const r of results) {
-    const errs = [...r.agents.errors, ...r.tiny.errors];
+    const errs = [...r.solo.errors, ...r.agents.errors, ...r.tiny.errors];
     if (errs.length) console.log(`${r.label}: first errors:\n  ${errs.slice(0, 10).join('\n  ')}`);
+    if (r.faults) console.log(`\n${r.label}, ${faultReport(r.faults)}\n`);
   }
 });

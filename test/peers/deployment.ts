@@ -93,6 +93,9 @@ export async function startInstance(opts: {
 
 export interface Haproxy {
   url: string;
+  pid: number;
+  /** Its log (stderr): check results, and one line per request when started with `log`. */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -100,9 +103,15 @@ export interface Haproxy {
  * HAProxy in front of `ports`: round robin, /readyz checked every 500 ms
  * (down after 2 failures), failed connections and cut answers retried on
  * another instance. The service is what makes such a retry safe: a repeated
- * callback is recorded once (README "upload-callback").
+ * callback is recorded once (README "upload-callback"). `log`: one line per
+ * request in log() (status, instance, timings), for a test to say what
+ * happened; the load benchmark leaves it off.
  */
-export async function startHaproxy(dir: string, ports: number[]): Promise<Haproxy> {
+export async function startHaproxy(
+  dir: string,
+  ports: number[],
+  opts: { log?: boolean } = {},
+): Promise<Haproxy> {
   const [port] = await freePorts(1);
   const errorfile = path.join(dir, '503.http');
   fs.writeFileSync(
@@ -116,8 +125,10 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
     [
       'global',
       '  maxconn 2000',
+      ...(opts.log ? ['  log stderr format iso local0 info'] : []),
       'defaults',
       '  mode http',
+      ...(opts.log ? ['  log global', '  option httplog'] : []),
       '  timeout connect 2s',
       '  timeout client 60s',
       '  timeout server 60s',
@@ -126,6 +137,10 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
       '  retries 3',
       '  option redispatch',
       '  retry-on conn-failure empty-response response-timeout',
+      // At most `maxconn` requests at once per instance (the rest wait here), on reused connections:
+      // every connection comes from HAProxy's one address, and `serve` takes 64 per address.
+      '  http-reuse always',
+      '  timeout queue 30s',
       `  errorfile 503 ${errorfile}`,
       'frontend api',
       `  bind 127.0.0.1:${port}`,
@@ -134,7 +149,7 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
       '  balance roundrobin',
       '  option httpchk GET /readyz',
       '  http-check expect status 200',
-      '  default-server inter 500ms fall 2 rise 2',
+      '  default-server inter 500ms fall 2 rise 2 maxconn 48',
       ...ports.map((p, i) => `  server dms${i + 1} 127.0.0.1:${p} check`),
       '',
     ].join('\n'),
@@ -155,6 +170,8 @@ export async function startHaproxy(dir: string, ports: number[]): Promise<Haprox
   }
   return {
     url,
+    pid: child.pid!,
+    log: () => err,
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');

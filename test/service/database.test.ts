@@ -5,7 +5,17 @@
  * PostgreSQL allows; they run in that tier.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CODES, InstanceConflictError, startService, type RunningService } from '../../main/service/index.js';
+import pg from 'pg';
+import {
+  CODES,
+  InstanceConflictError,
+  startService,
+  type PostgresConfig,
+  type RunningService,
+} from '../../main/service/index.js';
+import { connectionOptions } from '../../main/service/data/config.js';
+import type { PostgresDb } from '../../main/service/data/postgres.js';
+import { INSTANCE_LOCK } from '../../main/service/data/instance-lock.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
 import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
 import { LoginThrottle, RateLimit } from '../../main/service/client-limits.js';
@@ -20,6 +30,7 @@ import {
   startTemp,
   tempDir,
 } from './helpers.js';
+import { until } from '../support/harness.js';
 
 let s: Awaited<ReturnType<typeof startTemp>>;
 beforeAll(async () => {
@@ -244,6 +255,49 @@ describe.runIf(onPostgres)('several instances on one PostgreSQL database', () =>
     secretAccessKey: 'secret-value',
   };
 
+  it('PostgreSQL: a connection cut while a transaction waits between statements fails that request with 503001; the process lives on', async () => {
+    const db = openTables(s);
+    try {
+      const inTx = db.tx(async (t) => {
+        const { pid } = (await t.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!;
+        // Cut from outside (as a PostgreSQL restart does) while this transaction runs no statement:
+        // the connection's error arrives with no query to fail.
+        await db.get('SELECT pg_terminate_backend(?)', [pid]);
+        await new Promise((r) => setTimeout(r, 300));
+        return t.get('SELECT 1 AS one');
+      });
+      await expect(inTx).rejects.toMatchObject({ code: CODES.DATABASE_UNAVAILABLE });
+      // The pool opens a new connection for the next request.
+      expect(await db.get('SELECT 1 AS one')).toEqual({ one: 1 });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('PostgreSQL: an error on a connection at the moment the pool hands it over is heard; the process lives on', async () => {
+    const db = openTables(s) as PostgresDb;
+    try {
+      // PostgreSQL's "terminating connection" can arrive in the same chunk as the previous user's
+      // last answer, and so reach the connection just after the pool gave it to the next user and
+      // before any promise continuation runs; the test sends that error at that very moment.
+      let sent = false;
+      db.pool.on('acquire', (client) => {
+        if (sent) return;
+        sent = true;
+        queueMicrotask(() =>
+          client.emit('error', new Error('terminating connection due to administrator command')),
+        );
+      });
+      await db.tx((t) => t.get('SELECT 1 AS one'));
+      expect(sent).toBe(true);
+      // That connection was dropped, not given back: the next statement runs on a new one.
+      expect(db.pool.totalCount).toBe(0);
+      expect(await db.get('SELECT 1 AS one')).toEqual({ one: 1 });
+    } finally {
+      await db.close();
+    }
+  });
+
   it('PostgreSQL: refuses a second instance beside one with the embedded bucket, either way round', async () => {
     const [d1, d2] = [tempDir(), tempDir()];
     const embedded = await startTemp({ dataDir: d1 });
@@ -261,6 +315,61 @@ describe.runIf(onPostgres)('several instances on one PostgreSQL database', () =>
         /A drone-media-sync service with the embedded bucket already uses/,
       );
     } finally {
+      await embedded.stop();
+      removeDir(d2);
+    }
+  });
+
+  it('PostgreSQL: a lost instance lock is taken again; another instance that got in meanwhile makes this one not ready (503004) until it is gone', async () => {
+    const [d1, d2] = [tempDir(), tempDir()];
+    const embedded = await startTemp({ dataDir: d1 });
+    const tables = openTables(embedded);
+    // The connection holding the instance lock, as the database sees it.
+    const holder = async () =>
+      (
+        await tables.all<{ pid: number; mode: string }>(
+          `SELECT a.pid, l.mode FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+           WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()
+             AND a.application_name = 'drone-media-sync instance lock'`,
+        )
+      )[0];
+    const cut = (pid: number) => tables.run('SELECT pg_terminate_backend(?)', [pid]);
+    const other = new pg.Client(connectionOptions(embedded.dbConfig as PostgresConfig));
+    try {
+      const first = await holder();
+      expect(first?.mode).toBe('ExclusiveLock');
+      // The connection is cut (as a server restart cuts it): the lock is taken again on a new one.
+      await cut(first!.pid);
+      await until(
+        'the lock taken again',
+        async () => ![undefined, first!.pid].includes((await holder())?.pid),
+      );
+      expect((await holder())?.mode).toBe('ExclusiveLock');
+      await expect(
+        startService({ dataDir: d2, logger: false, database: embedded.dbConfig }),
+      ).rejects.toBeInstanceOf(InstanceConflictError);
+
+      // Another instance (an external bucket's shared lock) waits for the lock and gets it the
+      // moment this one's connection is cut, before it can be taken again.
+      await other.connect();
+      const othersLock = other.query('SELECT pg_advisory_lock_shared($1)', [INSTANCE_LOCK]);
+      await cut((await holder())!.pid);
+      await othersLock;
+      const readyz = () => call(embedded, 'GET', '/readyz', { token: null });
+      await until('readiness to say the conflict', async () => (await readyz()).status === 503);
+      const answer = await readyz();
+      expect(answer.body.code).toBe(CODES.INSTANCE_CONFLICT);
+      expect(answer.body.message).toMatch(
+        /another drone-media-sync service started on that database meanwhile/,
+      );
+      expect(answer.body.message).toMatch(/stop one of the two/);
+      // The other one stops: this instance holds the database again and is ready.
+      await other.end();
+      await until('ready again', async () => (await readyz()).status === 200);
+      expect((await holder())?.mode).toBe('ExclusiveLock');
+    } finally {
+      await other.end().catch(() => undefined);
+      await tables.close();
       await embedded.stop();
       removeDir(d2);
     }

@@ -36,6 +36,8 @@ export interface PgCluster {
   dropDatabase(name: string): Promise<void>;
   /** One statement as the superuser, on `database` (default postgres). */
   query<T = Record<string, unknown>>(sql: string, params?: unknown[], database?: string): Promise<T[]>;
+  /** The server's main process (postmaster.pid); its sessions are its children. */
+  serverPid(): number;
   /** Stops the server (fast: open sessions are cut), keeping the data. */
   stopServer(): Promise<void>;
   startServer(): Promise<void>;
@@ -161,6 +163,7 @@ export async function startPostgres(opts: { durable?: boolean } = {}): Promise<P
       await query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     },
     query,
+    serverPid: () => Number(fs.readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]),
     stopServer,
     startServer,
     async stop() {

@@ -102,8 +102,13 @@ export class RunStatus extends EventEmitter<{ change: [RunStateChange] }> {
     const now = this.now();
     // Files already on their way when the server began failing fail together:
     // one round of failures, one step up the backoff (not one per file, which
-    // made a 6-photo card wait minutes for a server that answers at once).
-    if (this.state.name === 'offline' && now < this.state.until) return;
+    // made a 6-photo card wait minutes for a server that answers at once). A
+    // longer Retry-After in one of those answers is still heeded.
+    if (this.state.name === 'offline' && now < this.state.until) {
+      const until = now + (err.retryAfterMs ?? 0);
+      if (until > this.state.until) this.go({ ...this.state, until });
+      return;
+    }
     const failures = (this.state.name === 'offline' ? this.state.failures : 0) + 1;
     const wait = Math.max(backoffDelay(failures, this.backoff), err.retryAfterMs ?? 0);
     this.go({ name: 'offline', until: now + wait, failures, error: err });

@@ -4,11 +4,12 @@ import { SchemaTooNewError } from '../db.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
 import type { PostgresConfig } from './config.js';
 import { connectionOptions, describeDatabase } from './config.js';
+import { InstanceLock } from './instance-lock.js';
+import { ApiError, CODES } from '../envelope.js';
 import { DatabaseUnavailableError, type SqlDb, type SqlValue } from './sql.js';
 
-/** Advisory lock keys (any bigint; 'dms' in ASCII, then a number). */
+/** Advisory lock key of migrations (any bigint; 'dms' in ASCII, then a number; see INSTANCE_LOCK). */
 const MIGRATE_LOCK = 0x646d73_0001;
-const INSTANCE_LOCK = 0x646d73_0002;
 
 // BIGINT (ms timestamps, ids, count(*)) as numbers: every value we keep is far below 2^53.
 const INT8 = 20;
@@ -117,8 +118,8 @@ export class PostgresDb implements SqlDb {
   readonly kind = 'postgres' as const;
   readonly pool: pg.Pool;
   private readonly q: SqlDb;
-  /** The connection holding the instance lock (embedded-bucket or shared mode). */
-  private lockClient: pg.Client | null = null;
+  /** The instance lock (embedded-bucket or shared mode), taken again when its connection is lost. */
+  private lock: InstanceLock | null = null;
   /**
    * One connection of its own for /readyz: under load the main pool is busy,
    * and a readiness check that waits behind requests would make a load
@@ -165,17 +166,51 @@ export class PostgresDb implements SqlDb {
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
     return this.q.run(sql, params);
   }
-  ping(): Promise<void> {
+  async ping(): Promise<void> {
+    // Another instance took the database while this one's lock was lost: not ready, said as it is.
+    if (this.lock?.conflict) throw new ApiError(503, CODES.INSTANCE_CONFLICT, this.lock.conflict);
     return over(this.healthPool, () => Promise.reject(new Error('no transactions here'))).ping();
   }
 
+  /**
+   * A connection of the pool, for several statements. The pool stops
+   * listening for its errors while it is out: a connection cut while no
+   * statement runs on it (PostgreSQL restarting while a transaction waits on
+   * other work) would emit an error nobody hears, and end the process. Here
+   * it is heard from the moment the pool hands it over (in the pool's own
+   * callback: a promise would leave a gap in which PostgreSQL's "terminating
+   * connection", read in the same chunk as the previous user's last answer,
+   * finds no listener); the next statement fails with 503001, and `release`
+   * drops the connection.
+   */
+  private checkout(): Promise<{ client: pg.PoolClient; release: (err?: unknown) => void }> {
+    return new Promise((resolve, reject) => {
+      this.pool.connect((err, client, done) => {
+        if (err || !client) {
+          reject(
+            isUnavailable(err) ? new DatabaseUnavailableError(err) : (err ?? new Error('no connection')),
+          );
+          return;
+        }
+        let lost: Error | undefined;
+        const onError = (e: Error) => {
+          lost ??= e;
+          this.log?.warn({ err: e.message }, 'database connection lost during a request; reconnecting');
+        };
+        client.on('error', onError);
+        resolve({
+          client,
+          release: (e?: unknown) => {
+            client.off('error', onError);
+            done(lost ?? (e instanceof Error ? e : undefined));
+          },
+        });
+      });
+    });
+  }
+
   async tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      return translate(err);
-    }
+    const { client, release } = await this.checkout();
     let broken: unknown = undefined;
     try {
       await exec(client, 'BEGIN', []);
@@ -193,7 +228,7 @@ export class PostgresDb implements SqlDb {
       throw err;
     } finally {
       // A connection that failed mid-transaction is not given back to the pool.
-      client.release(broken instanceof Error ? broken : undefined);
+      release(broken);
     }
   }
 
@@ -240,12 +275,7 @@ export class PostgresDb implements SqlDb {
 
   /** Runs `fn` on one connection while holding a session advisory lock: one instance at a time. */
   private async withLock<T>(key: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.pool.connect();
-    } catch (err) {
-      return translate(err);
-    }
+    const { client, release } = await this.checkout();
     try {
       await client.query('SELECT pg_advisory_lock($1)', [key]);
       try {
@@ -254,48 +284,28 @@ export class PostgresDb implements SqlDb {
         await client.query('SELECT pg_advisory_unlock($1)', [key]);
       }
     } finally {
-      client.release();
+      release();
     }
   }
 
   /**
-   * The instance lock, held for the life of the service on its own
-   * connection: `exclusive` for an instance with the embedded bucket (its
-   * files are on this machine only), `shared` for instances with an external
-   * bucket. PostgreSQL grants an exclusive lock only when no one else holds
-   * it in any mode, so neither a second embedded-bucket instance nor a mix of
-   * the two kinds can start. Returns false when the lock is taken.
+   * Takes the instance lock for the life of the service (instance-lock.ts):
+   * false when another instance holds it in a mode that excludes this one.
    */
   async holdInstanceLock(mode: 'exclusive' | 'shared'): Promise<boolean> {
-    const client = new pg.Client({
-      ...connectionOptions(this.config),
-      application_name: 'drone-media-sync instance lock',
-      keepAlive: true,
-      connectionTimeoutMillis: 5_000,
-    });
+    const lock = new InstanceLock(this.config, mode, this.log);
     try {
-      await client.connect();
+      if (!(await lock.take())) return false;
     } catch (err) {
       throw explainConnectFailure(err, describeDatabase(this.config.url));
     }
-    const fn = mode === 'exclusive' ? 'pg_try_advisory_lock' : 'pg_try_advisory_lock_shared';
-    const got = (await client.query<{ ok: boolean }>(`SELECT ${fn}($1) AS ok`, [INSTANCE_LOCK])).rows[0]?.ok;
-    if (!got) {
-      await client.end();
-      return false;
-    }
-    // If the server restarts, the session and its lock are gone: say so; the
-    // instance keeps serving, and the operator sees why a second one could start.
-    client.on('error', (err) =>
-      this.log?.error({ err: err.message }, 'the database connection holding the instance lock was lost'),
-    );
-    this.lockClient = client;
+    this.lock = lock;
     return true;
   }
 
   async close(): Promise<void> {
-    await this.lockClient?.end().catch(() => undefined);
-    this.lockClient = null;
+    await this.lock?.close();
+    this.lock = null;
     await this.healthPool.end();
     await this.pool.end();
   }

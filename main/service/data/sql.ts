@@ -17,7 +17,10 @@ export interface SqlDb {
   run(sql: string, params?: readonly SqlValue[]): Promise<number>;
   /** Runs `fn` in one transaction on one connection: all of it or nothing. */
   tx<T>(fn: (db: SqlDb) => Promise<T>): Promise<T>;
-  /** Throws DatabaseUnavailableError when the database does not answer. */
+  /**
+   * Throws DatabaseUnavailableError when the database does not answer, or
+   * another ApiError when this instance must not serve (readiness says it).
+   */
   ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -57,24 +57,28 @@ export async function newCrew(svc: RunningService, name: string): Promise<Crew> 
 
 export interface CliRun {
   child: ChildProcess;
+  /** What it printed on stderr so far (its log). */
+  log(): string;
   /** Exit code, with everything it printed. */
   done: Promise<{ code: number | null; out: string; err: string }>;
 }
 
 /**
  * `drone-media-sync sync <card> --json` against the service, as a crew's
- * script runs it: the token in DMS_TOKEN, never on the command line.
+ * script runs it: the token in DMS_TOKEN, never on the command line. `env`
+ * adds to the environment (DMS_LOG_LEVEL=info: each failed step logged).
  */
 export function runSync(
   svc: Pick<RunningService, 'baseUrl'>,
   crew: Crew,
   state: string,
   card: string,
+  env: NodeJS.ProcessEnv = {},
 ): CliRun {
   const child = spawn(
     process.execPath,
     [BIN, 'sync', card, '--json', '--state', state, '--server', svc.baseUrl, '--workspace', crew.ws],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, DMS_TOKEN: crew.token } },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env, DMS_TOKEN: crew.token } },
   );
   let out = '';
   let err = '';
@@ -83,7 +87,7 @@ export function runSync(
   const done = new Promise<{ code: number | null; out: string; err: string }>((resolve) =>
     child.on('exit', (code) => resolve({ code, out, err })),
   );
-  return { child, done };
+  return { child, log: () => err, done };
 }
 
 /** Runs the CLI to its end; expects exit 0 and returns its JSON summary line. */

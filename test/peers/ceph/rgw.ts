@@ -54,6 +54,8 @@ export interface Rgw {
   log(): string;
   /** Current resident memory of mon + osd + rgw, MiB. */
   rssMiB(): number;
+  /** The process ids of mon, osd and rgw (for CPU accounting). */
+  pids(): number[];
   /** Moves radosgw's wall clock to real time + `seconds` (fakeClock only); resolves once RGW answers with it. */
   setClockOffset(seconds: number): Promise<void>;
   stop(): Promise<void>;
@@ -287,6 +289,7 @@ export async function startRgw(opts: { fakeClock?: boolean } = {}): Promise<Rgw>
       figures: { bootMs, setupMs: Date.now() - t1, rssMiB: rssMiB() },
       log: () => fs.readFileSync(path.join(dir, 'log', 'client.rgw.gw.log'), 'utf8'),
       rssMiB,
+      pids: () => daemons.map((d) => d.pid),
       async setClockOffset(seconds) {
         if (!opts.fakeClock) throw new Error('setClockOffset needs startRgw({ fakeClock: true })');
         const tmp = `${clockFile}.tmp`;
