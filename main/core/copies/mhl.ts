@@ -13,16 +13,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
 import {
-  ASC_MHL_NS,
   attrs,
   buildMhlChain,
+  byRelPath,
   c4Id,
-  DMS_NS,
-  IGNORED,
   isoSeconds,
   MHL_CHAIN_FILE,
   MHL_FOLDER,
   mhlFileName,
+  mhlHead,
   xmlText,
   type MhlGeneration,
 } from '../offload/manifest.js';
@@ -102,7 +101,7 @@ export function writeCopyHistory(o: {
   const folder = path.join(o.root, MHL_FOLDER);
   const generations = earlierGenerations(folder);
   const known = knownPaths(folder, generations);
-  const files = [...o.files].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+  const files = byRelPath(o.files);
   if (files.length === 0 || files.every((f) => known.has(f.relPath))) return null;
   const created = (o.now ?? new Date()).toISOString();
   const direct = files.every((f) => f.readBack === 'direct');
@@ -110,20 +109,12 @@ export function writeCopyHistory(o: {
     ? 'then read back from the disk itself (O_DIRECT, around the operating system cache) and its MD5 compared with the card’s'
     : 'then read back through the operating system cache (this system or file system does not allow reading around it) and its MD5 compared with the card’s';
   const out = [
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    `<hashlist version="2.0" xmlns="${ASC_MHL_NS}" xmlns:dms="${DMS_NS}">`,
-    '  <creatorinfo>',
-    `    <creationdate>${isoSeconds(created)}</creationdate>`,
-    `    <hostname>${xmlText(os.hostname())}</hostname>`,
-    `    <tool version="${xmlText(o.tool.version)}">${xmlText(o.tool.name)}</tool>`,
-    `    <comment>${xmlText(`Card ${o.card.label} copied to ${o.destinationLabel}: each file written from one read of the card, flushed to disk, ${how}.`)}</comment>`,
-    '  </creatorinfo>',
-    '  <processinfo>',
-    '    <process>transfer</process>',
-    '    <ignore>',
-    ...IGNORED.map((p) => `      <pattern>${xmlText(p)}</pattern>`),
-    '    </ignore>',
-    '  </processinfo>',
+    ...mhlHead({
+      created,
+      hostname: os.hostname(),
+      tool: o.tool,
+      comment: `Card ${o.card.label} copied to ${o.destinationLabel}: each file written from one read of the card, flushed to disk, ${how}.`,
+    }),
     '  <hashes>',
   ];
   for (const f of files) {

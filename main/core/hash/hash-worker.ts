@@ -24,7 +24,7 @@ import {
   utimesSync,
   writeSync,
 } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 
@@ -61,13 +61,34 @@ export interface HashFileOptions {
  */
 export async function md5OfFile(path: string, opts: HashFileOptions): Promise<string | null> {
   const fh = await open(path, 'r');
-  // The read in flight, if any: always awaited before the file is closed.
+  try {
+    const hash = createHash('md5');
+    if (!(await readEach(fh, opts, (chunk) => hash.update(chunk)))) return null;
+    return opts.stopped() ? null : hash.digest('hex');
+  } finally {
+    // A close error after a good read does not change the hash; ignore it.
+    await fh.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Reads a file to its end into two buffers in turn, the next read running (in
+ * the thread pool) while `each` handles this chunk; `each` is done with a
+ * buffer when it returns, and a buffer is refilled only after that. The
+ * second buffer only for files longer than one read (most photos are not).
+ * false when `stopped()` said so before a read. Returns once no read is in
+ * flight, so the caller may close the file.
+ */
+async function readEach(
+  fh: FileHandle,
+  opts: HashFileOptions,
+  each: (chunk: Buffer) => void,
+): Promise<boolean> {
+  // The read in flight, if any: always awaited before returning.
   let pending: Promise<{ bytesRead: number }> | undefined;
   try {
     let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
-    // The second one only for files longer than one read (most photos are not).
     let spare: Buffer | undefined = opts.buffers?.[1];
-    const hash = createHash('md5');
     const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
       const p = fh.read(buf, 0, buf.length, null);
       // Settled on every path (the finally below awaits it); never unhandled.
@@ -77,28 +98,26 @@ export async function md5OfFile(path: string, opts: HashFileOptions): Promise<st
     };
     let next = readInto(current);
     for (;;) {
-      if (opts.stopped()) return null;
+      if (opts.stopped()) return false;
       const { bytesRead } = await next;
       pending = undefined;
       // Only 0 means the end (a short read may come before it).
-      if (bytesRead === 0) break;
+      if (bytesRead === 0) return true;
+      const chunk = current.subarray(0, bytesRead);
       if (bytesRead === current.length) {
         const other: Buffer = (spare ??= Buffer.allocUnsafe(current.length));
         next = readInto(other);
-        hash.update(current.subarray(0, bytesRead));
+        each(chunk);
         spare = current;
         current = other;
       } else {
-        hash.update(current.subarray(0, bytesRead));
+        each(chunk);
         next = readInto(current);
       }
       opts.onBytes?.(bytesRead);
     }
-    return opts.stopped() ? null : hash.digest('hex');
   } finally {
     await pending?.catch(() => undefined);
-    // A close error after a good read does not change the hash; ignore it.
-    await fh.close().catch(() => undefined);
   }
 }
 
@@ -178,7 +197,6 @@ export async function copyFileTo(
       // nothing left behind to remove, or the disk is gone
     }
   };
-  let pending: Promise<{ bytesRead: number }> | undefined;
   try {
     const same = (st: { size: number; mtimeMs: number }) =>
       st.size === opts.size && Math.trunc(st.mtimeMs) === Math.trunc(opts.mtimeMs);
@@ -190,26 +208,8 @@ export async function copyFileTo(
         drop(i, err);
       }
     });
-    let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
-    let spare: Buffer | undefined = opts.buffers?.[1];
     const hash = createHash('md5');
-    const readInto = (buf: Buffer): Promise<{ bytesRead: number }> => {
-      const p = fh.read(buf, 0, buf.length, null);
-      p.catch(() => undefined);
-      pending = p;
-      return p;
-    };
-    let next = readInto(current);
-    for (;;) {
-      if (opts.stopped()) return null;
-      const { bytesRead } = await next;
-      pending = undefined;
-      if (bytesRead === 0) break;
-      const chunk = current.subarray(0, bytesRead);
-      // The next read runs (in the thread pool) while this chunk is hashed and written here.
-      const other: Buffer =
-        bytesRead === current.length ? (spare ??= Buffer.allocUnsafe(current.length)) : current;
-      if (other !== current) next = readInto(other);
+    const read = await readEach(fh, opts, (chunk) => {
       hash.update(chunk);
       fds.forEach((fd, i) => {
         if (fd === null) return;
@@ -220,13 +220,8 @@ export async function copyFileTo(
           drop(i, err);
         }
       });
-      if (other === current) next = readInto(current);
-      else {
-        spare = current;
-        current = other;
-      }
-      opts.onBytes?.(bytesRead);
-    }
+    });
+    if (!read) return null;
     if (!same(await fh.stat())) throw new SourceChangedSignal();
     const seconds = opts.mtimeMs / 1000;
     fds.forEach((fd, i) => {
@@ -251,7 +246,6 @@ export async function copyFileTo(
     });
     return opts.stopped() ? null : { md5: hash.digest('hex'), errors };
   } finally {
-    await pending?.catch(() => undefined);
     await fh.close().catch(() => undefined);
     // Stopped or failed half-way: no partial copy stays behind.
     fds.forEach((fd, i) => {

@@ -142,18 +142,26 @@ function fileMetadata(f: ManifestFile, indent: string): string[] {
   return lines;
 }
 
-/** One ASC MHL v2.0 hash list for the card (pure; the caller writes it to `ascmhl/<mhlFileName>`). */
-export function buildMhl(input: OffloadReportInput): string {
-  const created = isoSeconds(input.createdAt);
-  const files = [...input.files].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
-  const out = [
+/** Files in the order of their paths (code units, as the hash lists list them). */
+export function byRelPath<T extends { relPath: string }>(files: readonly T[]): T[] {
+  return [...files].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
+}
+
+/** The opening of an ASC MHL v2.0 hash list of a transfer, up to its hashes: who made it, when, why. */
+export function mhlHead(o: {
+  created: string | number;
+  hostname: string;
+  tool: { name: string; version: string };
+  comment: string;
+}): string[] {
+  return [
     '<?xml version="1.0" encoding="UTF-8"?>',
     `<hashlist version="2.0" xmlns="${ASC_MHL_NS}" xmlns:dms="${DMS_NS}">`,
     '  <creatorinfo>',
-    `    <creationdate>${created}</creationdate>`,
-    `    <hostname>${xmlText(input.hostname)}</hostname>`,
-    `    <tool version="${xmlText(input.tool.version)}">${xmlText(input.tool.name)}</tool>`,
-    `    <comment>${xmlText(`Card ${input.card.label} offloaded to ${input.target.workspaceLabel} (${input.target.serverLabel}). ${input.verdict.message}`)}</comment>`,
+    `    <creationdate>${isoSeconds(o.created)}</creationdate>`,
+    `    <hostname>${xmlText(o.hostname)}</hostname>`,
+    `    <tool version="${xmlText(o.tool.version)}">${xmlText(o.tool.name)}</tool>`,
+    `    <comment>${xmlText(o.comment)}</comment>`,
     '  </creatorinfo>',
     '  <processinfo>',
     '    <process>transfer</process>',
@@ -162,6 +170,17 @@ export function buildMhl(input: OffloadReportInput): string {
     '    </ignore>',
     '  </processinfo>',
   ];
+}
+
+/** One ASC MHL v2.0 hash list for the card (pure; the caller writes it to `ascmhl/<mhlFileName>`). */
+export function buildMhl(input: OffloadReportInput): string {
+  const files = byRelPath(input.files);
+  const out = mhlHead({
+    created: input.createdAt,
+    hostname: input.hostname,
+    tool: input.tool,
+    comment: `Card ${input.card.label} offloaded to ${input.target.workspaceLabel} (${input.target.serverLabel}). ${input.verdict.message}`,
+  });
   if (files.length > 0) {
     out.push('  <hashes>');
     for (const f of files) {

@@ -7,7 +7,7 @@ import type { Change } from '../queue/transitions.js';
 import type { DiscoveredRow } from '../queue/rows.js';
 import { copyAndVerify } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
-import { cardPlace, copyStep, hashStep, type Place, type StepContext } from './steps.js';
+import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
 
 export interface DestinationStop {
   sourceId: string;
@@ -68,14 +68,11 @@ export class LocalCopies {
   placeOf(row: QueueRow): Place {
     for (const c of this.enabled || row.state !== 'discovered' ? this.queue.copies.of(row) : []) {
       if (c.state !== 'verified' || c.copySize === null || c.copyMtimeMs === null || !asWritten(c)) continue;
-      return {
-        path: c.path,
-        root: c.path.slice(0, c.path.length - row.relPath.length - 1),
-        relPath: row.relPath,
-        size: c.copySize,
-        mtimeMs: c.copyMtimeMs,
-        copyOn: this.queue.copies.destinationLabel(c.destinationId),
-      };
+      return placeAt(
+        c.path,
+        { relPath: row.relPath, size: c.copySize, mtimeMs: c.copyMtimeMs },
+        this.queue.copies.destinationLabel(c.destinationId),
+      );
     }
     return cardPlace(row);
   }

@@ -83,15 +83,25 @@ export interface Place {
   copyOn?: string;
 }
 
+/** A file of `relPath` at `path` (on its card, or in a copy of the card's folder): its root is what precedes relPath. */
+export function placeAt(
+  path: string,
+  file: { relPath: string; size: number; mtimeMs: number },
+  copyOn?: string,
+): Place {
+  return {
+    path,
+    root: path.slice(0, path.length - file.relPath.length - 1),
+    relPath: file.relPath,
+    size: file.size,
+    mtimeMs: file.mtimeMs,
+    ...(copyOn !== undefined ? { copyOn } : {}),
+  };
+}
+
 /** A row's file on its card. */
 export function cardPlace(row: QueueRow): Place {
-  return {
-    path: row.absPath,
-    root: row.absPath.slice(0, row.absPath.length - row.relPath.length - 1),
-    relPath: row.relPath,
-    size: row.size,
-    mtimeMs: row.mtimeMs,
-  };
+  return placeAt(row.absPath, row);
 }
 
 /**
@@ -254,15 +264,7 @@ export async function copyStep(
   const copy = result.records.find((r) => r.state === 'verified');
   const on = targets.find((t) => t.destination.id === copy?.destinationId)?.destination.label;
   // Metadata read where the file now is, verified: the card is not read twice.
-  const place: Place =
-    copy && on !== undefined
-      ? {
-          ...from,
-          path: copy.path,
-          root: copy.path.slice(0, copy.path.length - row.relPath.length - 1),
-          copyOn: on,
-        }
-      : from;
+  const place: Place = copy && on !== undefined ? placeAt(copy.path, from, on) : from;
   const media = await describeFile(ctx, row, place);
   const change = await hashedChange(row, result.md5, media, place.path);
   return { change: { ...change, copies: result.records }, stopped: result.stopped };
