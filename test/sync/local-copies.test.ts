@@ -193,6 +193,40 @@ describe('a card offloaded to two local destinations', () => {
     expect(card0?.local?.safe).toBe(true);
   }, 180_000);
 
+  it('the server unreachable: locally safe at once, and the line says what is in the workspace (nothing yet)', () => {
+    const card = path.join(dir, 'card-offline');
+    fs.mkdirSync(path.join(card, 'DCIM', 'DJI_202405061015_001_Quarry'), { recursive: true });
+    fs.copyFileSync(
+      path.resolve('test/fixtures/dji/M30T/M30T_IR.JPG'),
+      path.join(card, 'DCIM', 'DJI_202405061015_001_Quarry', 'M30T_IR.JPG'),
+    );
+    const ssd = path.join(dir, 'SSD_OFFLINE');
+    fs.mkdirSync(ssd);
+    const state = path.join(dir, 'state-offline');
+    fs.mkdirSync(state);
+    fs.writeFileSync(path.join(state, 'config.json'), '{}');
+    const r = spawnSync(
+      process.execPath,
+      [
+        BIN,
+        'sync',
+        card,
+        '--state',
+        state,
+        '--server',
+        'http://127.0.0.1:1',
+        '--workspace',
+        'w1',
+        '--copy-to',
+        ssd,
+      ],
+      { encoding: 'utf8', env: { ...process.env, DMS_TOKEN: 'x' }, timeout: 90_000 },
+    );
+    expect(r.stdout).toMatch(
+      /^card-offline: 1 file copied and verified on SSD_OFFLINE — safe to format; the upload continues from the copies \(0 bytes of 780 KB in the workspace\)$/m,
+    );
+  }, 120_000);
+
   it('not locally safe when a destination cannot take the card: said before anything is written there; the other copy is whole', async () => {
     if (process.getuid?.() !== 0 || spawnSync('mount', ['--version']).status !== 0) return;
     const card = fullCard('card-roomless');

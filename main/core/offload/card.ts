@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Queue } from '../queue/queue.js';
 import type { QueueRow } from '../queue/rows.js';
-import { diskSize } from '../copies/destinations.js';
 import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/local-verdict.js';
 import type { Destination } from '../queue/copies.js';
+import { formatBytes } from '../../shared/sizes.js';
 import { analyseFlight } from './flight.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import { safeToFormat } from './safe-to-format.js';
@@ -223,7 +223,7 @@ function headline(
   const there = files.filter((f) => f.state === 'done').reduce((n, f) => n + f.size, 0);
   return {
     safe: true,
-    message: `${local.message}; the upload continues from the copies (${diskSize(there)} of ${diskSize(total)} in the workspace)`,
+    message: `${local.message}; the upload continues from the copies (${formatBytes(there)} of ${formatBytes(total)} in the workspace)`,
   };
 }
 
