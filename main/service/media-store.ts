@@ -40,15 +40,27 @@ function parseRow(row: MediaRow): MediaRecord {
   };
 }
 
+/**
+ * A workspace's object key prefix is written once, when it is made, and never
+ * changed: read once per service, not on every callback and sts request.
+ */
+const prefixes = new WeakMap<ServiceContext, Map<string, string>>();
+
 /** Full object key prefix (no trailing '/') of a workspace. */
 export async function workspacePrefix(ctx: ServiceContext, workspaceId: string): Promise<string> {
+  let known = prefixes.get(ctx);
+  if (!known) prefixes.set(ctx, (known = new Map<string, string>()));
+  const cached = known.get(workspaceId);
+  if (cached !== undefined) return cached;
   const row = await ctx.db.get<{ object_key_prefix: string }>(
     'SELECT object_key_prefix FROM workspaces WHERE id = ?',
     [workspaceId],
   );
   // The auth guard ran first, and a token always names an existing workspace.
   if (!row) throw new Error(`workspace ${workspaceId} vanished`);
-  return ctx.bucket.prefixFor(row.object_key_prefix);
+  const prefix = ctx.bucket.prefixFor(row.object_key_prefix);
+  known.set(workspaceId, prefix);
+  return prefix;
 }
 
 /** At most this many tiny fingerprints per question: 1,000 of DJI's ~50-character form fit the body limit. */

@@ -7,10 +7,21 @@
  *  - one `serve` instance on SQLite (the default), no load balancer.
  * Both use the same Ceph RGW as their bucket, and both start with 1,000,000
  * media records already in the workspace. Then AGENTS simulated agents at
- * once, ROUNDS times each: sts, fast-upload of a new file (unknown), PUT of
- * the object to RGW with the STS credentials, callback, fast-upload of the
- * same content under another name (known: a HEAD on RGW), a waylines page.
- * Meanwhile and after, batches of 1,000 tiny fingerprints (half of them
+ * once. Each asks sts once and keeps the credentials (as the app's
+ * sts-cache does: they last longer than the run), then ROUNDS times:
+ * fast-upload of a new file (unknown), PUT of the object to RGW with the STS
+ * credentials, callback, fast-upload of the same content under another name
+ * (known: a HEAD on RGW), a waylines page. Twice:
+ *  - at the field's pace (the target's run): a round takes as long as
+ *    uploading one photo over a ground station's uplink (FILE_MB at
+ *    UPLINK_MBIT; the PUT itself is 4 KiB, the agent waits out the rest, as
+ *    the bytes would go to a bucket elsewhere), and the agents start spread
+ *    over one such round, as ground stations do not start on the same
+ *    millisecond;
+ *  - flat out (saturation): each agent sends its next request as soon as the
+ *    last is answered, which says what the machine can carry and where the
+ *    CPU goes.
+ * Then batches of 1,000 tiny fingerprints (half of them
  * known). Every answer is checked; anything unexpected counts as an error.
  * Then, on the PostgreSQL side, issue 24's faults under the same load
  * (faultPhase): one instance killed with SIGKILL, PostgreSQL restarted, the
@@ -38,6 +49,18 @@ import { cores, groupSeconds, machineBusySeconds, selfSeconds } from './cpu.js';
 
 const AGENTS = Number(process.env.DMS_SCALE_AGENTS ?? 200);
 const ROUNDS = Number(process.env.DMS_SCALE_ROUNDS ?? 3);
+/** Rounds of each agent at the field's pace: more of them, for a p99 over enough requests. */
+const PACED_ROUNDS = Number(process.env.DMS_SCALE_PACED_ROUNDS ?? 5);
+/**
+ * A photo of a wide or zoom camera of the M30T / H20T (4-6 MB), over the top
+ * of the field's 8-15 Mbit/s (a faster uplink means more requests per second).
+ */
+const FILE_MB = Number(process.env.DMS_SCALE_FILE_MB ?? 5);
+const UPLINK_MBIT = Number(process.env.DMS_SCALE_UPLINK_MBIT ?? 15);
+/** How long one photo's upload takes at the field's pace. */
+const UPLOAD_MS = (FILE_MB * 8 * 1000) / UPLINK_MBIT;
+/** Headroom: the same agents again as if their uplinks were this many times faster (more requests per second). */
+const FASTER = (process.env.DMS_SCALE_FASTER ?? '2,4').split(',').filter(Boolean).map(Number);
 const PRELOAD = Number(process.env.DMS_SCALE_ROWS ?? 1_000_000);
 const TINY_BATCHES = 20;
 /** Rounds of one agent alone, before the crowd: each request's own time, with no queue in front of it. */
@@ -154,6 +177,11 @@ interface AgentsOptions {
   when?: () => string;
   /** True when trying again is pointless (no instance left running). */
   hopeless?: () => boolean;
+  /**
+   * At the field's pace: each upload takes `uploadMs` (the agent waits out what the 4 KiB PUT did
+   * not take), and each agent starts at a random moment within one upload's time.
+   */
+  uploadMs?: number;
 }
 
 /** One unexpected answer, said as the agent got it: HTTP status and code, or what came instead of JSON. */
@@ -166,7 +194,13 @@ function describe(what: string, got: { status: number; json: { code: number; dat
 
 async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {}): Promise<AgentsRun> {
   const { rounds = ROUNDS, tag = '', persist = false } = opts;
-  const timings: Timings = { sts: [], 'fast-upload': [], callback: [], waylines: [] };
+  const timings: Timings = {
+    sts: [],
+    'fast-upload new': [],
+    'fast-upload known': [],
+    callback: [],
+    waylines: [],
+  };
   const errors: string[] = [];
   let recorded = 0;
   const ws = side.workspaceId;
@@ -194,90 +228,103 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
   const agent = async (i: number) => {
     const token = tokens[i]!;
     const via = dispatcherOf(i);
-    for (let round = 0; round < rounds && Date.now() < deadline; round++) {
-      const sts = await step(
-        'sts',
-        'sts',
-        () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`, undefined, via),
-        0,
-      );
-      if (!sts) continue;
-      const d = sts.data as StsData;
-      const content = randomBytes(4096);
-      const fp = md5(content);
-      const name = `DJI_20240301090000_${tag}${String(i).padStart(4, '0')}_${round}_W.JPG`;
-      const fu = await step(
-        'fast-upload (new)',
-        'fast-upload',
-        () =>
-          api(
-            side.url,
-            token,
-            'POST',
-            `/media/api/v1/workspaces/${ws}/fast-upload`,
-            { fingerprint: fp, name },
-            via,
-          ),
-        CODES.FINGERPRINT_UNKNOWN,
-      );
-      if (!fu) continue;
-      const key = `${d.object_key_prefix}/scale/${side.label}/${name}`;
-      if (!(await putObject(d, key, content, errors, persist ? deadline : 0))) continue;
-      const cb = await step(
-        'callback',
-        'callback',
-        () =>
-          api(
-            side.url,
-            token,
-            'POST',
-            `/media/api/v1/workspaces/${ws}/upload-callback`,
-            {
-              result: 0,
-              name,
-              object_key: key,
-              fingerprint: fp,
-              path: 'DJI_202403010900_001_Scale',
-              ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
-            },
-            via,
-          ),
-        0,
-      );
-      if (!cb) continue;
-      opts.onRecorded?.(++recorded);
-      const known = await step(
-        'fast-upload (known)',
-        'fast-upload',
-        () =>
-          api(
-            side.url,
-            token,
-            'POST',
-            `/media/api/v1/workspaces/${ws}/fast-upload`,
-            {
-              fingerprint: fp,
-              name: `copy-${name}`,
-            },
-            via,
-          ),
-        0,
-      );
-      if (!known) continue;
-      await step(
-        'waylines',
-        'waylines',
-        () =>
-          api(
-            side.url,
-            token,
-            'GET',
-            `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
-            undefined,
-            via,
-          ),
-        0,
-      );
+    if (opts.uploadMs) await sleep(Math.random() * opts.uploadMs);
+    // Asked once and kept, as the app does: the credentials outlast the run.
+    let d: StsData | null = null;
+    let s3: S3Client | null = null;
+    try {
+      for (let round = 0; round < rounds && Date.now() < deadline; round++) {
+        if (!d) {
+          const sts = await step(
+            'sts',
+            'sts',
+            () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`, undefined, via),
+            0,
+          );
+          if (!sts) continue;
+          d = sts.data as StsData;
+          s3 = bucketClient(d);
+        }
+        const content = randomBytes(4096);
+        const fp = md5(content);
+        const name = `DJI_20240301090000_${tag}${String(i).padStart(4, '0')}_${round}_W.JPG`;
+        const fu = await step(
+          'fast-upload (new)',
+          'fast-upload new',
+          () =>
+            api(
+              side.url,
+              token,
+              'POST',
+              `/media/api/v1/workspaces/${ws}/fast-upload`,
+              { fingerprint: fp, name },
+              via,
+            ),
+          CODES.FINGERPRINT_UNKNOWN,
+        );
+        if (!fu) continue;
+        const key = `${d.object_key_prefix}/scale/${side.label}/${name}`;
+        const putStarted = performance.now();
+        if (!(await putObject(s3!, d.bucket, key, content, errors, persist ? deadline : 0))) continue;
+        if (opts.uploadMs) await sleep(Math.max(0, opts.uploadMs - (performance.now() - putStarted)));
+        const cb = await step(
+          'callback',
+          'callback',
+          () =>
+            api(
+              side.url,
+              token,
+              'POST',
+              `/media/api/v1/workspaces/${ws}/upload-callback`,
+              {
+                result: 0,
+                name,
+                object_key: key,
+                fingerprint: fp,
+                path: 'DJI_202403010900_001_Scale',
+                ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
+              },
+              via,
+            ),
+          0,
+        );
+        if (!cb) continue;
+        opts.onRecorded?.(++recorded);
+        const known = await step(
+          'fast-upload (known)',
+          'fast-upload known',
+          () =>
+            api(
+              side.url,
+              token,
+              'POST',
+              `/media/api/v1/workspaces/${ws}/fast-upload`,
+              {
+                fingerprint: fp,
+                name: `copy-${name}`,
+              },
+              via,
+            ),
+          0,
+        );
+        if (!known) continue;
+        await step(
+          'waylines',
+          'waylines',
+          () =>
+            api(
+              side.url,
+              token,
+              'GET',
+              `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
+              undefined,
+              via,
+            ),
+          0,
+        );
+      }
+    } finally {
+      s3?.destroy();
     }
   };
   const t0 = performance.now();
@@ -294,14 +341,9 @@ interface StsData {
 }
 
 /** PUT to the bucket with the STS credentials; tried again until `deadline` (0: once). */
-async function putObject(
-  d: StsData,
-  key: string,
-  content: Buffer,
-  errors: string[],
-  deadline: number,
-): Promise<boolean> {
-  const s3 = new S3Client({
+/** An agent's client of the bucket, with its STS credentials: one per agent, as the app keeps one. */
+function bucketClient(d: StsData): S3Client {
+  return new S3Client({
     endpoint: d.endpoint,
     region: d.region,
     forcePathStyle: true,
@@ -313,19 +355,26 @@ async function putObject(
       sessionToken: d.credentials.security_token,
     },
   });
-  try {
-    for (;;) {
-      try {
-        await s3.send(new PutObjectCommand({ Bucket: d.bucket, Key: key, Body: content }));
-        return true;
-      } catch (err) {
-        errors.push(`PUT: ${(err as Error).message}`);
-        if (Date.now() > deadline) return false;
-        await sleep(500);
-      }
+}
+
+/** PUT to the bucket; tried again until `deadline` (0: once). */
+async function putObject(
+  s3: S3Client,
+  bucket: string,
+  key: string,
+  content: Buffer,
+  errors: string[],
+  deadline: number,
+): Promise<boolean> {
+  for (;;) {
+    try {
+      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: content }));
+      return true;
+    } catch (err) {
+      errors.push(`PUT: ${(err as Error).message}`);
+      if (Date.now() > deadline) return false;
+      await sleep(500);
     }
-  } finally {
-    s3.destroy();
   }
 }
 
@@ -374,9 +423,11 @@ interface Result {
   label: string;
   /** One agent alone first: what each request costs without a queue in front of it. */
   solo: AgentsRun;
-  agents: AgentsRun;
-  /** Where the CPU went while the agents ran. */
-  cpu: CpuUse;
+  /** The crowd at the field's pace (the target's run), and flat out; each with where the CPU went. */
+  paced: Crowd;
+  /** The same, with uplinks FASTER times as fast. */
+  faster: { factor: number; crowd: Crowd }[];
+  flat: Crowd;
   tiny: { times: number[]; errors: string[] };
   twice: number;
   preloadS: number;
@@ -384,13 +435,28 @@ interface Result {
   faults?: FaultResult;
 }
 
+interface Crowd {
+  run: AgentsRun;
+  cpu: CpuUse;
+}
+
 async function measure(side: Side, preloadS: number, adminToken: string): Promise<Result> {
   const tokens = await agentTokens(side);
   await tinyBatches(side, adminToken); // warm-up, not counted
   const solo = await runAgents(side, tokens.slice(0, 1), { rounds: SOLO_ROUNDS, tag: 'solo-' });
-  const [agents, cpu] = await cpuDuring(side.processes, () => runAgents(side, tokens));
+  const crowd = async (opts: AgentsOptions): Promise<Crowd> => {
+    const [run, cpu] = await cpuDuring(side.processes, () => runAgents(side, tokens, opts));
+    return { run, cpu };
+  };
+  const paced = await crowd({ rounds: PACED_ROUNDS, tag: 'paced-', uploadMs: UPLOAD_MS });
+  const faster: Result['faster'] = [];
+  for (const factor of FASTER) {
+    const opts = { rounds: PACED_ROUNDS, tag: `paced${factor}x-`, uploadMs: UPLOAD_MS / factor };
+    faster.push({ factor, crowd: await crowd(opts) });
+  }
+  const flat = await crowd({});
   const tiny = await tinyBatches(side, adminToken);
-  return { label: side.label, solo, agents, cpu, tiny, twice: await countTwice(side), preloadS };
+  return { label: side.label, solo, paced, faster, flat, tiny, twice: await countTwice(side), preloadS };
 }
 
 interface FaultResult {
@@ -564,19 +630,20 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
     },
   };
   const result = await measure(side, preloadS, instances[0]!.token);
-  result.faults = await faultPhase(side, await agentTokens(side), {
-    hopeless: () => instances.every((i) => i.child.exitCode !== null || i.child.signalCode !== null),
-    kill: () => instances[1]!.child.kill('SIGKILL'),
-    stopDb: () => pg.stopServer(),
-    startDb: () => pg.startServer(),
-    diagnose: async () => {
-      const ready = await fetch(`${instances[0]!.baseUrl}/readyz`)
-        .then(async (r) => `HTTP ${r.status} ${await r.text()}`)
-        .catch((err: Error) => err.message);
-      const log = instances[0]!.log().trim().split('\n').slice(-60).join('\n    ');
-      return `serve #1 /readyz: ${ready}; its last log lines:\n    ${log}`;
-    },
-  });
+  if (process.env.DMS_SCALE_FAULTS !== '0')
+    result.faults = await faultPhase(side, await agentTokens(side), {
+      hopeless: () => instances.every((i) => i.child.exitCode !== null || i.child.signalCode !== null),
+      kill: () => instances[1]!.child.kill('SIGKILL'),
+      stopDb: () => pg.stopServer(),
+      startDb: () => pg.startServer(),
+      diagnose: async () => {
+        const ready = await fetch(`${instances[0]!.baseUrl}/readyz`)
+          .then(async (r) => `HTTP ${r.status} ${await r.text()}`)
+          .catch((err: Error) => err.message);
+        const log = instances[0]!.log().trim().split('\n').slice(-60).join('\n    ');
+        return `serve #1 /readyz: ${ready}; its last log lines:\n    ${log}`;
+      },
+    });
   return {
     result,
     async stop() {
@@ -635,36 +702,77 @@ async function sqliteSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop
 function table(results: Result[]): string {
   const f = (n: number) => (Number.isNaN(n) ? '–' : n < 10 ? n.toFixed(1) : n.toFixed(0));
   const row = (name: string, cell: (r: Result) => string) => `| ${name} | ${results.map(cell).join(' | ')} |`;
-  const lat = (k: string) => (r: Result) =>
-    `${f(pct(r.agents.timings[k]!, 50))} / ${f(pct(r.agents.timings[k]!, 99))} ` +
-    `(alone ${f(pct(r.solo.timings[k]!, 50))} / ${f(pct(r.solo.timings[k]!, 99))})`;
-  const requests = (r: Result) => Object.values(r.agents.timings).reduce((n, xs) => n + xs.length, 0);
-  // CPU while the agents ran, in cores (CPU seconds over the wall time): who used the machine.
-  const core = (seconds: number, r: Result) => `${(seconds / (r.agents.ms / 1000)).toFixed(2)}`;
-  const groups = [...new Set(results.flatMap((r) => Object.keys(r.cpu.groups)))];
-  const others = (r: Result) =>
-    r.cpu.machine - r.cpu.agents - Object.values(r.cpu.groups).reduce((a, b) => a + b, 0);
-  return [
-    `| ${AGENTS} agents × ${ROUNDS} rounds, ${PRELOAD.toLocaleString('en')} rows | ${results.map((r) => r.label).join(' | ')} |`,
-    `| --- | ${results.map(() => '---').join(' | ')} |`,
-    row('fast-upload p50 / p99 ms (target p99 < 50)', lat('fast-upload')),
-    row('sts p50 / p99 ms', lat('sts')),
-    row('upload-callback p50 / p99 ms', lat('callback')),
-    row('waylines page p50 / p99 ms', lat('waylines')),
-    row('requests per second (agents)', (r) => (requests(r) / (r.agents.ms / 1000)).toFixed(0)),
-    row(`CPU while the agents ran, cores used of ${cores()}: all processes`, (r) => core(r.cpu.machine, r)),
-    row('… the simulated agents (this process)', (r) => core(r.cpu.agents, r)),
-    ...groups.map((g) =>
-      row(`… ${g}`, (r) => (r.cpu.groups[g] === undefined ? '–' : core(r.cpu.groups[g], r))),
+  const requests = (run: AgentsRun) => Object.values(run.timings).reduce((n, xs) => n + xs.length, 0);
+  // 'fast-upload': both kinds together.
+  const timed = (run: AgentsRun, k: string) =>
+    Object.entries(run.timings).flatMap(([kind, xs]) => (kind === k || kind.startsWith(`${k} `) ? xs : []));
+  const groups = [...new Set(results.flatMap((r) => Object.keys(r.flat.cpu.groups)))];
+  /** One crowd's rows: latencies, requests per second, and who used the CPU (in cores) meanwhile. */
+  const section = (title: string, crowdOf: (r: Result) => Crowd, alone: boolean) => {
+    const lat = (k: string) => (r: Result) => {
+      const xs = timed(crowdOf(r).run, k);
+      const solo = timed(r.solo, k);
+      return `${f(pct(xs, 50))} / ${f(pct(xs, 99))}${alone ? ` (alone ${f(pct(solo, 50))} / ${f(pct(solo, 99))})` : ''}`;
+    };
+    const core = (seconds: number, r: Result) => (seconds / (crowdOf(r).run.ms / 1000)).toFixed(2);
+    const others = (c: Crowd) =>
+      c.cpu.machine - c.cpu.agents - Object.values(c.cpu.groups).reduce((a, b) => a + b, 0);
+    return [
+      `| **${title}** | ${results.map(() => '').join(' | ')} |`,
+      row('fast-upload p50 / p99 ms (target p99 < 50)', lat('fast-upload')),
+      row('… of a new file (a look-up)', lat('fast-upload new')),
+      row('… of a known one (look-up, HEAD on the bucket, a record written)', lat('fast-upload known')),
+      row('upload-callback p50 / p99 ms', lat('callback')),
+      row('waylines page p50 / p99 ms', lat('waylines')),
+      row('sts (once per agent) p50 / p99 ms', lat('sts')),
+      row('requests per second', (r) => (requests(crowdOf(r).run) / (crowdOf(r).run.ms / 1000)).toFixed(0)),
+      row('wall time s', (r) => (crowdOf(r).run.ms / 1000).toFixed(1)),
+      row(`CPU, cores used of ${cores()}: all processes`, (r) => core(crowdOf(r).cpu.machine, r)),
+      row('… the simulated agents (this process)', (r) => core(crowdOf(r).cpu.agents, r)),
+      ...groups.map((g) =>
+        row(`… ${g}`, (r) => {
+          const used = crowdOf(r).cpu.groups[g];
+          return used === undefined ? '–' : core(used, r);
+        }),
+      ),
+      row('… everything else on the machine', (r) => core(others(crowdOf(r)), r)),
+    ];
+  };
+  const all = (r: Result) => [r.solo, r.paced.run, ...r.faster.map((x) => x.crowd.run), r.flat.run];
+  // One line per faster pace: fast-upload p50 / p99, requests per second, cores used.
+  const fasterRows = FASTER.map((factor) =>
+    row(
+      `… uplinks ${factor}× as fast (${UPLINK_MBIT * factor} Mbit/s, a round every ${(UPLOAD_MS / factor / 1000).toFixed(1)} s): fast-upload p50 / p99 ms, requests/s, cores used`,
+      (r) => {
+        const c = r.faster.find((x) => x.factor === factor)!.crowd;
+        const xs = timed(c.run, 'fast-upload');
+        const secs = c.run.ms / 1000;
+        return `${f(pct(xs, 50))} / ${f(pct(xs, 99))}, ${(requests(c.run) / secs).toFixed(0)}/s, ${(c.cpu.machine / secs).toFixed(2)}`;
+      },
     ),
-    row('… everything else on the machine', (r) => core(others(r), r)),
+  );
+  return [
+    `| ${AGENTS} agents, ${PRELOAD.toLocaleString('en')} rows | ${results.map((r) => r.label).join(' | ')} |`,
+    `| --- | ${results.map(() => '---').join(' | ')} |`,
+    ...section(
+      `At the field's pace: ${PACED_ROUNDS} rounds, each a ${FILE_MB} MB photo over ${UPLINK_MBIT} Mbit/s (${(UPLOAD_MS / 1000).toFixed(1)} s)`,
+      (r) => r.paced,
+      true,
+    ),
+    ...fasterRows,
+    ...section(
+      `Flat out: ${ROUNDS} rounds, each request sent when the last is answered`,
+      (r) => r.flat,
+      false,
+    ),
     row(
       `1,000 tiny fingerprints p50 / max ms (${TINY_BATCHES} batches; target < 100)`,
       (r) => `${f(pct(r.tiny.times, 50))} / ${f(Math.max(...r.tiny.times))}`,
     ),
-    row('requests answered', (r) => String(requests(r) + r.tiny.times.length)),
-    row('agents wall time s', (r) => (r.agents.ms / 1000).toFixed(1)),
-    row('errors', (r) => String(r.agents.errors.length + r.tiny.errors.length + r.solo.errors.length)),
+    row('requests answered', (r) =>
+      String(all(r).reduce((n, run) => n + requests(run), 0) + r.tiny.times.length),
+    ),
+    row('errors', (r) => String(all(r).reduce((n, run) => n + run.errors.length, 0) + r.tiny.errors.length)),
     row('callbacks recorded twice', (r) => String(r.twice)),
     row('pre-load of the rows s', (r) => r.preloadS.toFixed(0)),
   ].join('\n');
@@ -675,7 +783,9 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
   const rgw = await startRgw();
   const results: Result[] = [];
   try {
-    for (const side of [postgresSide, sqliteSide]) {
+    for (const side of process.env.DMS_SCALE_SIDES === 'postgres'
+      ? [postgresSide]
+      : [postgresSide, sqliteSide]) {
       const s = await side(dir, rgw);
       results.push(s.result);
       await s.stop();
@@ -693,7 +803,8 @@ it('scale: PostgreSQL behind HAProxy beside SQLite, same workload', async () => 
     `\n${os.cpus().length} cores (${os.cpus()[0]?.model ?? '?'}), Node ${process.version}, load average at end ${load}\n\n${table(results)}\n`,
   );
   for (const r of results) {
-    const errs = [...r.solo.errors, ...r.agents.errors, ...r.tiny.errors];
+    const runs = [r.solo, r.paced.run, ...r.faster.map((x) => x.crowd.run), r.flat.run];
+    const errs = [...runs.flatMap((run) => run.errors), ...r.tiny.errors];
     if (errs.length) console.log(`${r.label}: first errors:\n  ${errs.slice(0, 10).join('\n  ')}`);
     if (r.faults) console.log(`\n${r.label}, ${faultReport(r.faults)}\n`);
   }

@@ -14,7 +14,7 @@ import {
   type RunningService,
 } from '../../main/service/index.js';
 import { connectionOptions } from '../../main/service/data/config.js';
-import type { PostgresDb } from '../../main/service/data/postgres.js';
+import { PostgresDb } from '../../main/service/data/postgres.js';
 import { INSTANCE_LOCK } from '../../main/service/data/instance-lock.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
 import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
@@ -121,11 +121,51 @@ describe(`indexed look-ups (${backend})`, () => {
       expect(fast).toContain('media_by_fingerprint');
       expect(tiny).toContain('media_by_tiny_fingerprint');
       for (const p of [fast, tiny]) expect(p).not.toMatch(/Seq Scan on media|^SCAN media$/m);
+      if (db.kind === 'postgres') await preparedOnce(ws, tinyList);
     } finally {
       await db.close();
     }
   });
 });
+
+/**
+ * PostgreSQL: the service's statements are prepared once per connection
+ * (data/postgres.ts), so after a few runs PostgreSQL plans them once for any
+ * parameters (a generic plan). That plan must still use the indexes.
+ */
+async function preparedOnce(ws: string, tinyList: string[]): Promise<void> {
+  const one = new PostgresDb({ ...(s.dbConfig as PostgresConfig), maxConnections: 1 }, null);
+  try {
+    const media = new MediaStore(one);
+    for (let i = 0; i < 8; i++) {
+      expect((await media.findKnown(ws, `f${i + 1}`))?.name).toBe(`n${i + 1}`);
+      expect(await media.knownTiny(ws, tinyList)).toHaveLength(1000);
+    }
+    const statements = await one.all<{ name: string; statement: string; generic_plans: number }>(
+      'SELECT name, statement, generic_plans FROM pg_prepared_statements',
+    );
+    const named = (part: string) => {
+      const found = statements.filter((p) => p.statement.includes(part));
+      expect(found, `one prepared statement for ${part}`).toHaveLength(1);
+      return found[0]!;
+    };
+    for (const st of [named('fingerprint = $2'), named('tiny_fingerprint = ANY($2)')]) {
+      expect(st.generic_plans, st.statement).toBeGreaterThan(0);
+      // EXPLAIN EXECUTE takes no parameters of its own: the values as literals.
+      const second = st.statement.includes('ANY')
+        ? `ARRAY[${tinyList.map((t) => pg.escapeLiteral(t)).join(', ')}]`
+        : pg.escapeLiteral('f777');
+      const planned = await one.all<{ 'QUERY PLAN': string }>(
+        `EXPLAIN EXECUTE ${st.name}(${pg.escapeLiteral(ws)}, ${second})`,
+      );
+      const text = planned.map((r) => r['QUERY PLAN']).join('\n');
+      expect(text).toMatch(/media_by_(tiny_)?fingerprint/);
+      expect(text).not.toMatch(/Seq Scan on media/);
+    }
+  } finally {
+    await one.close();
+  }
+}
 
 describe(`tiny fingerprints endpoint (${backend})`, () => {
   it('answers which of a batch the workspace has, case-insensitively, only for successful uploads of this workspace', async () => {

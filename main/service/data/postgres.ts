@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { SchemaTooNewError } from '../db.js';
@@ -24,6 +25,25 @@ const types = {
 function numbered(sql: string): string {
   let n = 0;
   return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+/**
+ * A statement with parameters as a named prepared statement: each connection
+ * parses and plans it once, not on every request (the fast-upload look-up, the
+ * token check, the media insert run thousands of times a minute under load).
+ * The service's SQL texts are a fixed set (lists are one `= ANY(?)` array
+ * parameter, see inList), so the names are too; the name is the text's hash.
+ */
+const prepared = new Map<string, pg.QueryConfig>();
+function statement(sql: string, params: readonly SqlValue[]): pg.QueryConfig {
+  if (params.length === 0) return { text: numbered(sql) };
+  let config = prepared.get(sql);
+  if (!config) {
+    const text = numbered(sql);
+    config = { name: `dms_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`, text };
+    prepared.set(sql, config);
+  }
+  return { ...config, values: params as unknown[] };
 }
 
 const UNAVAILABLE_CODES = new Set([
@@ -90,7 +110,7 @@ async function exec<T>(
   params: readonly SqlValue[],
 ): Promise<pg.QueryResult<T & pg.QueryResultRow>> {
   try {
-    return await q.query<T & pg.QueryResultRow>(numbered(sql), params as unknown[]);
+    return await q.query<T & pg.QueryResultRow>(statement(sql, params));
   } catch (err) {
     return translate(err);
   }
