@@ -135,7 +135,9 @@ export async function startHaproxy(
       // A check waits this long: a busy instance is slow, not down.
       '  timeout check 3s',
       '  retries 3',
-      '  option redispatch',
+      // Every retry on another instance, and one refused or cut connection takes an instance out at once
+      // (docs/deploy.md): without both, the requests queued for a killed instance got no answer.
+      '  option redispatch 1',
       '  retry-on conn-failure empty-response response-timeout',
       // At most `maxconn` requests at once per instance (the rest wait here), on reused connections:
       // every connection comes from HAProxy's one address, and `serve` takes 64 per address.
@@ -149,7 +151,7 @@ export async function startHaproxy(
       '  balance roundrobin',
       '  option httpchk GET /readyz',
       '  http-check expect status 200',
-      '  default-server inter 500ms fall 2 rise 2 maxconn 48',
+      '  default-server inter 500ms fall 2 rise 2 maxconn 48 observe layer4 error-limit 1 on-error mark-down',
       ...ports.map((p, i) => `  server dms${i + 1} 127.0.0.1:${p} check`),
       '',
     ].join('\n'),
