@@ -66,6 +66,11 @@ const TINY_BATCHES = 20;
 /** Rounds of one agent alone, before the crowd: each request's own time, with no queue in front of it. */
 const SOLO_ROUNDS = 30;
 const PHASE_DEADLINE_MS = 180_000;
+/**
+ * `serve` logs at its default level (info: a line per request), as a deployment runs it;
+ * DMS_SCALE_LOG_LEVEL=warn to see what the log costs.
+ */
+const SERVE_ENV = { DMS_LOG_LEVEL: process.env.DMS_SCALE_LOG_LEVEL ?? 'info' };
 
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
 const dispatcher = new Agent({ connections: 256, keepAliveTimeout: 10_000 });
@@ -591,7 +596,14 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
   const [p1, p2] = await freePorts(2);
   const instances: Instance[] = [];
   instances.push(
-    await startInstance({ name: 'pg1', dir, port: p1!, database, bucket: rgwBucketConfig(rgw) }),
+    await startInstance({
+      name: 'pg1',
+      dir,
+      port: p1!,
+      database,
+      bucket: rgwBucketConfig(rgw),
+      env: SERVE_ENV,
+    }),
   );
   const ws = instances[0]!.workspaceId;
   const t0 = performance.now();
@@ -606,7 +618,14 @@ async function postgresSide(dir: string, rgw: Rgw): Promise<{ result: Result; st
   await pg.query('VACUUM ANALYZE media', [], db);
   const preloadS = (performance.now() - t0) / 1000;
   instances.push(
-    await startInstance({ name: 'pg2', dir, port: p2!, database, bucket: rgwBucketConfig(rgw) }),
+    await startInstance({
+      name: 'pg2',
+      dir,
+      port: p2!,
+      database,
+      bucket: rgwBucketConfig(rgw),
+      env: SERVE_ENV,
+    }),
   );
   const lb = await startHaproxy(dir, [p1!, p2!]);
   const side: Side = {
@@ -658,6 +677,7 @@ async function sqliteSide(dir: string, rgw: Rgw): Promise<{ result: Result; stop
   const [port] = await freePorts(1);
   const instance = await startInstance({
     name: 'sqlite',
+    env: SERVE_ENV,
     dir,
     port: port!,
     database: { kind: 'sqlite' },

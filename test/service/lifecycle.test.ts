@@ -236,6 +236,25 @@ describe('logging', () => {
       ]) {
         expect(log).not.toContain(secret);
       }
+      // One access line per request, when it is answered: what, from where, the answer, how long.
+      const access = lines
+        .flatMap((l) => l.split('\n'))
+        .filter(Boolean)
+        .map(
+          (l) =>
+            JSON.parse(l) as { msg: string; req?: { method: string; url: string; remoteAddress: string } },
+        )
+        .filter((l) => l.req);
+      expect(access.map((l) => `${l.msg} ${l.req!.method} ${l.req!.url}`)).toEqual([
+        'request completed POST /manage/api/v1/login',
+        `request completed POST ${paths(s.workspaceId).sts}`,
+        'request completed GET /nowhere',
+      ]);
+      expect(access.at(-1)).toMatchObject({
+        req: { remoteAddress: '127.0.0.1' },
+        res: { statusCode: 404 },
+        responseTime: expect.any(Number),
+      });
     } finally {
       await s.close();
     }
