@@ -233,6 +233,9 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
   const agent = async (i: number) => {
     const token = tokens[i]!;
     const via = dispatcherOf(i);
+    const send = (method: 'GET' | 'POST', p: string, body?: unknown) => () =>
+      api(side.url, token, method, p, body, via);
+    const media = `/media/api/v1/workspaces/${ws}`;
     if (opts.uploadMs) await sleep(Math.random() * opts.uploadMs);
     // Asked once and kept, as the app does: the credentials outlast the run.
     let d: StsData | null = null;
@@ -240,12 +243,7 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
     try {
       for (let round = 0; round < rounds && Date.now() < deadline; round++) {
         if (!d) {
-          const sts = await step(
-            'sts',
-            'sts',
-            () => api(side.url, token, 'POST', `/storage/api/v1/workspaces/${ws}/sts`, undefined, via),
-            0,
-          );
+          const sts = await step('sts', 'sts', send('POST', `/storage/api/v1/workspaces/${ws}/sts`), 0);
           if (!sts) continue;
           d = sts.data as StsData;
           s3 = bucketClient(d);
@@ -256,15 +254,7 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
         const fu = await step(
           'fast-upload (new)',
           'fast-upload new',
-          () =>
-            api(
-              side.url,
-              token,
-              'POST',
-              `/media/api/v1/workspaces/${ws}/fast-upload`,
-              { fingerprint: fp, name },
-              via,
-            ),
+          send('POST', `${media}/fast-upload`, { fingerprint: fp, name }),
           CODES.FINGERPRINT_UNKNOWN,
         );
         if (!fu) continue;
@@ -275,22 +265,14 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
         const cb = await step(
           'callback',
           'callback',
-          () =>
-            api(
-              side.url,
-              token,
-              'POST',
-              `/media/api/v1/workspaces/${ws}/upload-callback`,
-              {
-                result: 0,
-                name,
-                object_key: key,
-                fingerprint: fp,
-                path: 'DJI_202403010900_001_Scale',
-                ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
-              },
-              via,
-            ),
+          send('POST', `${media}/upload-callback`, {
+            result: 0,
+            name,
+            object_key: key,
+            fingerprint: fp,
+            path: 'DJI_202403010900_001_Scale',
+            ext: { tinny_fingerprint: `${fp}_2024_3_1_9_0_0` },
+          }),
           0,
         );
         if (!cb) continue;
@@ -298,33 +280,14 @@ async function runAgents(side: Side, tokens: string[], opts: AgentsOptions = {})
         const known = await step(
           'fast-upload (known)',
           'fast-upload known',
-          () =>
-            api(
-              side.url,
-              token,
-              'POST',
-              `/media/api/v1/workspaces/${ws}/fast-upload`,
-              {
-                fingerprint: fp,
-                name: `copy-${name}`,
-              },
-              via,
-            ),
+          send('POST', `${media}/fast-upload`, { fingerprint: fp, name: `copy-${name}` }),
           0,
         );
         if (!known) continue;
         await step(
           'waylines',
           'waylines',
-          () =>
-            api(
-              side.url,
-              token,
-              'GET',
-              `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`,
-              undefined,
-              via,
-            ),
+          send('GET', `/wayline/api/v1/workspaces/${ws}/waylines?page=${1 + (i % 3)}&page_size=10`),
           0,
         );
       }

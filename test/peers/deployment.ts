@@ -10,7 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DatabaseConfig, ExternalBucketConfig } from '../../main/service/index.js';
+import { tempDir } from '../support/harness.js';
+import { startPostgres, type PgCluster } from '../support/postgres.js';
 import { freePorts } from './ceph/daemons.js';
+import { rgwBucketConfig } from './ceph/peer.js';
+import { startRgw, type Rgw } from './ceph/rgw.js';
 
 export const BIN = path.resolve('dist/main/cli/bin.js');
 
@@ -194,4 +198,56 @@ export async function stopInstance(i: Instance, ms = 20_000): Promise<void> {
   const timer = setTimeout(() => i.child.kill('SIGKILL'), ms);
   await i.exited;
   clearTimeout(timer);
+}
+
+/** The whole recipe on this machine: PostgreSQL, Ceph RGW, `instances` serve processes, HAProxy. */
+export interface Deployment {
+  dir: string;
+  pg: PgCluster;
+  rgw: Rgw;
+  /** The service's database in `pg`. */
+  database: string;
+  instances: Instance[];
+  lb: Haproxy;
+  stop(): Promise<void>;
+}
+
+/** Starts the recipe (HAProxy logging each request); `env` for each `serve` process. */
+export async function startDeployment(
+  name: string,
+  opts: { instances?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<Deployment> {
+  const dir = tempDir(`dms-peer-${name}-`);
+  const [pg, rgw] = await Promise.all([startPostgres(), startRgw()]);
+  const database = await pg.createDatabase(name);
+  const ports = await freePorts(opts.instances ?? 2);
+  const instances: Instance[] = [];
+  // One after the other only for a readable log: the startup lock would serialise them anyway.
+  for (const [i, port] of ports.entries()) {
+    instances.push(
+      await startInstance({
+        name: `i${i + 1}`,
+        dir,
+        port,
+        database: pg.config(database),
+        bucket: rgwBucketConfig(rgw),
+        ...(opts.env ? { env: opts.env } : {}),
+      }),
+    );
+  }
+  const lb = await startHaproxy(dir, ports, { log: true });
+  return {
+    dir,
+    pg,
+    rgw,
+    database,
+    instances,
+    lb,
+    async stop() {
+      await lb.stop();
+      for (const i of instances) await stopInstance(i);
+      await Promise.all([pg.stop(), rgw.stop()]);
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -13,16 +13,10 @@
  * cut in issue 24's load run).
  */
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CODES } from '../../main/service/index.js';
-import { tempDir } from '../support/harness.js';
-import { startPostgres, type PgCluster } from '../support/postgres.js';
-import { rgwBucketConfig } from './ceph/peer.js';
-import { startRgw, type Rgw } from './ceph/rgw.js';
-import { freePorts } from './ceph/daemons.js';
-import { startHaproxy, startInstance, stopInstance, type Haproxy, type Instance } from './deployment.js';
+import { startDeployment, type Deployment } from './deployment.js';
 
 /** Clients at once, each with one keep-alive connection (more than the two instances take at once: 48 each). */
 const CLIENTS = 200;
@@ -30,33 +24,14 @@ const ROUNDS = 10;
 /** The kill lands after this many answers, with every client busy. */
 const KILL_AFTER = 700;
 
-let dir: string;
-let pg: PgCluster;
-let rgw: Rgw;
-const instances: Instance[] = [];
-let lb: Haproxy;
-
+let d: Deployment;
 beforeAll(async () => {
-  dir = tempDir('dms-peer-failover-');
-  [pg, rgw] = await Promise.all([startPostgres(), startRgw()]);
-  const database = pg.config(await pg.createDatabase('failover'));
-  const ports = await freePorts(2);
-  for (const [i, port] of ports.entries()) {
-    instances.push(
-      await startInstance({ name: `i${i + 1}`, dir, port, database, bucket: rgwBucketConfig(rgw) }),
-    );
-  }
-  lb = await startHaproxy(dir, ports, { log: true });
+  d = await startDeployment('failover');
 }, 180_000);
-
-afterAll(async () => {
-  await lb?.stop();
-  for (const i of instances) await stopInstance(i);
-  await Promise.all([pg?.stop(), rgw?.stop()]);
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => d?.stop());
 
 it('SIGKILL of one instance under load: every request queued for it or in flight on it is answered by the other', async () => {
+  const { instances, lb } = d;
   const { token, workspaceId } = instances[0]!;
   const answers: Record<string, number> = {};
   let sent = 0;

@@ -19,12 +19,9 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CODES } from '../../main/service/index.js';
-import { tempDir } from '../support/harness.js';
-import { startPostgres, type PgCluster } from '../support/postgres.js';
-import { queueRows, rgwBucketConfig, runSync, type CliRun, type Summary } from './ceph/peer.js';
-import { startRgw, type Rgw } from './ceph/rgw.js';
-import { freePorts } from './ceph/daemons.js';
-import { startHaproxy, startInstance, stopInstance, type Haproxy, type Instance } from './deployment.js';
+import type { PgCluster } from '../support/postgres.js';
+import { queueRows, runSync, type CliRun, type Summary } from './ceph/peer.js';
+import { startDeployment, type Deployment, type Haproxy, type Instance } from './deployment.js';
 
 const AGENTS = 3;
 const FILES_PER_CARD = 120;
@@ -32,41 +29,20 @@ const FILES = AGENTS * FILES_PER_CARD;
 /** After PostgreSQL is back, each agent has this long to finish (a settle time of 60 s and the rest). */
 const AGENT_DEADLINE_MS = 150_000;
 
+let d: Deployment;
 let dir: string;
 let pg: PgCluster;
-let rgw: Rgw;
 let database: string;
-const instances: Instance[] = [];
+let instances: Instance[];
 let lb: Haproxy;
 
 beforeAll(async () => {
-  dir = tempDir('dms-peer-multi-');
-  [pg, rgw] = await Promise.all([startPostgres(), startRgw()]);
-  database = await pg.createDatabase('multi');
-  const ports = await freePorts(2);
-  // One after the other only for a readable log: the startup lock would serialise them anyway.
-  for (const [i, port] of ports.entries()) {
-    instances.push(
-      await startInstance({
-        name: `i${i + 1}`,
-        dir,
-        port,
-        database: pg.config(database),
-        bucket: rgwBucketConfig(rgw),
-        // Each request and each database event in its log, for the diagnosis of a failure.
-        env: { DMS_LOG_LEVEL: 'info' },
-      }),
-    );
-  }
-  lb = await startHaproxy(dir, ports, { log: true });
+  // Each request and each database event in its log, for the diagnosis of a failure.
+  d = await startDeployment('multi', { env: { DMS_LOG_LEVEL: 'info' } });
+  ({ dir, pg, database, instances, lb } = d);
 }, 180_000);
 
-afterAll(async () => {
-  await lb?.stop();
-  for (const i of instances) await stopInstance(i);
-  await Promise.all([pg?.stop(), rgw?.stop()]);
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => d?.stop());
 
 /** A card of `n` distinct small photos (random bytes) in one flight folder. */
 function card(name: string, n: number): string {
