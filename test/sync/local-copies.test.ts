@@ -171,6 +171,9 @@ describe('a card offloaded to two local destinations', () => {
       (f) => f.outcome === 'waiting-for-source' || f.error?.kind === 'source-missing',
     );
     expect(byCard, JSON.stringify(byCard)).toEqual([]);
+    // The video described from its SRT (the P4 RTK sample's first fix, longitude first), sent after the card was pulled.
+    const video = records.find((m) => m.source === 'callback' && m.name.endsWith('.MP4'));
+    expect(video?.metadata?.['shoot_position']).toEqual({ lat: -34.237922, lng: -58.851745 });
     for (const rec of records.filter((m) => m.source === 'callback')) {
       const bytes = [...originals.entries()].find(([rel]) => rel.endsWith(`/${rec.name}`))?.[1];
       expect(bytes, rec.name).toBeDefined();
