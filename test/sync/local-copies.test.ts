@@ -16,6 +16,7 @@ import { startService, type RunningService } from '../../main/service/index.js';
 import { HAVE_XSD, validateMhl } from '../support/ascmhl-xsd.js';
 import { getObject, tempDir, until } from '../support/harness.js';
 import { buildRtkCard } from '../support/rtk-card.js';
+import { formatBytes } from '../../main/cli/output.js';
 
 const BIN = path.resolve('dist/main/cli/bin.js');
 let dir: string;
@@ -170,6 +171,9 @@ describe('a card offloaded to two local destinations', () => {
       (f) => f.outcome === 'waiting-for-source' || f.error?.kind === 'source-missing',
     );
     expect(byCard, JSON.stringify(byCard)).toEqual([]);
+    // The video described from its SRT (the P4 RTK sample's first fix, longitude first), sent after the card was pulled.
+    const video = records.find((m) => m.source === 'callback' && m.name.endsWith('.MP4'));
+    expect(video?.metadata?.['shoot_position']).toEqual({ lat: -34.237922, lng: -58.851745 });
     for (const rec of records.filter((m) => m.source === 'callback')) {
       const bytes = [...originals.entries()].find(([rel]) => rel.endsWith(`/${rec.name}`))?.[1];
       expect(bytes, rec.name).toBeDefined();
@@ -357,6 +361,69 @@ describe('a card offloaded to two local destinations', () => {
     // Nothing was uploaded again.
     expect(ofType(again, 'file').filter((f) => f['outcome'] === 'uploaded')).toEqual([]);
   }, 120_000);
+
+  it('synced again with a drive added: the closing line says what this run copied, where; a run that copies nothing says nothing of copies', async () => {
+    // As a crew member runs it: a fresh HOME, no terminal, nothing on stdin; every line read.
+    const card = fullCard('card-summary');
+    const files = tree(card).length;
+    const bytes = tree(card).reduce((n, rel) => n + fs.statSync(path.join(card, rel)).size, 0);
+    const home = path.join(dir, 'home-summary');
+    const [ssd, t7] = [path.join(dir, 'SSD_SUM'), path.join(dir, 'T7_ADDED')];
+    fs.mkdirSync(home);
+    fs.mkdirSync(ssd);
+    fs.mkdirSync(t7);
+    const run = async (dests: string[]) => {
+      const child = spawn(
+        process.execPath,
+        [
+          BIN,
+          'sync',
+          card,
+          '--server',
+          svc.baseUrl,
+          '--workspace',
+          svc.workspaceId,
+          ...dests.flatMap((d) => ['--copy-to', d]),
+        ],
+        {
+          env: { PATH: process.env['PATH'] ?? '', HOME: home, DMS_TOKEN: svc.token },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let [stdout, stderr] = ['', ''];
+      child.stdout.on('data', (d: Buffer) => (stdout += String(d)));
+      child.stderr.on('data', (d: Buffer) => (stderr += String(d)));
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect(code, stdout + stderr).toBe(0);
+      return stdout.split('\n');
+    };
+    // First run: the card is copied to the SSD, then uploaded.
+    const first = await run([ssd]);
+    expect(first.filter((l) => l.startsWith('Copied'))).toEqual([
+      `Copied and verified in this run: ${files} files (${formatBytes(bytes)}) to SSD_SUM.`,
+    ]);
+    // A drive added: synced again, the card is copied to it (and only to it); nothing is uploaded.
+    const again = await run([ssd, t7]);
+    expect(again.filter((l) => l.startsWith('Copied'))).toEqual([
+      `Copied and verified in this run: ${files} files (${formatBytes(bytes)}) to T7_ADDED.`,
+    ]);
+    expect(again).toContainEqual(expect.stringMatching(/: 0 uploaded, 0 already on the server, \d+ skipped/));
+    // The card's local verdict once, when its copies are at rest: never "not safe yet" for copies half made.
+    expect(again.filter((l) => l.startsWith('card-summary: ') && l.includes('copied and verified'))).toEqual([
+      `card-summary: ${files} files copied and verified on SSD_SUM and T7_ADDED — safe to format`,
+    ]);
+    expect(again.join('\n')).not.toMatch(/not safe to format from the copies yet/);
+    // Nor a generation of the drive's ASC MHL history written for a copy half made: one, whole.
+    const t7Card = path.join(t7, fs.readdirSync(t7)[0]!);
+    const generations = fs.readdirSync(path.join(t7Card, 'ascmhl')).filter((f) => f.endsWith('.mhl'));
+    expect(generations).toHaveLength(1);
+    const xml = fs.readFileSync(path.join(t7Card, 'ascmhl', generations[0]!), 'utf8');
+    for (const rel of tree(card)) expect(xml).toContain(`>${rel}</path>`);
+    // Both hold a verified copy already: this run copies nothing, and its summary says nothing of copies.
+    const third = await run([ssd, t7]);
+    expect(third.filter((l) => /copied/i.test(l) && !/copied and verified on/.test(l))).toEqual([]);
+    expect(third).toContainEqual(expect.stringMatching(/^Done with .*: 0 uploaded, /));
+  }, 240_000);
 });
 
 async function stsOf() {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Agent } from '../../core/agent.js';
 import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
+import { count, listOf } from '../../core/offload/plain.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
 import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
@@ -167,6 +168,13 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   counts.pending = leftovers.length - counts.failed;
   // Why the run stopped short, when it did: a sign-in to renew, or a halt (disk full...).
   const authError = engine.state === 'auth-required' || engine.state === 'halted' ? engine.error : null;
+  // Copies made in this run (the first copies of a card, or copies again to a drive that lacked them).
+  const copied = engine.copiesMade.map((m) => ({
+    destination: m.destination.label,
+    path: m.destination.path,
+    files: m.files,
+    bytes: m.bytes,
+  }));
   const summary = {
     type: 'summary',
     server: ctx.serverLabel,
@@ -176,6 +184,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     failed: counts.failed,
     pending: counts.pending,
     bytes_sent: engine.progress.bytesSent,
+    copied,
     ...(authError ? { error: { kind: authError.kind, message: plainMessage(authError) } } : {}),
     files: leftovers.map((r) => ({
       path: r.absPath,
@@ -191,6 +200,14 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       `Done with ${roots.length === 1 ? roots[0] : `${roots.length} folders`} (${ctx.serverLabel}): ` +
         `${counts.uploaded} uploaded, ${counts.fastUploaded} already on the server, ${counts.skipped} skipped (done before), ` +
         `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.`,
+      ...(copied.length > 0
+        ? [
+            `Copied and verified in this run: ${listOf(
+              copied.map((c) => `${count(c.files, 'file')} (${formatBytes(c.bytes)}) to ${c.destination}`),
+              copied.length,
+            )}.`,
+          ]
+        : []),
       ...(authError ? [plainMessage(authError)] : []),
       ...(engine.state === 'offline' && counts.pending > 0
         ? [

@@ -27,7 +27,7 @@ import { scanSource, type ScanResult } from './scan.js';
 import type { Destination } from '../queue/copies.js';
 import type { WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
-import { LocalCopies } from './local-copies.js';
+import { LocalCopies, type CopiesMade } from './local-copies.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
@@ -259,6 +259,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     return this.dispatcher.inFlight + this.copyLane.inFlight + this.copies.waitingAgain;
   }
 
+  /** Files copied and verified on each local destination since the engine started (a `sync`: this run). */
+  get copiesMade(): readonly CopiesMade[] {
+    return this.copies.made;
+  }
+
   /** Where a row's file is read from: a verified copy still as written, else the card. */
   placeOf(row: QueueRow): Place {
     return this.copies.placeOf(row);
@@ -358,7 +363,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         row,
         (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
         () => {
-          if (!this.queue.hasUnread(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
+          if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
+            this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );
@@ -379,6 +385,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
           if (problem) this.log.warn({ source: row.sourceId, file: row.relPath }, problem);
         },
         () => {
+          this.copies.doneAgain(row);
           if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
             this.emit('copied', { sourceId: row.sourceId });
           this.wake();
@@ -415,7 +422,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const discovered = row;
         if (!this.copies.enabled) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
         else {
-          to(await this.hashLimiter.run(() => this.copies.copy(ctx, discovered)));
+          const read = await this.hashLimiter.run(() => this.copies.copy(ctx, discovered));
+          to(read);
+          // Counted once in the store: the run's summary says what was copied.
+          this.copies.counted(read.copies, discovered.size);
           // The copy lane only reads and copies: the upload lane takes the row from here.
           return;
         }

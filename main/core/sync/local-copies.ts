@@ -1,13 +1,20 @@
 import fs from 'node:fs';
 import type { Config } from '../config.js';
 import { cardRootOn, destinationsOf, spaceProblem } from '../copies/destinations.js';
-import type { Destination } from '../queue/copies.js';
+import type { CopyRecord, Destination } from '../queue/copies.js';
 import type { Queue, QueueRow } from '../queue/queue.js';
 import type { Change } from '../queue/transitions.js';
 import type { DiscoveredRow } from '../queue/rows.js';
 import { copyAndVerify } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
+
+/** Files copied and verified on one destination since the engine started (a `sync`: this run). */
+export interface CopiesMade {
+  destination: Destination;
+  files: number;
+  bytes: number;
+}
 
 export interface DestinationStop {
   sourceId: string;
@@ -31,6 +38,10 @@ export class LocalCopies {
    * is scanned, whatever their upload does. By row id, oldest first.
    */
   private readonly again = new Map<number, QueueRow>();
+  /** Files taken from `again` whose copy is being made now, by row id. */
+  private readonly copyingNow = new Map<number, QueueRow>();
+  /** Copies written and read back since the engine started, by destination id (a run's summary says them). */
+  private readonly madeOn = new Map<number, CopiesMade>();
 
   constructor(
     private readonly queue: Queue,
@@ -87,7 +98,7 @@ export class LocalCopies {
    * to have it (one read of the card), or, when every destination already
    * holds a verified copy of this version, read from a copy (never the card).
    */
-  async copy(ctx: StepContext, row: DiscoveredRow): Promise<Change> {
+  async copy(ctx: StepContext, row: DiscoveredRow): Promise<Extract<Change, { type: 'hashed' }>> {
     const targets = this.targetsFor(row);
     // Every destination holds it already, or none can take more of this card: read it where it is.
     if (targets.length === 0) return hashStep(ctx, row, this.placeOf(row));
@@ -117,18 +128,47 @@ export class LocalCopies {
     return this.again.size;
   }
 
-  /** The next file to copy again, if any. */
+  /** The next file to copy again, if any; `doneAgain` once its copy is over. */
   nextAgain(): QueueRow | undefined {
     const first = this.again.values().next();
     if (first.done) return undefined;
     this.again.delete(first.value.id);
+    this.copyingNow.set(first.value.id, first.value);
     return first.value;
   }
 
-  /** True while a file of this source waits to be copied again. */
+  /** A file's copy again is over (made, failed or cancelled). */
+  doneAgain(row: QueueRow): void {
+    this.copyingNow.delete(row.id);
+  }
+
+  /**
+   * True while a file of this source waits to be copied again or is being
+   * copied: its card's copies are not at rest yet (no verdict is made on a
+   * copy half written).
+   */
   copyingAgain(sourceId: string): boolean {
-    for (const r of this.again.values()) if (r.sourceId === sourceId) return true;
+    for (const r of [...this.again.values(), ...this.copyingNow.values()])
+      if (r.sourceId === sourceId) return true;
     return false;
+  }
+
+  /** Records of copies written in the store: the verified ones are counted for the run's summary. */
+  counted(records: readonly CopyRecord[] | undefined, size: number): void {
+    for (const r of records ?? []) {
+      if (r.state !== 'verified') continue;
+      const destination = this.destinations.find((d) => d.id === r.destinationId);
+      if (!destination) continue;
+      const made = this.madeOn.get(destination.id) ?? { destination, files: 0, bytes: 0 };
+      made.files++;
+      made.bytes += size;
+      this.madeOn.set(destination.id, made);
+    }
+  }
+
+  /** Copies written and read back since the engine started, per destination, in the order they were first made. */
+  get made(): readonly CopiesMade[] {
+    return [...this.madeOn.values()];
   }
 
   /** The card went away: its files are not copied again until it is back. */
@@ -162,6 +202,7 @@ export class LocalCopies {
         return `${row.relPath} on the card is not what was read before (same size and time, other bytes): not copied again.`;
       const version = { sourceId: row.sourceId, relPath: row.relPath, size: row.size, mtimeMs: row.mtimeMs };
       for (const r of result.records) this.queue.copies.note(version, r);
+      this.counted(result.records, row.size);
       return null;
     } catch (err) {
       const e = toDmsError(err);
