@@ -698,8 +698,10 @@ function table(results: Result[]): string {
       return `${f(pct(xs, 50))} / ${f(pct(xs, 99))}${alone ? ` (alone ${f(pct(solo, 50))} / ${f(pct(solo, 99))})` : ''}`;
     };
     const core = (seconds: number, r: Result) => (seconds / (crowdOf(r).run.ms / 1000)).toFixed(2);
+    // The machine's busy time less the processes' own: 0 when they account for all of it (the two
+    // are read a few ms apart, so the difference can come out a hair below 0).
     const others = (c: Crowd) =>
-      c.cpu.machine - c.cpu.agents - Object.values(c.cpu.groups).reduce((a, b) => a + b, 0);
+      Math.max(0, c.cpu.machine - c.cpu.agents - Object.values(c.cpu.groups).reduce((a, b) => a + b, 0));
     return [
       `| **${title}** | ${results.map(() => '').join(' | ')} |`,
       row('fast-upload p50 / p99 ms (target p99 < 50)', lat('fast-upload')),
