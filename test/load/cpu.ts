@@ -69,4 +69,10 @@ export function machineBusySeconds(): number {
   return busy / TICKS_PER_SECOND;
 }
 
+/** CPU seconds the host has taken from this virtual machine so far (steal): time its processes waited for a core they were given. */
+export function stolenSeconds(): number {
+  const cpu = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return (cpu[7] ?? 0) / TICKS_PER_SECOND;
+}
+
 export const cores = (): number => os.cpus().length;

@@ -113,6 +113,8 @@ async function fakeProvider(objects: Map<string, { etag: string; size: number }>
       res.writeHead(200, { etag: `"${object.etag}"`, 'content-length': object.size });
       return void res.end();
     }
+    // A key it refuses to show (a policy, a wrong key): 403, and as HEAD answers, no body.
+    if (req.method === 'HEAD' && (req.url ?? '').includes('denied')) return void res.writeHead(403).end();
     if (req.method === 'HEAD') return void res.writeHead(404).end();
     res.writeHead(403, { 'content-type': 'text/xml' });
     res.end(
@@ -185,6 +187,14 @@ describe('an external bucket', () => {
       // A multipart ETag is not the file's MD5: the provider cannot tell, the callback is taken.
       expect((await post('multi.mp4', md5Hex('anything'))).body.code).toBe(0);
       expect((await post('gone.jpg', md5Hex('single'))).body.code).toBe(CODES.OBJECT_NOT_FOUND);
+      // The bucket refuses the check: the provider failed, not the client; said as such.
+      const denied = await post('denied.jpg', md5Hex('single'));
+      expect(denied.status).toBe(502);
+      expect(denied.body).toEqual({
+        code: CODES.STORAGE_PROVIDER_FAILED,
+        message:
+          "Could not check the object in the bucket. The service's operator finds the reason in its log.",
+      });
     } finally {
       await ext.stop();
       await provider.close();

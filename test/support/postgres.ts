@@ -90,8 +90,12 @@ export function havePostgres(): boolean {
  * Starts a cluster. `durable: false` (default) turns fsync off: a test
  * cluster need not survive a power cut, and it is several times faster on a
  * shared disk. The load benchmark keeps it on (the same as the SQLite side).
+ * `sharedBuffers`: PostgreSQL's cache (default 128MB), sized as a deployment
+ * sizes it for its data (docs/deploy.md).
  */
-export async function startPostgres(opts: { durable?: boolean } = {}): Promise<PgCluster> {
+export async function startPostgres(
+  opts: { durable?: boolean; sharedBuffers?: string } = {},
+): Promise<PgCluster> {
   if (!havePostgres()) {
     throw new Error(
       `PostgreSQL 15 is not installed (${PG_BIN}/initdb is missing): apt-get install --no-install-recommends postgresql`,
@@ -128,6 +132,7 @@ export async function startPostgres(opts: { durable?: boolean } = {}): Promise<P
     `unix_socket_directories = '${dir}'`,
     'max_connections = 200',
     ...(opts.durable ? [] : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off']),
+    ...(opts.sharedBuffers ? [`shared_buffers = ${opts.sharedBuffers}`] : []),
   ];
   fs.appendFileSync(path.join(data, 'postgresql.conf'), `\n${settings.join('\n')}\n`);
 

@@ -8,7 +8,9 @@
  * serialisation, retry and user-agent middleware) against about 0.74 ms here.
  * On a card of thousands of small files that was the largest share of the
  * agent's CPU. Everything else (create, list, complete, head: a few requests
- * per file at most) stays on the SDK.
+ * per file at most) stays on the SDK. The reference service's HEAD (SignedHead:
+ * one or two per fast-upload and callback, thousands a minute under load) is
+ * signed the same way, for the same reason.
  *
  * What is not hand-written: the signature (@smithy/signature-v4, the SDK's
  * signer) and the bucket's URL (resolved once per client by the SDK's own
@@ -170,14 +172,8 @@ export class SignedPut {
   }
 
   private async sendNow(client: S3Client, t: BucketTarget, req: PutRequest): Promise<string | undefined> {
-    let signing = this.cache.get(client);
-    if (!signing) {
-      signing = prepare(client, t);
-      this.cache.set(client, signing);
-    }
-    const { signer, bucketUrl } = await signing;
-    const basePath = bucketUrl.pathname.endsWith('/') ? bucketUrl.pathname : `${bucketUrl.pathname}/`;
-    const path = `${basePath}${encodeKey(req.key)}`;
+    const { signer, bucketUrl } = await signingOf(this.cache, client, t);
+    const path = objectPath(bucketUrl, req.key);
     const query: Record<string, string> = req.part
       ? { partNumber: String(req.part.partNumber), uploadId: req.part.uploadId }
       : {};
@@ -239,7 +235,68 @@ function adoptBucketClock(client: S3Client, date: string | string[] | undefined)
   if (!Number.isNaN(bucketNow)) client.config.systemClockOffset = bucketNow - Date.now();
 }
 
-async function prepare(client: S3Client, t: BucketTarget): Promise<Signing> {
+/**
+ * HEAD of one object, signed as SignedPut signs (no SDK middleware): its size
+ * and ETag, or null when the bucket has no such object. Other answers throw
+ * an S3HttpError (a HEAD's error has no body: its code is said by status).
+ */
+export class SignedHead {
+  private readonly cache = new WeakMap<S3Client, Promise<Signing>>();
+
+  async send(
+    client: S3Client,
+    t: Pick<BucketTarget, 'bucket' | 'endpoint'>,
+    key: string,
+  ): Promise<{ size: number; etag: string | undefined } | null> {
+    const { signer, bucketUrl } = await signingOf(this.cache, client, t);
+    const path = objectPath(bucketUrl, key);
+    const signed = await signer.sign(
+      {
+        method: 'HEAD',
+        protocol: bucketUrl.protocol,
+        hostname: bucketUrl.hostname,
+        ...(bucketUrl.port !== '' ? { port: Number(bucketUrl.port) } : {}),
+        path,
+        query: {},
+        headers: { host: bucketUrl.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+      },
+      { signingDate: new Date(Date.now() + client.config.systemClockOffset) },
+    );
+    const url = new URL(bucketUrl.origin);
+    url.pathname = path;
+    const res = await request(url, { method: 'HEAD', headers: signed.headers });
+    await res.body.dump();
+    if (res.statusCode === 404) return null;
+    if (res.statusCode < 200 || res.statusCode >= 300) throw bucketError(res.statusCode, '');
+    const etag = res.headers.etag;
+    return {
+      size: Number(res.headers['content-length'] ?? 0),
+      etag: Array.isArray(etag) ? etag[0] : etag,
+    };
+  }
+}
+
+/** The signer and bucket URL of a client, made once per client (i.e. per set of credentials). */
+function signingOf(
+  cache: WeakMap<S3Client, Promise<Signing>>,
+  client: S3Client,
+  t: Pick<BucketTarget, 'bucket' | 'endpoint'>,
+): Promise<Signing> {
+  let signing = cache.get(client);
+  if (!signing) {
+    signing = prepare(client, t);
+    cache.set(client, signing);
+  }
+  return signing;
+}
+
+/** The path of an object's URL: the bucket's path (path style) and the key, escaped as S3 signs it. */
+function objectPath(bucketUrl: URL, key: string): string {
+  const basePath = bucketUrl.pathname.endsWith('/') ? bucketUrl.pathname : `${bucketUrl.pathname}/`;
+  return `${basePath}${encodeKey(key)}`;
+}
+
+async function prepare(client: S3Client, t: Pick<BucketTarget, 'bucket' | 'endpoint'>): Promise<Signing> {
   const { endpointProvider } = client.config;
   const endpoint = endpointProvider({
     Bucket: t.bucket,

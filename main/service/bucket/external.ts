@@ -1,6 +1,7 @@
-import { HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { S3Client } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { StsResult } from '../../core/api/types.js';
+import { SignedHead } from '../../core/storage/s3-put.js';
 import { StorageProviderError, type BucketBackend, type ObjectInfo } from './types.js';
 import { validateExternalBucketConfig, type ExternalBucketConfig } from './external-config.js';
 
@@ -67,6 +68,7 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
           forcePathStyle: cfg.provider === 'minio',
           credentials: keys,
         });
+  const head = new SignedHead();
   const sts =
     cfg.provider === 'ali'
       ? null
@@ -155,8 +157,9 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
     };
     try {
       if (s3) {
-        const out = await s3.send(new HeadObjectCommand({ Bucket: cfg.bucket, Key: key }));
-        return { size: out.ContentLength ?? 0, md5: md5Of(out.ETag) };
+        // Signed HEAD without the SDK's middleware: one or two per fast-upload and callback (s3-put.ts).
+        const out = await head.send(s3, { bucket: cfg.bucket, endpoint: cfg.endpoint }, key);
+        return out && { size: out.size, md5: md5Of(out.etag) };
       }
       const { default: OSS } = await import('ali-oss');
       const oss = new OSS({
