@@ -1,5 +1,11 @@
 import http from 'node:http';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { StorageProviderError } from './bucket/types.js';
 import { answerClientError, envelopeAnswer, guardConnections } from './connections.js';
@@ -21,6 +27,24 @@ export const DEFAULT_BODY_LIMIT = 256 * 1024;
  * wrong method, bad JSON, body too large), is the contract's envelope with a
  * message a person can act on; stack traces only go to the log.
  */
+/**
+ * The access log: what was asked, by whom, the answer and how long it took (an
+ * operator's question when a crew says "it failed"). One line per request, when
+ * it is answered: Fastify's default is two, one on arrival and one at the
+ * answer, and under load the log is a real share of an instance's CPU.
+ */
+class AccessLog extends LogController {
+  override incomingRequest(): void {
+    // Said with the answer instead.
+  }
+
+  override requestCompleted(error: Error | null | undefined, req: FastifyRequest, reply: FastifyReply): void {
+    const line = { req, res: reply, responseTime: reply.elapsedTime };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
 export function buildServer(
   ctx: ServiceContext,
   opts: { logger: Logger | null; bodyLimit: number },
@@ -28,8 +52,7 @@ export function buildServer(
   const { limits } = ctx;
   const app: FastifyInstance = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
-    // One line per request, when it is answered (the onResponse hook below), not Fastify's two.
-    disableRequestLogging: true,
+    logController: new AccessLog(),
     bodyLimit: opts.bodyLimit,
     // A client that stops sending (headers or body) is cut: see limits.ts.
     connectionTimeout: limits.idleTimeoutMs,
@@ -69,14 +92,6 @@ export function buildServer(
         undefined,
       );
     }
-  });
-
-  // The access log: what was asked, by whom, the answer and how long it took (an operator's
-  // question when a crew says "it failed"). One line, at info: Fastify's default is two, one on
-  // arrival and one at the answer, and under load the log is a real share of an instance's CPU.
-  app.addHook('onResponse', (req, reply, done) => {
-    req.log.info({ req, res: reply, responseTime: reply.elapsedTime }, 'request completed');
-    done();
   });
 
   // Remember the routes, to tell "wrong method" (405) from "no such route" (404).

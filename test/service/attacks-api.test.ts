@@ -124,9 +124,16 @@ async function fakeProvider(objects: Map<string, { etag: string; size: number }>
         '<RequestId>c6104cbe-af31-11e0-8154-cbc7ccf896c7</RequestId></ErrorResponse>',
     );
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url,
+    /** TCP connections the service opened to it so far. */
+    connections: () => connections,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
 
 const external = {
@@ -187,6 +194,8 @@ describe('an external bucket', () => {
       // A multipart ETag is not the file's MD5: the provider cannot tell, the callback is taken.
       expect((await post('multi.mp4', md5Hex('anything'))).body.code).toBe(0);
       expect((await post('gone.jpg', md5Hex('single'))).body.code).toBe(CODES.OBJECT_NOT_FOUND);
+      // Four checks one after the other, on one kept-alive connection (not a handshake per HEAD).
+      expect(provider.connections()).toBe(1);
       // The bucket refuses the check: the provider failed, not the client; said as such.
       const denied = await post('denied.jpg', md5Hex('single'));
       expect(denied.status).toBe(502);

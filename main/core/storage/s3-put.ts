@@ -19,6 +19,8 @@
  * same integrity as the SDK path for streamed bodies, with no SHA-256 pass.
  */
 import { createHash, createHmac, type BinaryLike } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
 import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -264,16 +266,42 @@ export class SignedHead {
     );
     const url = new URL(bucketUrl.origin);
     url.pathname = path;
-    const res = await request(url, { method: 'HEAD', headers: signed.headers });
-    await res.body.dump();
-    if (res.statusCode === 404) return null;
-    if (res.statusCode < 200 || res.statusCode >= 300) throw bucketError(res.statusCode, '');
-    const etag = res.headers.etag;
-    return {
-      size: Number(res.headers['content-length'] ?? 0),
-      etag: Array.isArray(etag) ? etag[0] : etag,
-    };
+    const res = await headRequest(url, signed.headers);
+    if (res.status === 404) return null;
+    if (res.status < 200 || res.status >= 300) throw bucketError(res.status, '');
+    return { size: Number(res.headers['content-length'] ?? 0), etag: res.headers.etag };
   }
+}
+
+/**
+ * Kept-alive connections for HEAD: undici closes its connection after every
+ * HEAD (in case a server sends a body anyway), which would cost a TCP (and
+ * TLS) handshake per check; Node's own client keeps them, as the SDK's does.
+ */
+const HEAD_AGENTS = {
+  'http:': new http.Agent({ keepAlive: true, maxSockets: 64 }),
+  'https:': new https.Agent({ keepAlive: true, maxSockets: 64 }),
+};
+const HEAD_TIMEOUT_MS = 30_000;
+
+function headRequest(
+  url: URL,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const agent = url.protocol === 'https:' ? HEAD_AGENTS['https:'] : HEAD_AGENTS['http:'];
+    const send = url.protocol === 'https:' ? https.request : http.request;
+    const req = send(url, { method: 'HEAD', headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.setTimeout(HEAD_TIMEOUT_MS, () =>
+      req.destroy(new Error(`no answer to HEAD in ${HEAD_TIMEOUT_MS / 1000} s`)),
+    );
+    req.end();
+  });
 }
 
 /** The signer and bucket URL of a client, made once per client (i.e. per set of credentials). */
