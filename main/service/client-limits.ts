@@ -142,14 +142,18 @@ export class RateLimit {
         `SELECT tokens, at FROM rate_limits WHERE key = ?${forUpdate(t)}`,
         [key],
       );
+      // Never a negative refill: a take whose `now` is a little behind the row's (it waited for the
+      // row lock behind a later one, or its instance's clock is behind) refills nothing, and the
+      // row keeps the later time.
+      const at = s?.at ?? now;
       const tokens = Math.min(
         this.opts.burst,
-        (s?.tokens ?? this.opts.burst) + (now - (s?.at ?? now)) / refillMs,
+        (s?.tokens ?? this.opts.burst) + Math.max(0, now - at) / refillMs,
       );
       const enough = tokens >= 1;
       await t.run('UPDATE rate_limits SET tokens = ?, at = ? WHERE key = ?', [
         enough ? tokens - 1 : tokens,
-        now,
+        Math.max(now, at),
         key,
       ]);
       return enough ? 0 : Math.ceil(((1 - tokens) * refillMs) / 1000);
