@@ -188,22 +188,7 @@ export class SignedPut {
       ...(req.ifNoneMatch === true && !req.part ? { 'if-none-match': '*' } : {}),
     };
     const body = await req.body();
-    const signed = await signer.sign(
-      {
-        method: 'PUT',
-        protocol: bucketUrl.protocol,
-        hostname: bucketUrl.hostname,
-        ...(bucketUrl.port !== '' ? { port: Number(bucketUrl.port) } : {}),
-        path,
-        query,
-        headers,
-      },
-      // The bucket's time as the client learnt it (see adoptBucketClock).
-      { signingDate: new Date(Date.now() + client.config.systemClockOffset) },
-    );
-    const url = new URL(bucketUrl.origin);
-    url.pathname = path;
-    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    const { url, signed } = await signRequest(client, signer, bucketUrl, 'PUT', path, query, headers);
     const res = await request(url, {
       method: 'PUT',
       headers: signed.headers,
@@ -226,6 +211,38 @@ export class SignedPut {
   }
 }
 
+/** Signs a request to the bucket with the bucket's time as the client learnt it (see adoptBucketClock). */
+async function signRequest(
+  client: S3Client,
+  signer: SignatureV4,
+  bucketUrl: URL,
+  method: 'PUT' | 'HEAD',
+  path: string,
+  query: Record<string, string>,
+  headers: Record<string, string>,
+): Promise<{ url: URL; signed: { headers: Record<string, string> } }> {
+  const signed = await signer.sign(
+    {
+      method,
+      protocol: bucketUrl.protocol,
+      hostname: bucketUrl.hostname,
+      ...(bucketUrl.port !== '' ? { port: Number(bucketUrl.port) } : {}),
+      path,
+      query,
+      headers,
+    },
+    { signingDate: new Date(Date.now() + client.config.systemClockOffset) },
+  );
+  const url = new URL(bucketUrl.origin);
+  url.pathname = path;
+  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+  return { url, signed };
+}
+
+/** The time an answer's Date header says, in ms since the epoch, or NaN. */
+const dateOf = (date: string | string[] | undefined): number =>
+  Date.parse(Array.isArray(date) ? (date[0] ?? '') : (date ?? ''));
+
 /**
  * A bucket refuses signatures more than 15 minutes off its own clock. As the
  * SDK does for its own requests, the client then signs with the bucket's
@@ -233,7 +250,7 @@ export class SignedPut {
  * still uploads. The caller sends the request again (s3.ts).
  */
 function adoptBucketClock(client: S3Client, date: string | string[] | undefined): void {
-  const bucketNow = Date.parse(Array.isArray(date) ? (date[0] ?? '') : (date ?? ''));
+  const bucketNow = dateOf(date);
   if (!Number.isNaN(bucketNow)) client.config.systemClockOffset = bucketNow - Date.now();
 }
 
@@ -268,21 +285,18 @@ export class SignedHead {
     key: string,
   ): Promise<{ status: number; headers: http.IncomingHttpHeaders }> {
     const { signer, bucketUrl } = await signingOf(this.cache, client, t);
-    const path = objectPath(bucketUrl, key);
-    const signed = await signer.sign(
+    const { url, signed } = await signRequest(
+      client,
+      signer,
+      bucketUrl,
+      'HEAD',
+      objectPath(bucketUrl, key),
+      {},
       {
-        method: 'HEAD',
-        protocol: bucketUrl.protocol,
-        hostname: bucketUrl.hostname,
-        ...(bucketUrl.port !== '' ? { port: Number(bucketUrl.port) } : {}),
-        path,
-        query: {},
-        headers: { host: bucketUrl.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
+        host: bucketUrl.host,
+        'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
       },
-      { signingDate: new Date(Date.now() + client.config.systemClockOffset) },
     );
-    const url = new URL(bucketUrl.origin);
-    url.pathname = path;
     return headRequest(url, signed.headers);
   }
 }
@@ -291,7 +305,7 @@ export class SignedHead {
 const SKEW_MS = 5 * 60 * 1000;
 
 function skewedFrom(offset: number, date: string | string[] | undefined): boolean {
-  const bucketNow = Date.parse(Array.isArray(date) ? (date[0] ?? '') : (date ?? ''));
+  const bucketNow = dateOf(date);
   return !Number.isNaN(bucketNow) && Math.abs(bucketNow - (Date.now() + offset)) >= SKEW_MS;
 }
 
