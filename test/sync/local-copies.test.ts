@@ -16,7 +16,8 @@ import { startService, type RunningService } from '../../main/service/index.js';
 import { HAVE_XSD, validateMhl } from '../support/ascmhl-xsd.js';
 import { getObject, tempDir, until } from '../support/harness.js';
 import { buildRtkCard } from '../support/rtk-card.js';
-import { formatBytes } from '../../main/cli/output.js';
+// The sizes the card's verdict and the window say (shared/sizes.ts): the CLI's line must agree.
+import { formatBytes } from '../../main/shared/sizes.js';
 
 const BIN = path.resolve('dist/main/cli/bin.js');
 let dir: string;
