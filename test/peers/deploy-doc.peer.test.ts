@@ -46,7 +46,7 @@ const DOC = path.resolve('docs/deploy.md');
 const SHIM = path.resolve('test/peers/deploy-doc/systemctl.ts');
 const PREFIX = 'dms-deploydoc-';
 const AGENTS = 3;
-const FILES_PER_CARD = 60;
+const FILES_PER_CARD = 100;
 const FILES = AGENTS * FILES_PER_CARD;
 
 export interface Block {
@@ -65,16 +65,21 @@ export function recipeBlocks(markdown: string): Block[] {
   for (let i = 0; i < lines.length; i++) {
     const m = /^<!-- recipe: (run|file (\S+)) -->$/.exec(lines[i]!);
     if (!m) continue;
-    const fence = lines[i + 1] ?? '';
-    if (!/^```/.test(fence)) throw new Error(`docs/deploy.md:${i + 1}: a recipe marker without a block after it`);
-    if (m[1] === 'run' && fence !== '```sh') throw new Error(`docs/deploy.md:${i + 2}: a run block must be \`\`\`sh`);
-    const end = lines.findIndex((l, j) => j > i + 1 && l === '```');
-    if (end < 0) throw new Error(`docs/deploy.md:${i + 2}: the block never ends`);
+    // The block's fence: the next line that is not blank (Prettier puts a blank line after a comment).
+    let at = i + 1;
+    while (lines[at]?.trim() === '') at++;
+    const fence = lines[at] ?? '';
+    if (!/^```/.test(fence))
+      throw new Error(`docs/deploy.md:${i + 1}: a recipe marker without a block after it`);
+    if (m[1] === 'run' && fence !== '```sh')
+      throw new Error(`docs/deploy.md:${at + 1}: a run block must be \`\`\`sh`);
+    const end = lines.findIndex((l, j) => j > at && l === '```');
+    if (end < 0) throw new Error(`docs/deploy.md:${at + 1}: the block never ends`);
     blocks.push({
       kind: m[1] === 'run' ? 'run' : 'file',
       ...(m[2] ? { file: m[2] } : {}),
-      text: `${lines.slice(i + 2, end).join('\n')}\n`,
-      line: i + 2,
+      text: `${lines.slice(at + 1, end).join('\n')}\n`,
+      line: at + 1,
     });
     i = end;
   }
@@ -111,7 +116,7 @@ function killUnits(root: string): void {
   if (!fs.existsSync(dir)) return;
   for (const f of fs.readdirSync(dir).filter((n) => n.endsWith('.pid'))) {
     const pid = Number(fs.readFileSync(path.join(dir, f), 'utf8'));
-    let environ = '';
+    let environ: string;
     try {
       environ = fs.readFileSync(`/proc/${pid}/environ`, 'utf8');
     } catch {
@@ -134,15 +139,23 @@ async function sh(script: string, what: string, timeoutMs = 240_000): Promise<st
     return stdout + stderr;
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${what} failed: ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}`);
+    throw new Error(
+      `${what} failed: ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}`,
+      {
+        cause: err,
+      },
+    );
   }
 }
 
 const substitute = (text: string): string => r.subst.reduce((t, [from, to]) => t.split(from).join(to), text);
 
 const psql = async (sql: string): Promise<string> =>
-  (await execFileP(asPostgres[0]!, [...asPostgres.slice(1), 'psql', '-d', 'dms', '-At', '-c', sql], { env: r.env }))
-    .stdout.trim();
+  (
+    await execFileP(asPostgres[0]!, [...asPostgres.slice(1), 'psql', '-d', 'dms', '-At', '-c', sql], {
+      env: r.env,
+    })
+  ).stdout.trim();
 
 const callbackCount = async (): Promise<number> =>
   Number(await psql("SELECT count(*) FROM media WHERE source = 'callback'"));
@@ -161,7 +174,8 @@ async function waitFor(what: string, check: () => Promise<boolean>, ms = 120_000
 }
 
 beforeAll(async () => {
-  if (!haveHaproxy()) throw new Error('HAProxy is not installed: apt-get install --no-install-recommends haproxy');
+  if (!haveHaproxy())
+    throw new Error('HAProxy is not installed: apt-get install --no-install-recommends haproxy');
   await sweep();
   const root = fs.mkdtempSync(path.join(os.tmpdir(), `${PREFIX}${process.pid}-`));
   // The recipe's users (dms, ceph, postgres) reach their files under it, as under /etc and /var.
@@ -194,7 +208,8 @@ beforeAll(async () => {
   const unitOnly: [string, string][] = [under('/run/haproxy')];
   const bin = path.join(root, 'bin');
   fs.mkdirSync(bin);
-  for (const d of ['run/haproxy', 'etc/systemd/system']) fs.mkdirSync(path.join(root, d), { recursive: true });
+  for (const d of ['run/haproxy', 'etc/systemd/system'])
+    fs.mkdirSync(path.join(root, d), { recursive: true });
   // Node 24 where the service's user can run it (root's home is closed to others): a hard link, else a copy.
   const node = path.join(bin, 'node');
   try {
@@ -203,7 +218,8 @@ beforeAll(async () => {
     fs.copyFileSync(process.execPath, node);
     fs.chmodSync(node, 0o755);
   }
-  const script = (name: string, body: string) => fs.writeFileSync(path.join(bin, name), body, { mode: 0o755 });
+  const script = (name: string, body: string) =>
+    fs.writeFileSync(path.join(bin, name), body, { mode: 0o755 });
   script('drone-media-sync', `#!/bin/sh\nexec ${node} ${BIN} "$@"\n`);
   script('systemctl', `#!/bin/sh\nexec ${node} ${SHIM} "$@"\n`);
   r = {
@@ -290,7 +306,9 @@ it('through the recipe: SIGKILL of an instance and `pg_ctlcluster … restart` u
     .find((l) => l.startsWith('{"base_url"'));
   const ws = (JSON.parse(ready!) as { workspace_id: string }).workspace_id;
   // The second instance took the first's token (the recipe copies dev-token before its first start).
-  expect(fs.readFileSync(path.join(r.root, `var/lib/dms/${r.ports.i2}/dev-token`), 'utf8').trim()).toBe(token);
+  expect(fs.readFileSync(path.join(r.root, `var/lib/dms/${r.ports.i2}/dev-token`), 'utf8').trim()).toBe(
+    token,
+  );
   const via = { baseUrl: `https://${r.address}` };
   const crew = { ws, token };
   // The agents trust the recipe's private CA as the document says: NODE_EXTRA_CA_CERTS.
@@ -307,10 +325,20 @@ it('through the recipe: SIGKILL of an instance and `pg_ctlcluster … restart` u
   process.kill(unitPid(i2), 'SIGKILL');
   const killedAt = await callbackCount();
   mark(`SIGKILL of ${i2} after ${killedAt} callbacks`);
-  // As the unit's Restart=always does; ready (and so back in HAProxy's rotation) before PostgreSQL goes.
-  // An instance that starts while PostgreSQL restarts exits (57P03) and is started again by systemd: the
-  // test's systemctl does not restart, so the two are kept apart.
-  await sleep(1_000);
+  await waitFor(
+    'more callbacks through the other instance',
+    async () => (await callbackCount()) >= killedAt + 15,
+  );
+  const before = await callbackCount();
+  // Mid-run for real: every agent at work, a good share of the files not recorded yet.
+  expect(running()).toBe(AGENTS);
+  expect(FILES - before).toBeGreaterThanOrEqual(FILES / 4);
+  // The recipe's own words for it (step 9).
+  await sh(substitute('pg_ctlcluster 15 main restart\n'), 'PostgreSQL restart');
+  mark(`PostgreSQL restarted after ${before} callbacks, ${running()} agents running`);
+  // The killed instance started again, as the unit's Restart=always does, and back in HAProxy's rotation.
+  // (Started while PostgreSQL restarts, an instance exits (57P03) and systemd starts it again a second
+  // later; the test's systemctl does not restart, so it starts it once PostgreSQL is back.)
   await systemctl('start', i2);
   await waitFor(
     `${i2} ready again`,
@@ -318,13 +346,6 @@ it('through the recipe: SIGKILL of an instance and `pg_ctlcluster … restart` u
     60_000,
   );
   mark(`${i2} started again, ready`);
-  await waitFor('more callbacks', async () => (await callbackCount()) >= killedAt + 15);
-  const before = await callbackCount();
-  expect(running()).toBe(AGENTS);
-  expect(FILES - before).toBeGreaterThanOrEqual(FILES / 4);
-  // The recipe's own words for it (step 9).
-  await sh(substitute('pg_ctlcluster 15 main restart\n'), 'PostgreSQL restart');
-  mark(`PostgreSQL restarted after ${before} callbacks`);
 
   for (const [i, run] of runs.entries()) {
     let { code, out, err } = await run.done;
@@ -341,7 +362,9 @@ it('through the recipe: SIGKILL of an instance and `pg_ctlcluster … restart` u
     )
   ).split('\n');
   const twice = rows.filter((l) => !l.endsWith(' 1'));
-  console.log(`deploy-doc: ${FILES} files, ${rows.length} records, twice ${twice.length}\n  ${timeline.join('\n  ')}`);
+  console.log(
+    `deploy-doc: ${FILES} files, ${rows.length} records, twice ${twice.length}\n  ${timeline.join('\n  ')}`,
+  );
   expect(twice).toEqual([]);
   expect(rows).toHaveLength(FILES);
   expect(await psql('SELECT count(*) FROM media WHERE result <> 0')).toBe('0');
