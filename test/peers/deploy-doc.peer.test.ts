@@ -96,6 +96,8 @@ interface Run {
 }
 
 let r: Run;
+/** Set once the whole recipe ran: the agents' test needs what it made. */
+let recipeRan = false;
 const asPostgres = ['runuser', '-u', 'postgres', '--'];
 
 /** Leftovers of a run whose test process died: its daemons, its PostgreSQL cluster, its folder. */
@@ -126,6 +128,22 @@ function killUnits(root: string): void {
   }
 }
 
+/** The last lines each unit started so far wrote (what systemd's journal would say), for a failure. */
+function unitLogs(): string {
+  const dir = path.join(r.root, 'log');
+  if (!fs.existsSync(dir)) return '';
+  return fs
+    .readdirSync(dir)
+    .map((f) => {
+      const lines = fs.readFileSync(path.join(dir, f), 'utf8').trimEnd().split('\n');
+      return `--- ${f}, last lines\n${lines
+        .slice(-4)
+        .map((l) => l.slice(0, 400))
+        .join('\n')}`;
+    })
+    .join('\n');
+}
+
 async function sh(script: string, what: string, timeoutMs = 240_000): Promise<string> {
   const file = path.join(r.root, 'blocks', `${what.replace(/\W+/g, '-')}.sh`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -140,7 +158,7 @@ async function sh(script: string, what: string, timeoutMs = 240_000): Promise<st
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
     throw new Error(
-      `${what} failed: ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}`,
+      `${what} failed: ${e.message}\n--- stdout\n${e.stdout ?? ''}\n--- stderr\n${e.stderr ?? ''}\n${unitLogs()}`,
       {
         cause: err,
       },
@@ -281,6 +299,7 @@ it('docs/deploy.md: every marked block runs as written, and ends with HAProxy an
     'readyz',
   );
   expect(JSON.parse(res)).toMatchObject({ code: 0 });
+  recipeRan = true;
 }, 600_000);
 
 /** A card of `n` distinct small photos (random bytes) in one flight folder. */
@@ -298,6 +317,7 @@ function card(name: string, n: number): string {
 }
 
 it('through the recipe: SIGKILL of an instance and `pg_ctlcluster … restart` under 3 agents, every file recorded once', async () => {
+  expect(recipeRan, 'docs/deploy.md did not run to its end (the test above)').toBe(true);
   const [i1, i2] = [`dms-serve@${r.ports.i1}`, `dms-serve@${r.ports.i2}`];
   const token = fs.readFileSync(path.join(r.root, `var/lib/dms/${r.ports.i1}/dev-token`), 'utf8').trim();
   const ready = fs
