@@ -27,7 +27,11 @@
  *   Node 24;
  * - systemd is not PID 1 here: `systemctl` is deploy-doc/systemctl.ts,
  *   which starts a unit's ExecStart from its unit file (the recipe's or the
- *   package's), as its User.
+ *   package's), as its User. It does not restart a unit that dies
+ *   (Restart=always): the test starts the killed instance again itself.
+ * Left as written: `log /dev/log` (no journald here: HAProxy says once that
+ * it cannot log there and goes on), `apt-get` (the packages are there:
+ * nothing is installed), `adduser dms` (a system user, made once).
  */
 import { execFile } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
@@ -388,8 +392,10 @@ it('through the recipe: SIGKILL of an instance and `pg_ctlcluster … restart` u
   expect(twice).toEqual([]);
   expect(rows).toHaveLength(FILES);
   expect(await psql('SELECT count(*) FROM media WHERE result <> 0')).toBe('0');
-  // Both instances answer again behind HAProxy.
+  // Both instances answer again, and HAProxy took the killed one out and back (its own log, stderr).
   for (const port of [r.ports.i1, r.ports.i2]) {
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
   }
+  const haproxyLog = fs.readFileSync(path.join(r.root, 'log', 'haproxy.service.log'), 'utf8');
+  expect(haproxyLog).toMatch(/Server dms\/dms2 is DOWN[^]*Server dms\/dms2 is UP/);
 }, 420_000);
