@@ -2,7 +2,10 @@
  * What the HTTP server does with sockets before (and between) requests:
  *
  * - Connections are bounded per client address (IPv4 address, IPv6 /64: one
- *   host usually holds a whole /64), so one client cannot hold them all.
+ *   host usually holds a whole /64), so one client cannot hold them all. At
+ *   its own bound, a client's new connection takes the place of its own
+ *   longest-idle one (the same rule as below): sockets it left open, or a
+ *   NAT's other hosts left idle, never lock its next request out.
  * - At the server's cap, a new connection takes the place of the connection
  *   that has been idle longest (one that has not sent a complete request
  *   first, then an idle keep-alive one), instead of being refused: idle
@@ -80,11 +83,14 @@ export function guardConnections(server: http.Server, limits: ConnectionLimits):
     forget(t);
     t.socket.destroy();
   };
-  /** Closes the longest-idle connection, never-served ones first; false when every connection is busy. */
-  const makeRoom = (): boolean => {
+  /**
+   * Closes the longest-idle connection (of client `key` only, when given),
+   * never-served ones first; false when every such connection is busy.
+   */
+  const makeRoom = (key?: string): boolean => {
     let idleServed: Tracked | undefined;
     for (const t of open.values()) {
-      if (t.busy > 0) continue;
+      if (t.busy > 0 || (key !== undefined && t.key !== key)) continue;
       if (!t.served) {
         close(t);
         return true;
@@ -99,13 +105,16 @@ export function guardConnections(server: http.Server, limits: ConnectionLimits):
   server.on('connection', (socket: Socket) => {
     const key = clientKey(socket.remoteAddress);
     const n = perClient.get(key) ?? 0;
-    if (n >= limits.maxConnectionsPerAddress || (open.size >= limits.maxConnections && !makeRoom())) {
+    // At the client's own cap, its own longest-idle connection makes room (it cannot take another's).
+    const room =
+      n >= limits.maxConnectionsPerAddress ? makeRoom(key) : open.size < limits.maxConnections || makeRoom();
+    if (!room) {
       socket.destroy();
       return;
     }
     const t: Tracked = { socket, key, busy: 0, served: false, gone: false };
     open.set(socket, t);
-    perClient.set(key, n + 1);
+    perClient.set(key, (perClient.get(key) ?? 0) + 1);
     socket.once('close', () => forget(t));
   });
 

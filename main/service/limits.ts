@@ -24,7 +24,11 @@ export interface ServiceLimits {
    * (connections.ts); when every one is busy, it is closed at once.
    */
   maxConnections: number;
-  /** Each server: connections one client address (IPv6: one /64) may hold; more are closed at once. */
+  /**
+   * Each server: connections one client address (IPv6: one /64) may hold. At
+   * this bound its new connection replaces its own longest-idle one; when all
+   * of its connections are busy, the new one is closed at once.
+   */
   maxConnectionsPerAddress: number;
   /** Largest PutObject body. */
   maxObjectBytes: number;

@@ -628,6 +628,36 @@ describe('22. idle connections held open', () => {
     );
   });
 
+  it("1,000 idle sockets from one address: that address's next request is served within 2 s, its own longest-idle socket makes room", async () => {
+    // The defaults (64 per address, 256 in all, 10 s headers timeout): the promise as `serve` keeps it.
+    const svc = await startTemp();
+    const sockets: net.Socket[] = [];
+    try {
+      sockets.push(...(await idleSockets(svc.baseUrl, 1000, '127.0.0.1')));
+      await waitFor(
+        'the connections beyond the address bound to be closed',
+        () => sockets.filter(isOpen).length <= DEFAULT_LIMITS.maxConnectionsPerAddress,
+        3000,
+      );
+      const held = sockets.filter(isOpen);
+      // The newest ones are held (each took the place of the longest-idle one before it), from the last batch of 100.
+      expect(held.length).toBe(DEFAULT_LIMITS.maxConnectionsPerAddress);
+      expect(Math.min(...held.map((sock) => sockets.indexOf(sock)))).toBeGreaterThanOrEqual(900);
+      const started = Date.now();
+      const first = await twentyTries(svc, '127.0.0.1');
+      const ms = Date.now() - started;
+      // Before: 'refused' twenty times (each new connection from the address was reset at once).
+      expect(first).toEqual(Array(20).fill(0));
+      expect(ms).toBeLessThan(20 * 2000);
+      // The first try took one held socket's place; each try's connection closes after its answer,
+      // leaving its place to the next: the other held sockets are still open.
+      expect(held.filter(isOpen).length).toBe(DEFAULT_LIMITS.maxConnectionsPerAddress - 1);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      await svc.stop();
+    }
+  });
+
   it('idle sockets from many addresses filling the cap: a new client is still served, a request in progress is never closed for it', async () => {
     const svc = await startTemp({
       limits: { maxConnections: 40, maxConnectionsPerAddress: 10, headersTimeoutMs: 20_000 },
