@@ -237,15 +237,50 @@ export function answerClientError(
     socket.once('finish', () => socket.destroy());
     return;
   }
-  let drained = 0;
-  const timer = setTimeout(() => socket.destroy(), DRAIN_MS);
-  timer.unref();
   socket.removeAllListeners('data');
-  socket.on('data', (chunk: Buffer) => {
+  dropRest(socket, socket, { ms: DRAIN_MS, bytes: DRAIN_BYTES });
+}
+
+/**
+ * Reads and drops what `from` still brings, then closes `socket`: once the
+ * client has sent it all, or after `bound` (time, bytes), whichever comes
+ * first. Closing a socket with unread data sends a reset, and a client that
+ * is still writing its request loses the answer already sent to it.
+ */
+function dropRest(socket: Socket, from: NodeJS.ReadableStream, bound: { ms: number; bytes: number }): void {
+  let drained = 0;
+  const timer = setTimeout(() => socket.destroy(), bound.ms);
+  timer.unref();
+  from.on('data', (chunk: Buffer) => {
     drained += chunk.length;
-    if (drained > DRAIN_BYTES) socket.destroy();
+    if (drained > bound.bytes) socket.destroy();
   });
   socket.once('close', () => clearTimeout(timer));
   socket.once('end', () => socket.destroy());
-  socket.resume();
+  from.resume();
+}
+
+/** How long, and how many bytes, of a body over the limit are read after its 413 (see answerTooLarge). */
+const TOO_LARGE_DRAIN_MS = 10_000;
+const TOO_LARGE_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/**
+ * For a request whose body is over the limit, answered before the body was
+ * read (413, `Connection: close`): the rest of the body is read and dropped,
+ * bounded in time and bytes, before the connection closes, so the client
+ * still writing it is not reset (EPIPE) and reads the answer. Node would
+ * close the socket as soon as the answer is out.
+ */
+export function answerTooLarge(req: http.IncomingMessage): void {
+  const socket = req.socket;
+  // Node's server calls destroySoon once an answer with `Connection: close` is out: end only
+  // the sending side then, and close once the body is in (or the bound is reached).
+  socket.destroySoon = () => {
+    socket.end();
+  };
+  req.once('end', () => {
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  });
+  dropRest(socket, req, { ms: TOO_LARGE_DRAIN_MS, bytes: TOO_LARGE_DRAIN_BYTES });
 }

@@ -8,7 +8,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { StorageProviderError } from './bucket/types.js';
-import { answerClientError, envelopeAnswer, guardConnections } from './connections.js';
+import { answerClientError, answerTooLarge, envelopeAnswer, guardConnections } from './connections.js';
 import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
 import { ThrottledError } from './client-limits.js';
@@ -135,6 +135,7 @@ export function buildServer(
     }
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        answerTooLarge(req.raw);
         return reply.code(413).send({
           code: CODES.BODY_TOO_LARGE,
           message: `The request body is larger than the limit of ${opts.bodyLimit} bytes.`,

@@ -377,6 +377,36 @@ describe('6. credentials and storage', () => {
     expect(third.body).toContain('2 unfinished multipart uploads');
   });
 
+  it('a 10 MB JSON body gets the 413 envelope and no reset, even when the client writes it all before it reads', async () => {
+    const url = new URL(s.baseUrl);
+    const length = 10 * 1024 * 1024;
+    const outcome = await new Promise<{ answer: string; errors: string[] }>((resolve) => {
+      const sock = net.connect({ host: url.hostname, port: Number(url.port) });
+      let answer = '';
+      const errors: string[] = [];
+      sock.setEncoding('utf8');
+      sock.on('data', (d: string) => (answer += d));
+      sock.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+      sock.on('close', () => resolve({ answer, errors }));
+      sock.write(
+        `POST ${paths(s.workspaceId).callback} HTTP/1.1\r\nHost: ${url.host}\r\nx-auth-token: ${s.token}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`,
+      );
+      // The whole body in one write (as curl or a script's HTTP library sends it), then the end.
+      sock.end(Buffer.alloc(length, ' '));
+      setTimeout(() => sock.destroy(new Error('no close within 20 s')), 20_000).unref();
+    });
+    // Before: errors ['EPIPE'] (the service closed the connection under the body still on its way).
+    expect(outcome.errors).toEqual([]);
+    expect(rawAnswer(outcome.answer)).toEqual({
+      status: 413,
+      body: {
+        code: CODES.BODY_TOO_LARGE,
+        message: `The request body is larger than the limit of ${256 * 1024} bytes.`,
+      },
+    });
+  });
+
   it('closes connections beyond the cap at once', async () => {
     const capped = await startTemp({ limits: { maxConnections: 3 } });
     try {
