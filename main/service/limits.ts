@@ -46,6 +46,8 @@ export interface ServiceLimits {
   stsBurst: number;
   /** ...and then one more every this many seconds. */
   stsRefillSeconds: number;
+  /** External bucket: /readyz asks the STS for credentials again once its last answer is this old. */
+  bucketCheckSeconds: number;
 }
 
 const GiB = 1024 ** 3;
@@ -67,6 +69,7 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   loginMaxWaitSeconds: 900,
   stsBurst: 60,
   stsRefillSeconds: 10,
+  bucketCheckSeconds: 30,
 };
 
 /** The defaults with `given` applied; every value must be a positive integer, every name a limit. */

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { CredentialsState } from '../bucket/credentials-check.js';
 import type { ServiceContext } from '../context.js';
 import { DatabaseUnavailableError } from '../data/sql.js';
 import { ApiError, CODES, ok, type Envelope } from '../envelope.js';
@@ -56,6 +57,20 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext):
       throw new DatabaseUnavailableError(err);
     } finally {
       clearTimeout(timer);
+    }
+    // An STS that does not answer: the last known state, not a hanging check.
+    const credentials = await Promise.race([
+      ctx.credentials.current(),
+      new Promise<CredentialsState>((resolve) =>
+        setTimeout(() => resolve(ctx.credentials.last()), PING_TIMEOUT_MS).unref(),
+      ),
+    ]);
+    if (!credentials.ok) {
+      throw new ApiError(
+        503,
+        CODES.BUCKET_CREDENTIALS_UNAVAILABLE,
+        "This instance cannot get bucket credentials from the storage provider's STS; the operator finds the reason in its log.",
+      );
     }
     return ok({ status: 'ready' });
   });
