@@ -2,72 +2,22 @@
  * The service checks that it can get bucket credentials: at start (a role
  * limit below --sts-expire is refused with the fix), in /readyz (a load
  * balancer takes an instance whose STS gives none out of rotation), and it
- * logs the provider's own reason.
- *
- * The STS here is a STUB: a small HTTP server on loopback answering
- * AssumeRole as Ceph RGW 16.2 does, with the exact bodies a real RGW sent
- * (captured from test/peers' ceph-rgw-up.sh cluster: a role made by
- * `radosgw-admin role create`, MaxSessionDuration 3600). A stub because the
- * S3-compatible server that runs in this tier (the embedded bucket; s3rver)
- * has no STS at all; the peer tier asks the real RGW
- * (test/peers/ceph/sts-limit.peer.test.ts).
+ * logs the provider's own reason. The STS is a STUB of Ceph RGW's, with the
+ * bodies a real one sent (sts-stub.ts says why); the peer tier asks the
+ * real RGW (test/peers/ceph/sts-limit.peer.test.ts).
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseProviderError, providerReason } from '../../main/service/bucket/types.js';
-import { BucketCredentialsError, CODES, type ExternalBucketConfig } from '../../main/service/index.js';
+import { BucketCredentialsError, CODES } from '../../main/service/index.js';
 import { call, paths, startTemp } from './helpers.js';
+import { RGW, stsStub } from './sts-stub.js';
 
-/** RGW's answers, byte for byte as a real one sent them (only the request ids differ). */
-const RGW = {
-  tooLong:
-    '<?xml version="1.0" encoding="UTF-8"?><Error><Code>InvalidArgument</Code><Message></Message><RequestId>tx000001ebb12021c4add65-006b09c958-100e-default</RequestId><HostId>100e-default-default</HostId></Error>',
-  denied:
-    '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message></Message><RequestId>tx0000007aed611b0151f16-006b09cbec-100e-default</RequestId><HostId>100e-default-default</HostId></Error>',
-  credentials: (expiration: string) =>
-    `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>E8w9p9fRb8l0V2a1A0Q</AccessKeyId><Expiration>${expiration}</Expiration><SecretAccessKey>UTKX28SSGOVFH69DY05E6PY4J4OQMCA8RK204OK</SecretAccessKey><SessionToken>EWQpghoiRKnsElI3Cecmn</SessionToken></Credentials><AssumedRoleUser><Arn>arn:aws:sts:::assumed-role/ci-role/probe</Arn><AssumeRoleId>5dfa4a7c-b304-4efc-b5d1-6ecd2f6f5fe5:probe</AssumeRoleId></AssumedRoleUser><PackedPolicySize>0</PackedPolicySize></AssumeRoleResult></AssumeRoleResponse>`,
-};
+const stub = stsStub();
+beforeAll(() => stub.start());
+afterAll(() => stub.stop());
 
-/** The stub: role limit 3600 s as RGW enforces it, or refusing everyone ('deny'). */
-const stub = { mode: 'rgw' as 'rgw' | 'deny', calls: 0, url: '' };
-let server: http.Server;
-beforeAll(async () => {
-  server = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (d: string) => (body += d));
-    req.on('end', () => {
-      stub.calls++;
-      const form = new URLSearchParams(body);
-      const duration = Number(form.get('DurationSeconds') ?? 3600);
-      const answer = (status: number, xml: string) =>
-        res.writeHead(status, { 'content-type': 'application/xml' }).end(xml);
-      if (form.get('Action') !== 'AssumeRole') return answer(400, RGW.tooLong);
-      if (stub.mode === 'deny') return answer(403, RGW.denied);
-      // RGW 16.2 (rgw_sts.cc): a duration under 900 or over the role's MaxSessionDuration is EINVAL.
-      if (duration < 900 || duration > 3600) return answer(400, RGW.tooLong);
-      answer(200, RGW.credentials(new Date(Date.now() + duration * 1000).toISOString()));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  stub.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await new Promise((resolve) => server.close(resolve));
-});
-
-const bucket = (): ExternalBucketConfig => ({
-  provider: 'minio',
-  endpoint: 'http://127.0.0.1:9',
-  stsEndpoint: stub.url,
-  region: 'default',
-  bucket: 'ci-bucket',
-  accessKeyId: 'CHEMNPRRPLU5W5NCNNY9',
-  secretAccessKey: 'not-a-real-secret-key',
-  roleArn: 'arn:aws:iam:::role/ci-role',
-});
+const bucket = stub.bucket;
 
 /** A logger whose lines the test reads. */
 function captured() {

@@ -9,9 +9,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CODES } from '../../main/service/index.js';
 import { removeDir, tempDatabase, tempDir, onPostgres } from './helpers.js';
+import { stsStub } from './sts-stub.js';
 
 const BIN = path.resolve('dist/main/cli/bin.js');
 const PG_PASSWORD: string | undefined = inject('pgPassword');
@@ -182,6 +183,43 @@ describe(`pilot's password (${backend})`, () => {
       for (const a of answers) expect((await login(a.ready!.base_url, password)).code).toBe(0);
       // One dev token: the one both print, still valid.
       expect(answers[0]!.ready!.token).toBe(answers[1]!.ready!.token);
+    },
+  );
+});
+
+describe("pilot's password with two instances (PostgreSQL)", () => {
+  const stub = stsStub();
+  beforeAll(() => stub.start());
+  afterAll(() => stub.stop());
+
+  it.runIf(onPostgres)(
+    'two instances on one database, each with its data folder, started at once: one password file, both accept it; the other says how to get one',
+    async () => {
+      const db = await databaseArgs();
+      try {
+        const config = path.join(dir(), 'bucket.json');
+        fs.writeFileSync(config, JSON.stringify(stub.bucket()), { mode: 0o600 });
+        const folders = [dir(), dir()];
+        const both = folders.map((data) =>
+          cli(['serve', '--port', '0', '--data', data, '--bucket-config', config, ...db.args]),
+        );
+        const answers = await Promise.all(both.map((s) => s.ready));
+        expect(
+          answers.map((a) => a.ready !== undefined),
+          both.map((s) => s.err()).join('\n'),
+        ).toEqual([true, true]);
+        const files = folders.map((d) => path.join(d, 'pilot-password')).filter((f) => fs.existsSync(f));
+        expect(files).toHaveLength(1);
+        const password = fs.readFileSync(files[0]!, 'utf8').trim();
+        for (const a of answers) expect((await login(a.ready!.base_url, password)).code).toBe(0);
+        const other = folders.findIndex((d) => !files[0]!.startsWith(d));
+        expect(both[other]!.err()).toContain(
+          `(its password is not in this data folder: another instance made it; for a new one run drone-media-sync serve reset-password pilot --data ${folders[other]} --database ${db.args[1]})`,
+        );
+      } finally {
+        await Promise.all(started.splice(0).map((s) => s.stop()));
+        await db.drop();
+      }
     },
   );
 });
