@@ -45,7 +45,7 @@ class AccessLog extends LogController {
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     // A load balancer's health checks (one a second per instance) only at debug: the log keeps the
     // requests of people; a change of readiness is logged where it happens (credentials-check.ts).
-    else if (HEALTH_CHECKS.has(req.url)) reply.log.debug(line, 'request completed');
+    else if (HEALTH_CHECKS.has(req.url.split('?')[0]!)) reply.log.debug(line, 'request completed');
     else reply.log.info(line, 'request completed');
   }
 }

@@ -18,8 +18,10 @@ const refusal = (): Envelope => ({
 
 /**
  * For a load balancer (no token needed): GET /healthz answers 200 while the
- * process runs; GET /readyz answers 200 when the database answers and the
- * instance is not draining, else 503 with the envelope. While draining
+ * process runs; GET /readyz answers 200 when the database answers, an
+ * external bucket's STS gives credentials (bucket/credentials-check.ts:
+ * 503005 otherwise) and the instance is not draining, else 503 with the
+ * envelope. While draining
  * (SIGTERM), every new request is refused with 503002 and `Connection:
  * close`, and the requests in flight are counted so that drain() can wait
  * for them.
@@ -59,12 +61,13 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext):
       clearTimeout(timer);
     }
     // An STS that does not answer: the last known state, not a hanging check.
+    let wait: NodeJS.Timeout | undefined;
     const credentials = await Promise.race([
       ctx.credentials.current(),
-      new Promise<CredentialsState>((resolve) =>
-        setTimeout(() => resolve(ctx.credentials.last()), PING_TIMEOUT_MS).unref(),
-      ),
-    ]);
+      new Promise<CredentialsState>((resolve) => {
+        wait = setTimeout(() => resolve(ctx.credentials.last()), PING_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(wait));
     if (!credentials.ok) {
       throw new ApiError(
         503,
