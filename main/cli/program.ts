@@ -160,7 +160,7 @@ export function buildProgram(): Command {
       process.exitCode = (await import('./commands/login.js')).logoutCommand(opts);
     });
 
-  program
+  const serve = program
     .command('serve')
     .description('run the reference service (prints one JSON line when ready)')
     .addOption(new Option('--host <host>', 'address to listen on').default('127.0.0.1'))
@@ -173,7 +173,25 @@ export function buildProgram(): Command {
       '--database <url|file>',
       'postgres://user@host:port/db (password from PGPASSWORD or ~/.pgpass) or a JSON settings file; default: SQLite in the data folder',
     )
+    .option(
+      '-v, --verbose',
+      'JSON log lines at debug level (default: plain lines at a terminal, JSON otherwise)',
+    )
     .action(async (opts: ServeFlags) => (await import('./commands/serve.js')).serveCommand(opts));
+  serve
+    .command('reset-password')
+    .argument('<user>', 'the user, e.g. pilot')
+    .description(
+      "give a user of the service a new random password, written to the data folder (pilot's: pilot-password)",
+    )
+    .option('--data <dir>', 'data folder (default: <state>/local-service)')
+    .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
+    .option('--database <url|file>', 'the database `serve` uses (default: SQLite in the data folder)')
+    .action(async (user: string, opts: Pick<ServeFlags, 'data' | 'state' | 'database'>) => {
+      // `serve`'s own --data/--state/--database take these options when given after the user.
+      const both = { ...serve.opts<Pick<ServeFlags, 'data' | 'state' | 'database'>>(), ...opts };
+      process.exitCode = await (await import('./commands/serve.js')).resetPasswordCommand(user, both);
+    });
 
   program
     .command('import-waylines')

@@ -117,8 +117,8 @@ export class TokenStore {
     return token;
   }
 
-  async check(token: string): Promise<TokenCheck> {
-    const row = await this.db.get<TokenRow>(
+  async check(token: string, db: SqlDb = this.db): Promise<TokenCheck> {
+    const row = await db.get<TokenRow>(
       'SELECT workspace_id, user_id, kind, expires_at, revoked_at FROM tokens WHERE hash = ?',
       [hashToken(token)],
     );

@@ -82,40 +82,86 @@ export async function ensureDefaults(db: SqlDb, dataDir: string, tokens: TokenSt
   const workspaceId = await ensureDefaultWorkspace(db);
   const result: Defaults = { workspaceId, devToken: '' };
 
-  const pilot = await findUser(db, DEFAULT_USERNAME);
-  if (!pilot) {
-    const password = randomBytes(12).toString('base64url');
-    await createUser(db, DEFAULT_USERNAME, password, workspaceId);
-    const file = join(dataDir, PILOT_PASSWORD_FILE);
-    writeSecretFile(file, `${password}\n`);
-    result.createdPasswordFile = file;
+  if (!(await findUser(db, DEFAULT_USERNAME))) {
+    // Two instances starting at once (two `serve` on one data folder) both get here: the
+    // insert decides, and only the one whose row went in writes the file.
+    const password = newPassword();
+    if (await createUserIfAbsent(db, DEFAULT_USERNAME, password, workspaceId)) {
+      const file = join(dataDir, PILOT_PASSWORD_FILE);
+      writeSecretFile(file, `${password}\n`);
+      result.createdPasswordFile = file;
+    }
   }
 
+  // In one transaction, the file read in it: a second instance starting at once finds the
+  // token the first one wrote instead of revoking it.
   const devFile = join(dataDir, DEV_TOKEN_FILE);
-  const existing = readSecretFile(devFile);
-  const check = existing === null ? null : await tokens.check(existing);
-  if (
-    existing !== null &&
-    check?.ok &&
-    check.owner.kind === 'dev' &&
-    check.owner.workspaceId === workspaceId
-  ) {
-    result.devToken = existing;
-  } else {
+  result.devToken = await db.tx(async (t) => {
+    const existing = readSecretFile(devFile);
+    const check = existing === null ? null : await tokens.check(existing, t);
+    if (
+      existing !== null &&
+      check?.ok &&
+      check.owner.kind === 'dev' &&
+      check.owner.workspaceId === workspaceId
+    )
+      return existing;
     // SQLite: one dev token at a time, the new one replaces every other. PostgreSQL:
     // each instance's data dir may hold its own (an instance started on a new
     // machine must not revoke the token the others print); revoke by hand to rotate.
-    result.devToken = await db.tx(async (t) => {
-      if (db.kind === 'sqlite') {
-        await t.run("UPDATE tokens SET revoked_at = ? WHERE kind = 'dev' AND revoked_at IS NULL", [
-          Date.now(),
-        ]);
-      }
-      return tokens.issue({ workspaceId, userId: null, kind: 'dev' }, null, t);
-    });
-    writeSecretFile(devFile, `${result.devToken}\n`);
-  }
+    if (db.kind === 'sqlite') {
+      await t.run("UPDATE tokens SET revoked_at = ? WHERE kind = 'dev' AND revoked_at IS NULL", [Date.now()]);
+    }
+    const token = await tokens.issue({ workspaceId, userId: null, kind: 'dev' }, null, t);
+    writeSecretFile(devFile, `${token}\n`);
+    return token;
+  });
   return result;
+}
+
+const newPassword = (): string => randomBytes(12).toString('base64url');
+
+/** Creates the user unless one of that name exists (whatever its case); true when this call created it. */
+async function createUserIfAbsent(
+  db: SqlDb,
+  username: string,
+  password: string,
+  workspaceId: string,
+): Promise<boolean> {
+  const hash = await hashPassword(password);
+  const row = await db.get<{ id: number }>(
+    'INSERT INTO users (username, password_hash, workspace_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id',
+    [username, hash, workspaceId, Date.now()],
+  );
+  return row !== undefined;
+}
+
+/** The file `resetPassword` writes a user's new password to: `pilot-password` for pilot. */
+export function passwordFileOf(username: string): string {
+  return username.toLowerCase() === DEFAULT_USERNAME ? PILOT_PASSWORD_FILE : `${username}-password`;
+}
+
+/**
+ * A new random password for `username` (the old one stops working, and so do
+ * the sign-ins made with it), written to `<dataDir>/<passwordFileOf(user)>`
+ * (0600); resolves to that file's path. Null when there is no such user.
+ */
+export async function resetPassword(db: SqlDb, dataDir: string, username: string): Promise<string | null> {
+  const user = await findUser(db, username);
+  if (!user) return null;
+  const password = newPassword();
+  const hash = await hashPassword(password);
+  const file = join(dataDir, passwordFileOf(user.username));
+  await db.tx(async (t) => {
+    await t.run('UPDATE users SET password_hash = ? WHERE id = ?', [hash, user.id]);
+    await t.run('UPDATE tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL', [
+      Date.now(),
+      user.id,
+    ]);
+    // In the transaction: if the file cannot be written, the old password stays.
+    writeSecretFile(file, `${password}\n`);
+  });
+  return file;
 }
 
 export interface UserRow {

@@ -2,7 +2,10 @@
  * What the HTTP server does with sockets before (and between) requests:
  *
  * - Connections are bounded per client address (IPv4 address, IPv6 /64: one
- *   host usually holds a whole /64), so one client cannot hold them all.
+ *   host usually holds a whole /64), so one client cannot hold them all. At
+ *   its own bound, a client's new connection takes the place of its own
+ *   longest-idle one (the same rule as below): sockets it left open, or a
+ *   NAT's other hosts left idle, never lock its next request out.
  * - At the server's cap, a new connection takes the place of the connection
  *   that has been idle longest (one that has not sent a complete request
  *   first, then an idle keep-alive one), instead of being refused: idle
@@ -80,11 +83,14 @@ export function guardConnections(server: http.Server, limits: ConnectionLimits):
     forget(t);
     t.socket.destroy();
   };
-  /** Closes the longest-idle connection, never-served ones first; false when every connection is busy. */
-  const makeRoom = (): boolean => {
+  /**
+   * Closes the longest-idle connection (of client `key` only, when given),
+   * never-served ones first; false when every such connection is busy.
+   */
+  const makeRoom = (key?: string): boolean => {
     let idleServed: Tracked | undefined;
     for (const t of open.values()) {
-      if (t.busy > 0) continue;
+      if (t.busy > 0 || (key !== undefined && t.key !== key)) continue;
       if (!t.served) {
         close(t);
         return true;
@@ -99,13 +105,16 @@ export function guardConnections(server: http.Server, limits: ConnectionLimits):
   server.on('connection', (socket: Socket) => {
     const key = clientKey(socket.remoteAddress);
     const n = perClient.get(key) ?? 0;
-    if (n >= limits.maxConnectionsPerAddress || (open.size >= limits.maxConnections && !makeRoom())) {
+    // At the client's own cap, its own longest-idle connection makes room (it cannot take another's).
+    const room =
+      n >= limits.maxConnectionsPerAddress ? makeRoom(key) : open.size < limits.maxConnections || makeRoom();
+    if (!room) {
       socket.destroy();
       return;
     }
     const t: Tracked = { socket, key, busy: 0, served: false, gone: false };
     open.set(socket, t);
-    perClient.set(key, n + 1);
+    perClient.set(key, (perClient.get(key) ?? 0) + 1);
     socket.once('close', () => forget(t));
   });
 
@@ -228,15 +237,50 @@ export function answerClientError(
     socket.once('finish', () => socket.destroy());
     return;
   }
-  let drained = 0;
-  const timer = setTimeout(() => socket.destroy(), DRAIN_MS);
-  timer.unref();
   socket.removeAllListeners('data');
-  socket.on('data', (chunk: Buffer) => {
+  dropRest(socket, socket, { ms: DRAIN_MS, bytes: DRAIN_BYTES });
+}
+
+/**
+ * Reads and drops what `from` still brings, then closes `socket`: once the
+ * client has sent it all, or after `bound` (time, bytes), whichever comes
+ * first. Closing a socket with unread data sends a reset, and a client that
+ * is still writing its request loses the answer already sent to it.
+ */
+function dropRest(socket: Socket, from: NodeJS.ReadableStream, bound: { ms: number; bytes: number }): void {
+  let drained = 0;
+  const timer = setTimeout(() => socket.destroy(), bound.ms);
+  timer.unref();
+  from.on('data', (chunk: Buffer) => {
     drained += chunk.length;
-    if (drained > DRAIN_BYTES) socket.destroy();
+    if (drained > bound.bytes) socket.destroy();
   });
   socket.once('close', () => clearTimeout(timer));
   socket.once('end', () => socket.destroy());
-  socket.resume();
+  from.resume();
+}
+
+/** How long, and how many bytes, of a body over the limit are read after its 413 (see answerTooLarge). */
+const TOO_LARGE_DRAIN_MS = 10_000;
+const TOO_LARGE_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/**
+ * For a request whose body is over the limit, answered before the body was
+ * read (413, `Connection: close`): the rest of the body is read and dropped,
+ * bounded in time and bytes, before the connection closes, so the client
+ * still writing it is not reset (EPIPE) and reads the answer. Node would
+ * close the socket as soon as the answer is out.
+ */
+export function answerTooLarge(req: http.IncomingMessage): void {
+  const socket = req.socket;
+  // Node's server calls destroySoon once an answer with `Connection: close` is out: end only
+  // the sending side then, and close once the body is in (or the bound is reached).
+  socket.destroySoon = () => {
+    socket.end();
+  };
+  req.once('end', () => {
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  });
+  dropRest(socket, req, { ms: TOO_LARGE_DRAIN_MS, bytes: TOO_LARGE_DRAIN_BYTES });
 }

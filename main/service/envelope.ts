@@ -51,6 +51,8 @@ export const CODES = {
    * instance lock was lost, and the two may not share it (the embedded bucket's one-instance rule).
    */
   INSTANCE_CONFLICT: 503004,
+  /** /readyz only: the bucket's STS gives no credentials (refused or unreachable; the reason is in the log). */
+  BUCKET_CREDENTIALS_UNAVAILABLE: 503005,
 } as const;
 
 export interface Envelope<T = unknown> {

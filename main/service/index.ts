@@ -1,8 +1,16 @@
+import { mkdirSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import { safeJsonText } from '../shared/visible.js';
 import { TOKEN_TTL_SECONDS, TokenStore } from './auth.js';
-import { createUser, createWorkspace, ensureDefaultWorkspace, ensureDefaults } from './bootstrap.js';
+import {
+  createUser,
+  createWorkspace,
+  ensureDefaultWorkspace,
+  ensureDefaults,
+  resetPassword,
+} from './bootstrap.js';
 import type { ExternalBucketConfig } from './bucket/external-config.js';
+import { CredentialsCheck } from './bucket/credentials-check.js';
 import { startEmbeddedBucket } from './bucket/embedded.js';
 import type { BucketBackend } from './bucket/types.js';
 import type { ServiceContext } from './context.js';
@@ -20,6 +28,7 @@ export { validateExternalBucketConfig, type ExternalBucketConfig } from './bucke
 export { SchemaTooNewError } from './db.js';
 export { InstanceConflictError } from './data/open.js';
 export { DatabaseStartError } from './data/postgres.js';
+export { BucketCredentialsError } from './bucket/credentials-check.js';
 export {
   describeDatabase,
   validateDatabaseConfig,
@@ -110,6 +119,8 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     throw new Error('bodyLimitBytes must be an integer of at least 1024.');
 
   const limits = resolveLimits(opts.limits);
+  // Whatever the database: the data folder holds the password and token files (and the bucket's).
+  mkdirSync(opts.dataDir, { recursive: true });
   const data = await openServiceDatabase({
     dataDir: opts.dataDir,
     database: opts.database ?? { kind: 'sqlite' },
@@ -135,8 +146,16 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
           limits,
           log,
         });
+    // An external bucket whose STS refuses credentials stops the start here, with the fix.
+    const credentials = new CredentialsCheck(
+      bucket,
+      () => settings.stsExpireSeconds,
+      log,
+      limits.bucketCheckSeconds * 1000,
+    );
+    await credentials.atStart();
     const lifecycle = { draining: false, inFlight: 0 };
-    const ctx: ServiceContext = { db, tokens, bucket, settings, log, limits, lifecycle };
+    const ctx: ServiceContext = { db, tokens, bucket, credentials, settings, log, limits, lifecycle };
     const app = buildServer(ctx, { logger: log, bodyLimit });
     await app.listen({ host, port: opts.port ?? 0 });
     const address = app.server.address();
@@ -244,6 +263,33 @@ export async function importWaylines(
   try {
     const ws = await data.startup(() => ensureDefaultWorkspace(data.db));
     return await insertWaylines(data.db, ws, items);
+  } finally {
+    await data.close();
+  }
+}
+
+/**
+ * `serve reset-password USER`: a new random password for USER, in
+ * `<dataDir>/pilot-password` (pilot) or `<dataDir>/USER-password`, 0600; the
+ * user's sign-ins are revoked. Works beside running instances (SQLite WAL,
+ * PostgreSQL). Resolves to the file, or null when there is no such user.
+ */
+export async function resetUserPassword(
+  dataDir: string,
+  username: string,
+  database: DatabaseConfig = { kind: 'sqlite' },
+): Promise<string | null> {
+  mkdirSync(dataDir, { recursive: true });
+  const data = await openServiceDatabase({
+    dataDir,
+    database,
+    embeddedBucket: false,
+    log: null,
+    lock: false,
+  });
+  try {
+    await data.startup(() => ensureDefaultWorkspace(data.db));
+    return await resetPassword(data.db, dataDir, username);
   } finally {
     await data.close();
   }

@@ -24,7 +24,11 @@ export interface ServiceLimits {
    * (connections.ts); when every one is busy, it is closed at once.
    */
   maxConnections: number;
-  /** Each server: connections one client address (IPv6: one /64) may hold; more are closed at once. */
+  /**
+   * Each server: connections one client address (IPv6: one /64) may hold. At
+   * this bound its new connection replaces its own longest-idle one; when all
+   * of its connections are busy, the new one is closed at once.
+   */
   maxConnectionsPerAddress: number;
   /** Largest PutObject body. */
   maxObjectBytes: number;
@@ -42,6 +46,8 @@ export interface ServiceLimits {
   stsBurst: number;
   /** ...and then one more every this many seconds. */
   stsRefillSeconds: number;
+  /** External bucket: /readyz asks the STS for credentials again once its last answer is this old. */
+  bucketCheckSeconds: number;
 }
 
 const GiB = 1024 ** 3;
@@ -63,6 +69,7 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   loginMaxWaitSeconds: 900,
   stsBurst: 60,
   stsRefillSeconds: 10,
+  bucketCheckSeconds: 30,
 };
 
 /** The defaults with `given` applied; every value must be a positive integer, every name a limit. */

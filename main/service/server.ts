@@ -8,16 +8,18 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { StorageProviderError } from './bucket/types.js';
-import { answerClientError, envelopeAnswer, guardConnections } from './connections.js';
+import { answerClientError, answerTooLarge, envelopeAnswer, guardConnections } from './connections.js';
 import type { ServiceContext } from './context.js';
 import { checkingInterval } from './limits.js';
 import { ThrottledError } from './client-limits.js';
 import { ApiError, CODES, type Envelope } from './envelope.js';
-import { registerHealthRoutes } from './routes/health.js';
+import { HEALTH_PATH, READY_PATH, registerHealthRoutes } from './routes/health.js';
 import { registerManageRoutes } from './routes/manage.js';
 import { registerMediaRoutes } from './routes/media.js';
 import { registerStorageRoutes } from './routes/storage.js';
 import { registerWaylineRoutes } from './routes/waylines.js';
+
+const HEALTH_CHECKS: ReadonlySet<string> = new Set([HEALTH_PATH, READY_PATH]);
 
 /** Default request body limit: a callback body is ~1 KiB; 256 KiB leaves room and stops abuse. */
 export const DEFAULT_BODY_LIMIT = 256 * 1024;
@@ -41,6 +43,9 @@ class AccessLog extends LogController {
   override requestCompleted(error: Error | null | undefined, req: FastifyRequest, reply: FastifyReply): void {
     const line = { req, res: reply, responseTime: reply.elapsedTime };
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    // A load balancer's health checks (one a second per instance) only at debug: the log keeps the
+    // requests of people; a change of readiness is logged where it happens (credentials-check.ts).
+    else if (HEALTH_CHECKS.has(req.url.split('?')[0]!)) reply.log.debug(line, 'request completed');
     else reply.log.info(line, 'request completed');
   }
 }
@@ -128,13 +133,14 @@ export function buildServer(
     }
     if (err instanceof StorageProviderError) {
       // In full (the provider's own text is in err.cause) for the operator; the client gets err.message only.
-      req.log.warn({ err }, 'storage provider failed');
+      req.log.warn({ err }, `storage provider failed: ${err.providerReason}`);
       return reply
         .code(502)
         .send({ code: CODES.STORAGE_PROVIDER_FAILED, message: err.message } satisfies Envelope);
     }
     switch (err.code) {
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        answerTooLarge(req.raw);
         return reply.code(413).send({
           code: CODES.BODY_TOO_LARGE,
           message: `The request body is larger than the limit of ${opts.bodyLimit} bytes.`,

@@ -100,10 +100,12 @@ describe('a callback that does not match its object', () => {
 
 /**
  * A stand-in for a cloud provider on loopback (no real cloud is reachable
- * here): its STS refuses with AWS's error text, account id and ARNs
- * included; its HEAD answers with the ETags of `objects`.
+ * here): its STS gives credentials (the service checks it can get some at
+ * start) until `refuse()`, then refuses with AWS's error text, account id
+ * and ARNs included; its HEAD answers with the ETags of `objects`.
  */
 async function fakeProvider(objects: Map<string, { etag: string; size: number }>) {
+  let refusing = false;
   const server = http.createServer((req, res) => {
     req.resume();
     const object = objects.get(
@@ -116,6 +118,15 @@ async function fakeProvider(objects: Map<string, { etag: string; size: number }>
     // A key it refuses to show (a policy, a wrong key): 403, and as HEAD answers, no body.
     if (req.method === 'HEAD' && (req.url ?? '').includes('denied')) return void res.writeHead(403).end();
     if (req.method === 'HEAD') return void res.writeHead(404).end();
+    if (!refusing) {
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      return void res.end(
+        '<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult><Credentials>' +
+          '<AccessKeyId>ASIAEXAMPLE</AccessKeyId><SecretAccessKey>temporary-secret</SecretAccessKey>' +
+          `<SessionToken>session</SessionToken><Expiration>${new Date(Date.now() + 3600_000).toISOString()}</Expiration>` +
+          '</Credentials></AssumeRoleResult></AssumeRoleResponse>',
+      );
+    }
     res.writeHead(403, { 'content-type': 'text/xml' });
     res.end(
       '<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><Error><Type>Sender</Type>' +
@@ -132,6 +143,8 @@ async function fakeProvider(objects: Map<string, { etag: string; size: number }>
     url,
     /** TCP connections the service opened to it so far. */
     connections: () => connections,
+    /** From now on its STS refuses. */
+    refuse: () => void (refusing = true),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -159,6 +172,7 @@ describe('an external bucket', () => {
       externalBucket: { ...external, endpoint: provider.url },
     });
     try {
+      provider.refuse();
       const r = await call(ext, 'POST', paths(ext.workspaceId).sts);
       expect(r.status).toBe(502);
       expect(r.body).toEqual({
@@ -182,6 +196,8 @@ describe('an external bucket', () => {
       externalBucket: { ...external, endpoint: provider.url, objectKeyPrefix: 'crews' },
     });
     try {
+      // (The STS check at start had a connection of its own.)
+      const before = provider.connections();
       const prefix = ext.bucket.objectKeyPrefix;
       objects.set(`${prefix}/single.jpg`, { etag: md5Hex('single'), size: 6 });
       objects.set(`${prefix}/multi.mp4`, { etag: `${md5Hex('x')}-3`, size: 20_000_000 });
@@ -195,7 +211,7 @@ describe('an external bucket', () => {
       expect((await post('multi.mp4', md5Hex('anything'))).body.code).toBe(0);
       expect((await post('gone.jpg', md5Hex('single'))).body.code).toBe(CODES.OBJECT_NOT_FOUND);
       // Four checks one after the other, on one kept-alive connection (not a handshake per HEAD).
-      expect(provider.connections()).toBe(1);
+      expect(provider.connections() - before).toBe(1);
       // The bucket refuses the check: the provider failed, not the client; said as such.
       const denied = await post('denied.jpg', md5Hex('single'));
       expect(denied.status).toBe(502);

@@ -377,6 +377,36 @@ describe('6. credentials and storage', () => {
     expect(third.body).toContain('2 unfinished multipart uploads');
   });
 
+  it('a 10 MB JSON body gets the 413 envelope and no reset, even when the client writes it all before it reads', async () => {
+    const url = new URL(s.baseUrl);
+    const length = 10 * 1024 * 1024;
+    const outcome = await new Promise<{ answer: string; errors: string[] }>((resolve) => {
+      const sock = net.connect({ host: url.hostname, port: Number(url.port) });
+      let answer = '';
+      const errors: string[] = [];
+      sock.setEncoding('utf8');
+      sock.on('data', (d: string) => (answer += d));
+      sock.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+      sock.on('close', () => resolve({ answer, errors }));
+      sock.write(
+        `POST ${paths(s.workspaceId).callback} HTTP/1.1\r\nHost: ${url.host}\r\nx-auth-token: ${s.token}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`,
+      );
+      // The whole body in one write (as curl or a script's HTTP library sends it), then the end.
+      sock.end(Buffer.alloc(length, ' '));
+      setTimeout(() => sock.destroy(new Error('no close within 20 s')), 20_000).unref();
+    });
+    // Before: errors ['EPIPE'] (the service closed the connection under the body still on its way).
+    expect(outcome.errors).toEqual([]);
+    expect(rawAnswer(outcome.answer)).toEqual({
+      status: 413,
+      body: {
+        code: CODES.BODY_TOO_LARGE,
+        message: `The request body is larger than the limit of ${256 * 1024} bytes.`,
+      },
+    });
+  });
+
   it('closes connections beyond the cap at once', async () => {
     const capped = await startTemp({ limits: { maxConnections: 3 } });
     try {
@@ -626,6 +656,36 @@ describe('22. idle connections held open', () => {
         }),
       ]),
     );
+  });
+
+  it("1,000 idle sockets from one address: that address's next request is served within 2 s, its own longest-idle socket makes room", async () => {
+    // The defaults (64 per address, 256 in all, 10 s headers timeout): the promise as `serve` keeps it.
+    const svc = await startTemp();
+    const sockets: net.Socket[] = [];
+    try {
+      sockets.push(...(await idleSockets(svc.baseUrl, 1000, '127.0.0.1')));
+      await waitFor(
+        'the connections beyond the address bound to be closed',
+        () => sockets.filter(isOpen).length <= DEFAULT_LIMITS.maxConnectionsPerAddress,
+        3000,
+      );
+      const held = sockets.filter(isOpen);
+      // The newest ones are held (each took the place of the longest-idle one before it), from the last batch of 100.
+      expect(held.length).toBe(DEFAULT_LIMITS.maxConnectionsPerAddress);
+      expect(Math.min(...held.map((sock) => sockets.indexOf(sock)))).toBeGreaterThanOrEqual(900);
+      const started = Date.now();
+      const first = await twentyTries(svc, '127.0.0.1');
+      const ms = Date.now() - started;
+      // Before: 'refused' twenty times (each new connection from the address was reset at once).
+      expect(first).toEqual(Array(20).fill(0));
+      expect(ms).toBeLessThan(20 * 2000);
+      // The first try took one held socket's place; each try's connection closes after its answer,
+      // leaving its place to the next: the other held sockets are still open.
+      expect(held.filter(isOpen).length).toBe(DEFAULT_LIMITS.maxConnectionsPerAddress - 1);
+    } finally {
+      for (const sock of sockets) sock.destroy();
+      await svc.stop();
+    }
   });
 
   it('idle sockets from many addresses filling the cap: a new client is still served, a request in progress is never closed for it', async () => {

@@ -2,7 +2,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { StsResult } from '../../core/api/types.js';
 import { SignedHead } from '../../core/storage/s3-put.js';
-import { StorageProviderError, type BucketBackend, type ObjectInfo } from './types.js';
+import { parseProviderError, StorageProviderError, type BucketBackend, type ObjectInfo } from './types.js';
 import { validateExternalBucketConfig, type ExternalBucketConfig } from './external-config.js';
 
 export { validateExternalBucketConfig, type ExternalBucketConfig };
@@ -81,6 +81,20 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
               ? { endpoint: cfg.endpoint }
               : {}),
         });
+
+  // Error answers are read here, before the SDK's parser: it cannot read RGW's S3-form
+  // errors and would say only "UnknownError" (see ProviderAnswerError).
+  sts?.middlewareStack.add(
+    (next) => async (args) => {
+      const out = await next(args);
+      const res = out.response as { statusCode?: number; body?: unknown };
+      if (typeof res.statusCode === 'number' && res.statusCode >= 300) {
+        throw parseProviderError(res.statusCode, await readSome(res.body, 64 * 1024));
+      }
+      return out;
+    },
+    { step: 'deserialize', priority: 'low', name: 'dmsProviderErrors' },
+  );
 
   async function issue(req: {
     workspaceId: string;
@@ -194,6 +208,9 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
   }
 
   return {
+    async probe(expire: number) {
+      await issue({ workspaceId: 'check', prefix: cfg.objectKeyPrefix ?? 'check', expireSeconds: expire });
+    },
     name: cfg.bucket,
     endpoint: cfg.endpoint,
     dataDir: '',
@@ -207,4 +224,22 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
       return Promise.resolve();
     },
   };
+}
+
+/** Up to `max` bytes of a response body (a Node stream), as text; '' when there is none. */
+async function readSome(body: unknown, max: number): Promise<string> {
+  if (body === null || typeof body !== 'object' || !(Symbol.asyncIterator in body)) return '';
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer | string>) {
+      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+      chunks.push(b);
+      size += b.length;
+      if (size >= max) break;
+    }
+  } catch {
+    // What arrived is enough to name the error.
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
 }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { CredentialsState } from '../bucket/credentials-check.js';
 import type { ServiceContext } from '../context.js';
 import { DatabaseUnavailableError } from '../data/sql.js';
 import { ApiError, CODES, ok, type Envelope } from '../envelope.js';
@@ -17,8 +18,10 @@ const refusal = (): Envelope => ({
 
 /**
  * For a load balancer (no token needed): GET /healthz answers 200 while the
- * process runs; GET /readyz answers 200 when the database answers and the
- * instance is not draining, else 503 with the envelope. While draining
+ * process runs; GET /readyz answers 200 when the database answers, an
+ * external bucket's STS gives credentials (bucket/credentials-check.ts:
+ * 503005 otherwise) and the instance is not draining, else 503 with the
+ * envelope. While draining
  * (SIGTERM), every new request is refused with 503002 and `Connection:
  * close`, and the requests in flight are counted so that drain() can wait
  * for them.
@@ -56,6 +59,21 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext):
       throw new DatabaseUnavailableError(err);
     } finally {
       clearTimeout(timer);
+    }
+    // An STS that does not answer: the last known state, not a hanging check.
+    let wait: NodeJS.Timeout | undefined;
+    const credentials = await Promise.race([
+      ctx.credentials.current(),
+      new Promise<CredentialsState>((resolve) => {
+        wait = setTimeout(() => resolve(ctx.credentials.last()), PING_TIMEOUT_MS);
+      }),
+    ]).finally(() => clearTimeout(wait));
+    if (!credentials.ok) {
+      throw new ApiError(
+        503,
+        CODES.BUCKET_CREDENTIALS_UNAVAILABLE,
+        "This instance cannot get bucket credentials from the storage provider's STS; the operator finds the reason in its log.",
+      );
     }
     return ok({ status: 'ready' });
   });

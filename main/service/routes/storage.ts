@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { hashToken, requestToken, workspaceGuard } from '../auth.js';
 import type { ServiceContext } from '../context.js';
+import { StorageProviderError } from '../bucket/types.js';
 import { CODES, ok } from '../envelope.js';
 import { workspacePrefix } from '../media-store.js';
 import { RateLimit, ThrottledError } from '../client-limits.js';
@@ -25,13 +26,21 @@ export function registerStorageRoutes(app: FastifyInstance, ctx: ServiceContext)
         );
       }
       const workspaceId = req.params.workspace_id;
-      const sts = await ctx.bucket.issue({
-        workspaceId,
-        prefix: await workspacePrefix(ctx, workspaceId),
-        expireSeconds: ctx.settings.stsExpireSeconds,
-        requestHost: req.hostname,
-      });
-      return ok(sts);
+      const prefix = await workspacePrefix(ctx, workspaceId);
+      try {
+        const sts = await ctx.bucket.issue({
+          workspaceId,
+          prefix,
+          expireSeconds: ctx.settings.stsExpireSeconds,
+          requestHost: req.hostname,
+        });
+        ctx.credentials.record({ ok: true });
+        return ok(sts);
+      } catch (err) {
+        if (err instanceof StorageProviderError)
+          ctx.credentials.record({ ok: false, reason: err.providerReason });
+        throw err;
+      }
     },
   );
 }
