@@ -71,6 +71,16 @@ export function isUnavailable(err: unknown): boolean {
   );
 }
 
+/** Node's codes for a certificate whose issuer it does not trust (verify-ca / verify-full). */
+const TLS_TRUST_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_UNTRUSTED',
+]);
+
 /** The database could not be used at start: the message says why and what to do (never the password). */
 export class DatabaseStartError extends Error {
   constructor(message: string, cause: unknown) {
@@ -92,6 +102,15 @@ export function explainConnectFailure(err: unknown, description: string): Error 
     why = 'refused the user name or password';
   } else if (code === '3D000') {
     why = 'has no such database: create it first (createdb)';
+  } else if (typeof code === 'string' && TLS_TRUST_CODES.has(code)) {
+    why =
+      `presented a TLS certificate this service does not trust (${code}): Node checks it against its own ` +
+      "list of CAs, not the system's; give the CA that signed it in NODE_EXTRA_CA_CERTS=/path/to/ca.crt " +
+      "in the service's environment (docs/deploy.md, PostgreSQL)";
+  } else if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    why = `presented a TLS certificate for another name (${code}): connect with the name the certificate carries`;
+  } else if (code === '57P03' || code === '57P01') {
+    why = `is starting up or shutting down (${code}): start the service again once PostgreSQL is up (a systemd unit with Restart= does)`;
   } else if (isUnavailable(err) || err instanceof DatabaseUnavailableError) {
     why = `cannot be reached (${typeof code === 'string' ? code : 'no answer'}): check that PostgreSQL runs and listens there`;
   } else {
