@@ -39,7 +39,13 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       });
     }
   }
-  const ctx = await openAgentContext(flags);
+  // Local copies need no server and no sign-in: with destinations, a missing sign-in only holds the upload.
+  const ctx = await openAgentContext(flags, process.env, 'allow');
+  const copiesAsked = (flags.copyTo?.length ?? 0) > 0 || ctx.config.destinations.length > 0;
+  if (ctx.signInMissing && !copiesAsked) {
+    await ctx.close();
+    throw ctx.signInMissing;
+  }
   const { queue, notice } = ctx.session;
   if (notice) writeLines([notice], process.stderr);
   const config = parseConfig(
@@ -58,6 +64,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     config,
     logger: ctx.logger,
     manifestsDir: ctx.paths.manifests,
+    ...(ctx.signInMissing ? { initialState: { name: 'auth-required', error: ctx.signInMissing } } : {}),
   });
   const engine = agent.engine;
   const bar = new ProgressBar();

@@ -304,8 +304,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       while (!signal?.aborted) {
         const blocked = this.status.blocked;
-        // A one-shot run reports and exits on a sign-in to renew or a halt; a pause waits.
-        if (opts.mode === 'until-idle' && blocked && this.state !== 'paused') break;
+        // The copy lane is the upload's peer, not behind it: cards are copied at
+        // card speed with the server away (offline, its hold) or no sign-in. Only
+        // a pause (the crew's) or a halt (the store cannot record) stops it.
+        const copying = this.copies.enabled && this.state !== 'paused' && this.state !== 'halted';
+        if (copying) this.dispatchCopies(limit, signal);
+        const copyLaneBusy = this.copyLane.inFlight > 0;
+        // A one-shot run reports and exits on a sign-in to renew or a halt (once its copies are made); a pause waits.
+        if (opts.mode === 'until-idle' && blocked && this.state !== 'paused' && !copyLaneBusy) break;
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
@@ -354,9 +360,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         },
       );
     }
-    if (!this.copies.enabled) return;
-    // The card read and copied at the speed of the card: two files copying
-    // (both cores), two more read back, whatever the uplink does meanwhile.
+  }
+
+  /**
+   * The copy lane: the card read and copied at the speed of the card, two
+   * files copying (both cores), two more read back, whatever the uplink, the
+   * server or the sign-in do meanwhile. It only reads, copies and records.
+   */
+  private dispatchCopies(maxAttempts: number | undefined, signal?: AbortSignal): void {
     for (const row of this.copyLane.take(COPY_LANE_WIDTH, maxAttempts)) {
       this.status.set('syncing');
       this.copyLane.start(

