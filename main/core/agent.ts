@@ -43,6 +43,8 @@ export interface AgentEvents {
   local: [{ source: Source; offload: CardOffload; histories: string[] }];
   /** A destination stopped for a card (full, unplugged, read-only, not enough room): its reason. */
   'destination-stopped': [{ source: Source; destination: string; message: string }];
+  /** A destination's folder as a card's scan found it: created (not there yet), made again, or its drive unplugged. */
+  destination: [{ source: Source | undefined; destination: string; look: string; message: string }];
   /** A staging destination's copy of a card was deleted: every file of it is in the workspace. */
   cleaned: [Cleaned];
 }
@@ -133,6 +135,14 @@ export class Agent extends EventEmitter<AgentEvents> {
       const source = this.sourceById(sourceId);
       if (source) this.emit('destination-stopped', { source, destination: destination.label, message });
     });
+    this.engine.on('destination', ({ sourceId, destination, look, message }) =>
+      this.emit('destination', {
+        source: this.sourceById(sourceId),
+        destination: destination.label,
+        look,
+        message,
+      }),
+    );
     this.engine.on('state', (change) => {
       this.emit('state', change);
       // `sync` settles its folders itself, after its one run.

@@ -6,7 +6,7 @@
  * destination of a past run not named again, then forgotten; two cards
  * synced one after the other from the same folder.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -187,3 +187,137 @@ describe('copies need no server and no sign-in', () => {
     expect(await svc.admin.mediaRecords(svc.workspaceId)).toEqual([]);
   }, 180_000);
 });
+
+/** `sync <card> --json --copy-to …` against the reference service, its state in `state-<name>`. */
+function syncTo(name: string, card: string, dests: string[], extra: string[] = []): Run {
+  const state = path.join(dir, `state-${name}`);
+  fs.mkdirSync(state, { recursive: true });
+  if (!fs.existsSync(path.join(state, 'config.json')))
+    fs.writeFileSync(path.join(state, 'config.json'), '{}');
+  return cli(
+    [
+      'sync',
+      card,
+      '--json',
+      '--state',
+      state,
+      '--server',
+      svc.baseUrl,
+      '--workspace',
+      svc.workspaceId,
+      ...dests.flatMap((d) => ['--copy-to', d]),
+      ...extra,
+    ],
+    { DMS_TOKEN: svc.token },
+  );
+}
+
+const said = (r: Run) => JSON.stringify(r.lines);
+
+describe('destinations as the crew sees them', () => {
+  it('a folder not created yet (--copy-to ~/DroneCopies): created, said once, the card copied and verified there', async () => {
+    const card = videoCard(path.join(dir, 'card-new-folder'), 3, 1);
+    const home = path.join(dir, 'home-new-folder');
+    fs.mkdirSync(home);
+    const copies = path.join(home, 'DroneCopies');
+    const run = syncTo('new-folder', card, [copies]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(0);
+    const created = ofType(run, 'destination');
+    expect(created).toEqual([
+      {
+        type: 'destination',
+        state: 'not-created',
+        message: `DroneCopies: the folder ${copies} did not exist yet; it was created.`,
+      },
+    ]);
+    expect(ofType(run, 'destination-stopped')).toEqual([]);
+    expect(said(run)).not.toMatch(/unplugged|not there any more|did not read back/);
+    const local = ofType(run, 'local-verdict')[0] as { safe: boolean; message: string; reasons: string[] };
+    expect(local.safe, local.reasons.join(' ')).toBe(true);
+    expect(local.message).toBe(
+      'card-new-folder: 3 files copied and verified on DroneCopies — safe to format',
+    );
+    sameAsCard(card, path.join(copies, fs.readdirSync(copies)[0]!));
+  }, 180_000);
+
+  it.skipIf(process.getuid?.() !== 0 || spawnSyncOk('mount', ['--version']) === false)(
+    'a drive unplugged mid-copy (its volume unmounted): "not plugged in" with its own count, never "did not read back"; nothing written on the laptop in its place',
+    async () => {
+      const card = videoCard(path.join(dir, 'card-unmounted'), 24, 1);
+      const ssd = path.join(dir, 'SSD_UNMOUNT');
+      const t7 = path.join(dir, 'T7_UNMOUNT');
+      fs.mkdirSync(ssd);
+      fs.mkdirSync(t7);
+      expect(spawnSyncOk('mount', ['-t', 'tmpfs', '-o', 'size=200m', 'tmpfs', t7])).toBe(true);
+      let mounted = true;
+      try {
+        const run = syncTo('unmounted', card, [ssd, t7]);
+        const copyOnT7 = () => {
+          const [folder] = fs.readdirSync(t7);
+          return folder ? tree(path.join(t7, folder)).length : 0;
+        };
+        await until('the first copies on T7', () => copyOnT7() >= 2, 60_000);
+        // The drive is pulled: its volume goes away, its mount point stays as a bare folder of the laptop.
+        expect(spawnSyncOk('umount', ['-l', t7])).toBe(true);
+        mounted = false;
+        const r = await ended(run, 120_000);
+        expect(fs.readdirSync(t7), 'nothing written on the laptop in the drive’s place').toEqual([]);
+        const stopped = ofType(run, 'destination-stopped').map((l) => String(l['message']));
+        expect(stopped).toEqual([expect.stringMatching(/^T7_UNMOUNT: its drive is not plugged in/)]);
+        const local = ofType(run, 'local-verdict').at(-1) as {
+          safe: boolean;
+          message: string;
+          reasons: string[];
+        };
+        expect(local.safe).toBe(false);
+        expect(local.message).toMatch(
+          /^card-unmounted: not safe to format from the copies yet — SSD_UNMOUNT 24 of 24 verified; T7_UNMOUNT unplugged after \d+ of 24$/,
+        );
+        expect(said(run)).not.toMatch(/did not read back/);
+        sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+        // The run asked for a copy that was not made: not "all done".
+        expect(r.code).not.toBeNull();
+      } finally {
+        if (mounted) spawnSyncOk('umount', ['-l', t7]);
+      }
+    },
+  );
+
+  it('a destination of a past run not named again stops counting; a destination forgotten no longer counts', async () => {
+    const card = videoCard(path.join(dir, 'card-past'), 2, 1);
+    const [ssd, t7, small] = ['SSD_PAST', 'T7_PAST', 'SMALL_PAST'].map((n) => path.join(dir, n));
+    for (const d of [ssd, t7, small]) fs.mkdirSync(d!);
+    const first = syncTo('past', card, [ssd!, t7!]);
+    expect((await ended(first, 120_000)).code).toBe(0);
+    expect((ofType(first, 'local-verdict')[0] as { message: string }).message).toBe(
+      'card-past: 2 files copied and verified on SSD_PAST and T7_PAST — safe to format',
+    );
+    // The next run names SSD and SMALL only: T7 is not one of this card's destinations any more.
+    const second = syncTo('past', card, [ssd!, small!]);
+    expect((await ended(second, 120_000)).code).toBe(0);
+    expect((ofType(second, 'local-verdict').at(-1) as { message: string }).message).toBe(
+      'card-past: 2 files copied and verified on SSD_PAST and SMALL_PAST — safe to format',
+    );
+    // SMALL is forgotten: `status` no longer names it; its files are not touched.
+    const state = path.join(dir, 'state-past');
+    const forget = cli(['copies', 'forget', small!, '--state', state]);
+    const f = await ended(forget, 60_000);
+    expect(f.code, f.stderr).toBe(0);
+    expect(f.stdout).toMatch(/^Forgot SMALL_PAST \(.*\): it no longer counts for any card/m);
+    expect(tree(path.join(small!, fs.readdirSync(small!)[0]!))).toEqual(tree(card));
+    const status = await ended(cli(['status', '--state', state]), 60_000);
+    expect(status.stdout).toMatch(
+      /^ {2}Local copies: 2 files copied and verified on SSD_PAST — safe to format$/m,
+    );
+    expect(status.stdout).not.toMatch(/SMALL_PAST|T7_PAST/);
+    // Forgetting a folder never used is refused by name.
+    const unknown = await ended(cli(['copies', 'forget', path.join(dir, 'NEVER'), '--state', state]), 60_000);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/No copies were ever made to .*NEVER: nothing to forget/);
+  }, 300_000);
+});
+
+function spawnSyncOk(cmd: string, args: string[]): boolean {
+  return spawnSync(cmd, args).status === 0;
+}

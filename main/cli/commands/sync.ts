@@ -8,6 +8,7 @@ import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import { folderSource } from '../../core/sources/source.js';
 import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
+import { forgetDestinations } from './copies.js';
 import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
 
@@ -17,6 +18,8 @@ export interface SyncFlags extends ServerFlags {
   aircraftSerial?: string;
   /** Local destinations for this run (archive). */
   copyTo?: string[];
+  /** Destinations of past runs to forget before this one. */
+  forgetCopy?: string[];
 }
 
 /** How often `sync` says where it is when there is no terminal to draw a bar on. */
@@ -48,6 +51,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   }
   const { queue, notice } = ctx.session;
   if (notice) writeLines([notice], process.stderr);
+  if (flags.forgetCopy?.length) {
+    const said = forgetDestinations(queue, flags.forgetCopy);
+    if (flags.json)
+      for (const message of said) printJson({ type: 'destination', state: 'forgotten', message });
+    else writeLines(said, process.stderr);
+  }
   const config = parseConfig(
     {
       ...ctx.config,
@@ -145,6 +154,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   agent.on('local', ({ offload }) => {
     if (flags.json) printJson(localJson(offload));
     else process.stdout.write(localText(offload));
+  });
+  // A destination folder created (it was not there yet) or made again: said once, where it happened.
+  agent.on('destination', ({ look, message }) => {
+    if (look === 'unplugged') return; // said by 'destination-stopped'
+    if (flags.json) printJson({ type: 'destination', state: look, message });
+    else writeLines([message], process.stderr);
   });
   agent.on('destination-stopped', ({ message }) => {
     if (flags.json) printJson({ type: 'destination-stopped', message });
