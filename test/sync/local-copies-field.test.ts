@@ -119,7 +119,9 @@ async function ended(run: Run, ms: number): Promise<{ code: number | null; stdou
 
 describe('copies need no server and no sign-in', () => {
   it('the server unreachable (a closed port): both drives get the whole card at card speed; only the upload waits', async () => {
-    const card = videoCard(path.join(dir, 'card-closed'), 16, 3);
+    // Many files: the upload lane's first refusals (a closed port answers at once) come while most of
+    // the card is still to copy; before issue 29 each backoff of the upload held the copies too.
+    const card = videoCard(path.join(dir, 'card-closed'), 40, 0.25);
     const [ssd, t7] = [path.join(dir, 'SSD_CLOSED'), path.join(dir, 'T7_CLOSED')];
     fs.mkdirSync(ssd);
     fs.mkdirSync(t7);
@@ -321,3 +323,60 @@ describe('destinations as the crew sees them', () => {
 function spawnSyncOk(cmd: string, args: string[]): boolean {
   return spawnSync(cmd, args).status === 0;
 }
+
+describe('a card is known by the card, not by where it is mounted', () => {
+  it('two different cards synced one after the other from the same folder are two cards; the first again elsewhere is recognised', async () => {
+    const slot = path.join(dir, 'SLOT');
+    const ssd = path.join(dir, 'SSD_SLOT');
+    fs.mkdirSync(ssd);
+    const first = videoCard(slot, 2, 1, 'DJI_202405061015_001_Quarry');
+    const firstFiles = new Map(tree(first).map((rel) => [rel, fs.readFileSync(path.join(first, rel))]));
+    const one = syncTo('slot', slot, [ssd]);
+    const r1 = await ended(one, 120_000);
+    expect(r1.code, r1.stdout.slice(-2000) + r1.stderr).toBe(0);
+    // The pilot swaps cards in the same reader slot: another card, mounted at the same place.
+    fs.rmSync(slot, { recursive: true });
+    const second = videoCard(slot, 3, 1, 'DJI_202405071130_002_Bridge');
+    const two = syncTo('slot', slot, [ssd]);
+    const r2 = await ended(two, 120_000);
+    expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
+    expect(said(two)).not.toMatch(/already holds another object|changed or removed since/);
+    const local = ofType(two, 'local-verdict').at(-1) as { safe: boolean; message: string };
+    expect(local.message).toBe('SLOT: 3 files copied and verified on SSD_SLOT — safe to format');
+    const verdict = ofType(two, 'verdict').at(-1) as { safe: boolean; message: string; reasons: string[] };
+    expect(verdict.safe, verdict.reasons.join(' ')).toBe(true);
+    expect(verdict.message).toMatch(/^SLOT: 3 files verified in workspace /);
+    // Each card its own copy folder on the drive, each byte-identical with its card.
+    const folders = fs.readdirSync(ssd).sort();
+    expect(folders).toHaveLength(2);
+    const trees = folders.map((f) => tree(path.join(ssd, f)));
+    expect(trees).toContainEqual(tree(second));
+    expect(trees).toContainEqual([...firstFiles.keys()].sort());
+    // Each its own ASC MHL chain: one generation in each.
+    for (const f of folders)
+      expect(fs.readdirSync(path.join(ssd, f, 'ascmhl')).filter((x) => x.endsWith('.mhl'))).toHaveLength(1);
+    // The first card again, now in another folder: recognised, nothing copied or uploaded again.
+    const elsewhere = path.join(dir, 'READER2');
+    for (const [rel, bytes] of firstFiles) {
+      fs.mkdirSync(path.dirname(path.join(elsewhere, rel)), { recursive: true });
+      fs.writeFileSync(path.join(elsewhere, rel), bytes);
+    }
+    // Same times as on the card (a card keeps its files' times wherever it is read).
+    const copyOfFirst = path.join(
+      ssd,
+      folders.find((f) => tree(path.join(ssd, f)).length === 2)!,
+    );
+    for (const rel of firstFiles.keys()) {
+      const st = fs.statSync(path.join(copyOfFirst, rel));
+      fs.utimesSync(path.join(elsewhere, rel), st.atime, st.mtime);
+    }
+    const three = syncTo('slot', elsewhere, [ssd]);
+    const r3 = await ended(three, 120_000);
+    expect(r3.code, r3.stdout.slice(-2000) + r3.stderr).toBe(0);
+    const summary = ofType(three, 'summary')[0] as { uploaded: number; skipped: number; copied: unknown[] };
+    expect(summary.uploaded).toBe(0);
+    expect(summary.skipped).toBe(2);
+    expect(summary.copied).toEqual([]);
+    expect(fs.readdirSync(ssd)).toHaveLength(2);
+  }, 300_000);
+});

@@ -5,7 +5,7 @@ import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
 import { count, listOf } from '../../core/offload/plain.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
-import { folderSource } from '../../core/sources/source.js';
+import type { Source } from '../../core/sources/source.js';
 import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { forgetDestinations } from './copies.js';
@@ -171,8 +171,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     else process.stdout.write(offloadText(done.offload, done.manifest.dir));
   });
 
+  let sources: readonly Source[];
   try {
-    await agent.syncOnce(roots, controller.signal);
+    ({ sources } = await agent.syncOnce(roots, controller.signal));
   } finally {
     bar.done();
     if (plainProgress) clearInterval(plainProgress);
@@ -183,8 +184,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // What is not done is reported from the queue itself: the truth survives us.
   // Only unfinished rows are read: loading (and parsing) every done row of a
   // card seen before cost more than recognising them did.
-  const leftovers = roots.flatMap((root) =>
-    queue.list({ sourceId: folderSource(root).sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
+  const leftovers = sources.flatMap((source) =>
+    queue.list({ sourceId: source.sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
   );
   counts.failed = leftovers.filter((r) => r.state === 'failed').length;
   counts.pending = leftovers.length - counts.failed;
