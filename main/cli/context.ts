@@ -41,6 +41,14 @@ export interface CliContext {
 /** A context that also holds the one-agent lock and the queue, bound to the target (sync, watch). */
 export interface AgentContext extends CliContext {
   session: Session;
+  /** Opened with `signedOut: 'allow'` and no sign-in: why nothing can be sent (local copies still can be made). */
+  signInMissing: DmsError | null;
+}
+
+/** Why a server connection without a sign-in cannot send anything, in the words the CLI says it. */
+function notSignedIn(serverUrl: string): DmsError {
+  const says = `Not signed in to ${serverUrl}. Run: drone-media-sync login --server ${serverUrl} --username <name> (or set DMS_TOKEN).`;
+  return new DmsError('auth', says, { retryable: false, plain: says });
 }
 
 export function resolveStateDir(flags: { state?: string }, env = process.env): string {
@@ -117,7 +125,10 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
 }
 
 /** The CLI works with a server or the local service; a sign-in that is missing is said plainly. */
-function usable(c: Connection): Exclude<Connection, { kind: 'none' }> {
+function usable(
+  c: Connection,
+  signedOut: 'refuse' | 'allow' = 'refuse',
+): Exclude<Connection, { kind: 'none' }> {
   if (c.kind === 'none') {
     throw new DmsError(
       'invalid-input',
@@ -127,9 +138,8 @@ function usable(c: Connection): Exclude<Connection, { kind: 'none' }> {
       },
     );
   }
-  if (c.kind === 'server' && !c.signedIn) {
-    const says = `Not signed in to ${c.serverUrl}. Run: drone-media-sync login --server ${c.serverUrl} --username <name> (or set DMS_TOKEN).`;
-    throw new DmsError('auth', says, { retryable: false, plain: says });
+  if (c.kind === 'server' && !c.signedIn && signedOut === 'refuse') {
+    throw notSignedIn(c.serverUrl);
   }
   return c;
 }
@@ -151,7 +161,12 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
 }
 
 /** For the commands that drain the queue (sync, watch): the lock, the queue, the server; one way, in core. */
-export async function openAgentContext(flags: ServerFlags, env = process.env): Promise<AgentContext> {
+export async function openAgentContext(
+  flags: ServerFlags,
+  env = process.env,
+  /** 'allow' (`sync` with local copies): no sign-in is not an error here; `signInMissing` says it. */
+  signedOut: 'refuse' | 'allow' = 'refuse',
+): Promise<AgentContext> {
   const root = statePaths(resolveStateDir(flags, env)).root;
   requireWritable(root, 'the upload queue');
   const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
@@ -159,12 +174,13 @@ export async function openAgentContext(flags: ServerFlags, env = process.env): P
   try {
     session = await openSession({ ...inputs, stateDir: paths.root });
     const s = session;
-    const c = usable(s.connection);
+    const c = usable(s.connection, signedOut);
     return {
       paths,
       config,
       logger,
       session: s,
+      signInMissing: c.kind === 'server' && !c.signedIn ? notSignedIn(c.serverUrl) : null,
       ...fromConnection(c),
       close: async () => {
         s.close();

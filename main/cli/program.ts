@@ -59,6 +59,11 @@ export function buildProgram(): Command {
       'copy each card to this folder first, verified by reading back (repeatable); the upload goes on from the copies',
       collect(String),
     )
+    .option(
+      '--forget-copy <dir>',
+      'a destination of past runs that no longer counts for any card (repeatable); its files are not touched',
+      collect(String),
+    )
     .action(async (dirs: string[], opts: SyncFlags) => {
       process.exitCode = await (await import('./commands/sync.js')).syncCommand(dirs, opts);
     });
@@ -99,6 +104,17 @@ export function buildProgram(): Command {
     .description("safe to format? each card's verdict, flights and manifest")
     .action(async (dirs: string[], opts: { state?: string; json?: boolean; acceptFlight?: string[] }) => {
       process.exitCode = (await import('./commands/report.js')).reportCommand(dirs, opts);
+    });
+
+  program
+    .command('copies')
+    .description('local copy destinations')
+    .command('forget')
+    .argument('<dir...>', 'destination folders to forget')
+    .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
+    .description('a destination no longer counts for any card (its files are not touched)')
+    .action(async (dirs: string[], opts: { state?: string }) => {
+      process.exitCode = (await import('./commands/copies.js')).copiesForgetCommand(dirs, opts);
     });
 
   program

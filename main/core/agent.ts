@@ -7,7 +7,7 @@ import type { History } from './queue/history.js';
 import { flightFolderOf } from './media/flight-folder.js';
 import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
-import type { Card, CardMonitor } from './sources/cards.js';
+import { sourceAt, type Card, type CardMonitor } from './sources/cards.js';
 import { completeLocal, completeSource, type Completed } from './offload/complete.js';
 import type { CardOffload } from './offload/card.js';
 import { cleanStaging, type Cleaned } from './copies/staging.js';
@@ -43,6 +43,8 @@ export interface AgentEvents {
   local: [{ source: Source; offload: CardOffload; histories: string[] }];
   /** A destination stopped for a card (full, unplugged, read-only, not enough room): its reason. */
   'destination-stopped': [{ source: Source; destination: string; message: string }];
+  /** A destination's folder as a card's scan found it: created (not there yet), made again, or its drive unplugged. */
+  destination: [{ source: Source | undefined; destination: string; look: string; message: string }];
   /** A staging destination's copy of a card was deleted: every file of it is in the workspace. */
   cleaned: [Cleaned];
 }
@@ -64,6 +66,8 @@ export interface AgentOptions {
 
 /** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
 export interface OnceResult {
+  /** The sources the folders were taken as (a card by the card), in the order given. */
+  sources: Source[];
   completed: Array<{ source: Source } & Completed>;
 }
 
@@ -133,6 +137,14 @@ export class Agent extends EventEmitter<AgentEvents> {
       const source = this.sourceById(sourceId);
       if (source) this.emit('destination-stopped', { source, destination: destination.label, message });
     });
+    this.engine.on('destination', ({ sourceId, destination, look, message }) =>
+      this.emit('destination', {
+        source: this.sourceById(sourceId),
+        destination: destination.label,
+        look,
+        message,
+      }),
+    );
     this.engine.on('state', (change) => {
       this.emit('state', change);
       // `sync` settles its folders itself, after its one run.
@@ -157,7 +169,8 @@ export class Agent extends EventEmitter<AgentEvents> {
    */
   async syncOnce(roots: readonly string[], signal?: AbortSignal): Promise<OnceResult> {
     this.runOnce = true;
-    const sources = roots.map((root) => folderSource(root));
+    // A card by the card (two cards from one slot are two), another folder by its path.
+    const sources = roots.map((root) => sourceAt(root));
     for (const source of sources) {
       this.known.set(source.sourceId, source);
       this.history.begin(source.sourceId);
@@ -167,14 +180,14 @@ export class Agent extends EventEmitter<AgentEvents> {
     const completed: OnceResult['completed'] = [];
     const manifestsDir = this.opts.manifestsDir;
     const stopped = this.engine.state === 'auth-required' || this.engine.state === 'halted';
-    if (!manifestsDir || stopped || signal?.aborted) return { completed };
+    if (!manifestsDir || stopped || signal?.aborted) return { sources, completed };
     for (const source of sources) {
       const done = await this.complete(source, manifestsDir, signal);
       this.emit('offload', { source, ...done });
       completed.push({ source, ...done });
     }
     this.tidyStaging();
-    return { completed };
+    return { sources, completed };
   }
 
   start(): void {

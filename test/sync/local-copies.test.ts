@@ -268,17 +268,21 @@ describe('a card offloaded to two local destinations', () => {
         crypto.randomBytes(256 * 1024),
       );
     const ssd = path.join(dir, 'SSD3');
-    const usb = path.join(dir, 'USB');
+    // The drive's mount point (as udisks makes it) and the destination folder on it.
+    const drive = path.join(dir, 'USBDRIVE');
+    const usb = path.join(drive, 'USB');
     fs.mkdirSync(ssd);
-    fs.mkdirSync(usb);
+    fs.mkdirSync(usb, { recursive: true });
     const run = sync('unplugged', card, [ssd, usb], { bandwidthLimitKiBps: 500 });
     await until('the first copies', () => fs.readdirSync(usb).length > 0, 30_000);
-    // The mount point goes away, as when a drive is pulled (udisks removes it).
-    fs.renameSync(usb, `${usb}-pulled`);
+    // The mount point goes away with the folder on it, as when a drive is pulled (udisks removes it).
+    fs.renameSync(drive, `${drive}-pulled`);
     const r = await run.done;
-    expect(fs.existsSync(usb), 'the mount point must not be made again on the laptop').toBe(false);
+    expect(fs.existsSync(drive), 'the mount point must not be made again on the laptop').toBe(false);
     const stopped = ofType(run, 'destination-stopped').map((l) => String(l['message']));
-    expect(stopped).toEqual([expect.stringMatching(/^USB is not there any more \(unplugged\?\)/)]);
+    // Said as what it is (issue 29: once "is not there any more (unplugged?)" for any folder gone).
+    expect(stopped).toEqual([expect.stringMatching(/^USB: its drive is not plugged in/)]);
+    expect(JSON.stringify(run.lines)).not.toMatch(/did not read back/);
     const local = ofType(run, 'local-verdict')[0] as { safe: boolean; reasons: string[] };
     expect(local.safe).toBe(false);
     expect(tree(path.join(ssd, fs.readdirSync(ssd)[0]!))).toEqual(tree(card));

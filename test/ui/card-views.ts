@@ -5,7 +5,7 @@
  * shell's CardLedger (live bytes, headline). Runs in the test process; the
  * result is pushed to the page as the shell would push it.
  */
-import { localVerdict, fileKey, type LocalCopyFact } from '../../main/core/copies/local-verdict.js';
+import { localVerdict, fileKey, type LocalCopyFact } from '../../main/core/copies/locally-safe.js';
 import type { CardOffload } from '../../main/core/offload/card.js';
 import { safeToFormat } from '../../main/core/offload/safe-to-format.js';
 import type { CardFileFact, ManifestFile } from '../../main/core/offload/types.js';

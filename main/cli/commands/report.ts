@@ -8,6 +8,7 @@ import { statePaths } from '../../core/paths.js';
 import type { Queue } from '../../core/queue/queue.js';
 import { fallbackLabel } from '../../core/queue/sources.js';
 import { folderSource, sourceOf } from '../../core/sources/source.js';
+import { sourceAt } from '../../core/sources/cards.js';
 import { TOOL } from '../../core/version.js';
 import { resolveStateDir } from '../context.js';
 import { printJson, writeLines } from '../output.js';
@@ -26,7 +27,11 @@ const nothingYet = () =>
 /** Where a source was synced from, for a person: its folder, or the card's label. */
 function shownAs(queue: Queue, sourceId: string): string {
   const s = sourceOf(sourceId);
-  return s.kind === 'folder' ? s.root : `card ${queue.sources.labelOf(sourceId)}`;
+  if (s.kind === 'folder') return s.root;
+  // A card (known by the card since issue 29): the folder it was last read from, as the crew typed it.
+  const row = queue.list({ sourceId, limit: 1 })[0];
+  const from = row?.absPath.endsWith(row.relPath) ? row.absPath.slice(0, -row.relPath.length - 1) : '';
+  return from || `card ${queue.sources.labelOf(sourceId)}`;
 }
 
 /** The cards asked for, each one the queue knows; a folder nothing was synced from is refused by name. */
@@ -36,7 +41,9 @@ function cardsAsked(queue: Queue, dirs: string[]): CardRef[] {
     return known.slice(0, 20).map((sourceId) => ({ sourceId, label: queue.sources.labelOf(sourceId) }));
   return dirs.map((d) => {
     const root = path.resolve(d);
-    const { sourceId } = folderSource(root);
+    // The card in that folder now, by the card; else what was synced from that folder (before, by its path).
+    const asCard = fs.existsSync(root) ? sourceAt(root).sourceId : null;
+    const sourceId = asCard && known.includes(asCard) ? asCard : folderSource(root).sourceId;
     if (!known.includes(sourceId)) {
       const where = fs.existsSync(root)
         ? `Nothing was synced from ${root}`

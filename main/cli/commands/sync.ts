@@ -5,9 +5,10 @@ import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
 import { count, listOf } from '../../core/offload/plain.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
-import { folderSource } from '../../core/sources/source.js';
+import type { Source } from '../../core/sources/source.js';
 import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
+import { forgetDestinations } from './copies.js';
 import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
 
@@ -17,6 +18,8 @@ export interface SyncFlags extends ServerFlags {
   aircraftSerial?: string;
   /** Local destinations for this run (archive). */
   copyTo?: string[];
+  /** Destinations of past runs to forget before this one. */
+  forgetCopy?: string[];
 }
 
 /** How often `sync` says where it is when there is no terminal to draw a bar on. */
@@ -39,9 +42,21 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       });
     }
   }
-  const ctx = await openAgentContext(flags);
+  // Local copies need no server and no sign-in: with destinations, a missing sign-in only holds the upload.
+  const ctx = await openAgentContext(flags, process.env, 'allow');
+  const copiesAsked = (flags.copyTo?.length ?? 0) > 0 || ctx.config.destinations.length > 0;
+  if (ctx.signInMissing && !copiesAsked) {
+    await ctx.close();
+    throw ctx.signInMissing;
+  }
   const { queue, notice } = ctx.session;
   if (notice) writeLines([notice], process.stderr);
+  if (flags.forgetCopy?.length) {
+    const said = forgetDestinations(queue, flags.forgetCopy);
+    if (flags.json)
+      for (const message of said) printJson({ type: 'destination', state: 'forgotten', message });
+    else writeLines(said, process.stderr);
+  }
   const config = parseConfig(
     {
       ...ctx.config,
@@ -58,6 +73,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     config,
     logger: ctx.logger,
     manifestsDir: ctx.paths.manifests,
+    ...(ctx.signInMissing ? { initialState: { name: 'auth-required', error: ctx.signInMissing } } : {}),
   });
   const engine = agent.engine;
   const bar = new ProgressBar();
@@ -139,6 +155,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     if (flags.json) printJson(localJson(offload));
     else process.stdout.write(localText(offload));
   });
+  // A destination folder created (it was not there yet) or made again: said once, where it happened.
+  agent.on('destination', ({ look, message }) => {
+    if (look === 'unplugged') return; // said by 'destination-stopped'
+    if (flags.json) printJson({ type: 'destination', state: look, message });
+    else writeLines([message], process.stderr);
+  });
   agent.on('destination-stopped', ({ message }) => {
     if (flags.json) printJson({ type: 'destination-stopped', message });
     else writeLines([message], process.stderr);
@@ -149,8 +171,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     else process.stdout.write(offloadText(done.offload, done.manifest.dir));
   });
 
+  let sources: readonly Source[];
   try {
-    await agent.syncOnce(roots, controller.signal);
+    ({ sources } = await agent.syncOnce(roots, controller.signal));
   } finally {
     bar.done();
     if (plainProgress) clearInterval(plainProgress);
@@ -161,8 +184,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // What is not done is reported from the queue itself: the truth survives us.
   // Only unfinished rows are read: loading (and parsing) every done row of a
   // card seen before cost more than recognising them did.
-  const leftovers = roots.flatMap((root) =>
-    queue.list({ sourceId: folderSource(root).sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
+  const leftovers = sources.flatMap((source) =>
+    queue.list({ sourceId: source.sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
   );
   counts.failed = leftovers.filter((r) => r.state === 'failed').length;
   counts.pending = leftovers.length - counts.failed;

@@ -15,9 +15,9 @@ import { tempDir } from '../../../test/support/harness.js';
 import { copyFileTo } from '../hash/hash-worker.js';
 import type { CopyRecord, Destination } from '../queue/copies.js';
 import { Queue } from '../queue/queue.js';
-import { copyAndVerify, readBack } from './copy-file.js';
+import { copyAndVerify, readBack, type PlacedOutcome } from './copy-file.js';
 import { cardFolderName, spaceProblem } from './destinations.js';
-import { fileKey, localVerdict, type LocalVerdictInput } from './local-verdict.js';
+import { fileKey, localVerdict, type LocalVerdictInput } from './locally-safe.js';
 import { writeCopyHistory } from './mhl.js';
 import { cleanStaging } from './staging.js';
 
@@ -65,11 +65,11 @@ describe('copyAndVerify', () => {
     });
     expect(r.md5).toBe(md5(bytes));
     expect(r.stopped).toEqual([]);
-    for (const rec of r.records) {
-      expect(rec).toMatchObject({ state: 'verified', md5: md5(bytes), copySize: bytes.length });
+    for (const rec of r.outcomes) {
+      expect(rec).toMatchObject({ type: 'verified', copy: { md5: md5(bytes), copySize: bytes.length } });
       expect(fs.readFileSync(rec.path).equals(bytes)).toBe(true);
       expect(Math.trunc(fs.statSync(rec.path).mtimeMs)).toBe(f.mtimeMs);
-      expect(['direct', 'cache']).toContain(rec.readBack);
+      expect(['direct', 'cache']).toContain(rec.type === 'verified' ? rec.copy.readBack : null);
     }
     // No temporary file is left behind.
     expect(fs.readdirSync(path.join(a.path, 'CARD-1/DCIM/100MEDIA'))).toEqual(['DJI_0001.MP4']);
@@ -89,7 +89,7 @@ describe('copyAndVerify', () => {
     // Between the write and the read-back, a byte of the copy changes (a failing drive, another program).
     fs.writeFileSync(final, 'the card fil3');
     fs.utimesSync(final, f.mtimeMs / 1000, f.mtimeMs / 1000);
-    const records: Array<CopyRecord | null> = [null];
+    const records: Array<PlacedOutcome | null> = [null];
     const failures: string[] = [];
     await readBack(
       { targets: [{ destination: a, root: path.join(a.path, 'CARD-1') }], size: f.size },
@@ -107,7 +107,7 @@ describe('copyAndVerify', () => {
       relPath: 'DJI_0003.JPG',
       targets: [{ destination: a, root: path.join(a.path, 'CARD-1') }],
     });
-    expect(ok.records[0]!.state).toBe('verified');
+    expect(ok.outcomes[0]!.type).toBe('verified');
   });
 
   it('a destination that is gone stops with its reason, never made again; the other copy goes on', async () => {
@@ -123,10 +123,12 @@ describe('copyAndVerify', () => {
         { destination: gone, root: path.join(gone.path, 'C') },
       ],
     });
-    expect(r.records.map((x) => x.state)).toEqual(['verified', 'failed']);
+    expect(r.outcomes.map((x) => x.type)).toEqual(['verified', 'stopped']);
+    // Written there before (its volume known), now gone with its folder on a drive that is plugged in:
+    // never "unplugged" (see destinations: the look); with no volume known, the same words as a folder gone.
     expect(r.stopped.map((x) => x.message)).toEqual([
       expect.stringMatching(
-        /^T7_BACKUP is not there any more \(unplugged\?\): its copy of this card stopped/,
+        /^T7_BACKUP: a folder of this card's copy went away while it was written|^T7_BACKUP: the folder .* is not there any more on its drive/,
       ),
     ]);
     // An unplugged drive's mount point is not made again on the laptop's disk.
@@ -149,7 +151,7 @@ describe('copyAndVerify', () => {
             { destination: small, root: path.join(small.path, 'C') },
           ],
         });
-        expect(r.records.map((x) => x.state)).toEqual(['verified', 'failed']);
+        expect(r.outcomes.map((x) => x.type)).toEqual(['verified', 'stopped']);
         expect(r.stopped[0]?.message).toMatch(/^T7_BACKUP is full: its copy of this card stopped/);
         // Nothing half-written stays there.
         expect(fs.readdirSync(path.join(small.path, 'C'))).toEqual([]);
@@ -319,7 +321,8 @@ describe('the copy’s ASC MHL history', () => {
 
 describe('the staging clean-up', () => {
   it('deletes a staging copy only when every file is checked in the workspace and old enough; never an archive, never the card', () => {
-    const queue = new Queue(path.join(dir, 'queue.db'));
+    let clock = Date.now();
+    const queue = new Queue(path.join(dir, 'queue.db'), () => clock);
     queue.bindTarget({ key: 'srv#ws', label: 'srv', workspaceId: 'ws' });
     const staging = queue.copies.destination({
       path: path.join(dir, 'STAGE'),
@@ -348,17 +351,19 @@ describe('the staging clean-up', () => {
       const p = path.join(d.path, 'C-1', 'DCIM/A/DJI_0001.JPG');
       fs.mkdirSync(path.dirname(p), { recursive: true });
       fs.copyFileSync(f.source, p);
-      queue.copies.note(row!, {
-        destinationId: d.id,
-        path: p,
-        state: 'verified',
-        md5: md5(Buffer.from('photo')),
-        copySize: f.size,
-        copyMtimeMs: f.mtimeMs,
-        readBack: 'direct',
-        at,
-        error: null,
+      clock = at;
+      queue.copies.apply(row!, d.id, { type: 'want', path: p });
+      queue.copies.apply(row!, d.id, { type: 'writing' });
+      queue.copies.apply(row!, d.id, {
+        type: 'verified',
+        copy: {
+          md5: md5(Buffer.from('photo')),
+          copySize: f.size,
+          copyMtimeMs: f.mtimeMs,
+          readBack: 'direct',
+        },
       });
+      clock = Date.now();
       return p;
     };
     const staged = copyOn(staging, now - 3 * 86_400_000);

@@ -9,10 +9,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DmsError } from '../errors.js';
-import { copyFileTo, readBackMd5, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
+import {
+  copyFileTo,
+  readBackMd5,
+  SourceChangedSignal,
+  type CopyTarget as WorkerTarget,
+} from '../hash/hash-worker.js';
 import { copyInWorker, readBackInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
-import type { CopyRecord, Destination } from '../queue/copies.js';
-import { destinationProblem } from './destinations.js';
+import type { CopyOutcome, Destination } from '../queue/copies.js';
+import { destinationProblem, lookAt } from './destinations.js';
 
 /** Reads and writes of this size: large enough for a disk, small enough for two at once in memory. */
 const BUFFER = 4 * 1024 * 1024;
@@ -23,17 +28,27 @@ export interface CopyJob {
   relPath: string;
   size: number;
   mtimeMs: number;
-  /** Where it goes: each destination and the card's folder on it. */
-  targets: ReadonlyArray<{ destination: Destination; root: string }>;
+  /** Where it goes: each destination, the card's folder on it, and the volume it was written on (if ever). */
+  targets: ReadonlyArray<CopyTarget>;
   signal?: AbortSignal;
   onBytes?: (n: number) => void;
 }
 
+export interface CopyTargetOf {
+  destination: Destination;
+  root: string;
+  volume?: string | null;
+}
+type CopyTarget = CopyTargetOf;
+
+/** What a copy came to on one destination, and where the copy is. */
+export type PlacedOutcome = CopyOutcome & { path: string };
+
 export interface CopyResult {
   /** MD5 of the card file as read. */
   md5: string;
-  /** One per target: verified, or failed with its reason. */
-  records: CopyRecord[];
+  /** One per target: verified, its bytes other than the card's, or its destination stopped. */
+  outcomes: PlacedOutcome[];
   /** Destinations that failed for a reason that stops the whole card there (full, unplugged, read-only). */
   stopped: Array<{ destination: Destination; message: string }>;
 }
@@ -51,11 +66,11 @@ export async function readBack(
   job: Pick<CopyJob, 'targets' | 'size'>,
   md5: string,
   written: ReadonlyArray<{ i: number; final: string }>,
-  records: Array<CopyRecord | null>,
+  outcomes: Array<PlacedOutcome | null>,
   fail: Fail,
 ): Promise<void> {
   for (const { i, final } of written) {
-    const dest = job.targets[i] as CopyJob['targets'][number];
+    const dest = job.targets[i] as CopyTarget;
     try {
       const back = useHashWorkers(job.size)
         ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
@@ -68,18 +83,14 @@ export async function readBack(
         fail(i, null, false);
         continue;
       }
-      records[i] = {
+      outcomes[i] = {
         destinationId: dest.destination.id,
+        type: 'verified',
         path: final,
-        state: 'verified',
-        md5,
-        copySize: st.size,
-        copyMtimeMs: Math.trunc(st.mtimeMs),
-        readBack: back.readBack,
-        at: Date.now(),
-        error: null,
+        copy: { md5, copySize: st.size, copyMtimeMs: Math.trunc(st.mtimeMs), readBack: back.readBack },
       };
     } catch (err) {
+      // Gone with its drive (or unreadable): the destination stopped, never "other bytes".
       fail(i, err, true);
     }
   }
@@ -87,36 +98,34 @@ export async function readBack(
 
 /** The copy (worker or this thread), then the read-back of each copy. */
 export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
-  const at = Date.now();
-  const records: Array<CopyRecord | null> = job.targets.map(() => null);
+  const outcomes: Array<PlacedOutcome | null> = job.targets.map(() => null);
   const halt: CopyResult['stopped'] = [];
   const fail = (i: number, err: unknown, stops: boolean): void => {
-    const t = job.targets[i] as CopyJob['targets'][number];
-    const message = stops
-      ? destinationProblem(t.destination, err)
+    const t = job.targets[i] as CopyTarget;
+    const reason = stops
+      ? destinationProblem(t.destination, err, t.volume ?? null)
       : `The copy of ${job.relPath} on ${t.destination.label} differs from the card after it was written: not verified.`;
-    records[i] = {
+    outcomes[i] = {
       destinationId: t.destination.id,
+      type: stops ? 'stopped' : 'differs',
+      reason,
       path: path.join(t.root, job.relPath),
-      state: 'failed',
-      md5: null,
-      copySize: null,
-      copyMtimeMs: null,
-      readBack: null,
-      at,
-      error: message,
     };
-    if (stops) halt.push({ destination: t.destination, message });
+    if (stops) halt.push({ destination: t.destination, message: reason });
   };
-  const targets: CopyTarget[] = [];
+  const targets: WorkerTarget[] = [];
   const index: number[] = [];
   job.targets.forEach((t, i) => {
     const final = path.join(t.root, job.relPath);
     try {
-      // The destination itself must be there: an unplugged drive's mount point is never made again
-      // (that would write the copy onto the laptop's own disk); only the card's folders inside it are.
-      if (!fs.statSync(t.destination.path).isDirectory())
+      // The destination itself must be there, on the drive it was written on: an unplugged drive's
+      // mount point is never made again, nor written as a bare folder (that would put the copy on the
+      // laptop's own disk); only the card's folders inside it are made.
+      const st = fs.statSync(t.destination.path);
+      if (!st.isDirectory())
         throw Object.assign(new Error(`${t.destination.path} is not a folder`), { code: 'ENOTDIR' });
+      if (t.volume && String(st.dev) !== t.volume && lookAt(t.destination, t.volume) === 'unplugged')
+        throw Object.assign(new Error(`${t.destination.path}: its drive is gone`), { code: 'ENODEV' });
       fs.mkdirSync(path.dirname(final), { recursive: true });
       targets.push({ temp: `${final}.dms-partial`, final });
       index.push(i);
@@ -151,16 +160,16 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   }
   for (const [k, err] of errors.entries()) if (err) fail(index[k] as number, err, true);
   const written = targets.flatMap((t, k) =>
-    records[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
+    outcomes[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
   );
-  await readBack(job, md5, written, records, fail);
-  return { md5, records: records as CopyRecord[], stopped: halt };
+  await readBack(job, md5, written, outcomes, fail);
+  return { md5, outcomes: outcomes as PlacedOutcome[], stopped: halt };
 }
 
 /** The same copy on this thread (small files, or no worker). */
 async function copyHere(
   job: CopyJob,
-  targets: CopyTarget[],
+  targets: WorkerTarget[],
 ): Promise<{ md5: string; errors: Array<unknown> }> {
   const out = await copyFileTo(job.source, targets, {
     size: job.size,

@@ -78,14 +78,73 @@ export function spaceProblem(destination: Destination, needed: number): string |
   return `${destination.label}: ${diskSize(free)} free, the card needs ${diskSize(needed)}. Nothing was written there; free space (or choose another destination), then sync again.`;
 }
 
-/** What a failed write to a destination means for the crew: full, unplugged, or not writable. */
-export function destinationProblem(destination: Destination, err: unknown): string {
+/**
+ * Where a destination's folder stands, as the crew would see it:
+ * - ready: there, on the drive it was written on (or never written yet);
+ * - not-created: not there, never written, its parent folder there (create it);
+ * - missing: not there any more, on a drive that is plugged in (moved or
+ *   deleted: never "unplugged");
+ * - unplugged: its drive is gone (its parent folder gone with it, or a bare
+ *   mount point left where the drive it was written on was).
+ * `volume`: the st_dev of the folder when it was last written, if ever.
+ */
+export type DestinationLook = 'ready' | 'not-created' | 'missing' | 'unplugged';
+
+const devOf = (p: string): string | null => {
+  try {
+    return String(fs.statSync(p).dev);
+  } catch {
+    return null;
+  }
+};
+
+export function lookAt(destination: Pick<Destination, 'path'>, volume: string | null): DestinationLook {
+  const dir = path.resolve(destination.path);
+  const parent = path.dirname(dir);
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(dir);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') return 'ready'; // not ours to say: the write says why
+    const parentDev = devOf(parent);
+    if (parentDev === null) return 'unplugged';
+    if (volume === null) return 'not-created';
+    return parentDev === volume ? 'missing' : 'unplugged';
+  }
+  // Written on another volume, and now only a folder of its parent's disk: the drive's bare mount point.
+  if (volume !== null && String(st.dev) !== volume && devOf(parent) === String(st.dev)) return 'unplugged';
+  return st.isDirectory() ? 'ready' : 'unplugged';
+}
+
+/** What a destination's look says to the crew, for a look that is not ready. */
+export function lookMessage(destination: Destination, look: Exclude<DestinationLook, 'ready'>): string {
+  const label = destination.label;
+  switch (look) {
+    case 'not-created':
+      return `${label}: the folder ${destination.path} did not exist yet; it was created.`;
+    case 'missing':
+      return `${label}: the folder ${destination.path} is not there any more on its drive (moved or deleted?): its copy of this card stopped. Sync again to make it anew there; the other copies go on.`;
+    case 'unplugged':
+      return `${label}: its drive is not plugged in (${destination.path} is not there): its copy of this card stopped. Plug it in, then sync again; the other copies go on.`;
+  }
+}
+
+/** What a failed write to a destination means for the crew: full, unplugged, gone, or not writable. */
+export function destinationProblem(
+  destination: Destination,
+  err: unknown,
+  volume: string | null = null,
+): string {
   const code = (err as { code?: string } | null)?.code;
   const label = destination.label;
   if (code === 'ENOSPC' || code === 'EDQUOT')
     return `${label} is full: its copy of this card stopped. Free space on it, then sync again; the other copies go on.`;
-  if (code === 'ENOENT' || code === 'ENODEV' || code === 'EIO' || code === 'ENXIO' || code === 'ENOTDIR')
-    return `${label} is not there any more (unplugged?): its copy of this card stopped. Plug it in again, then sync again; the other copies go on.`;
+  if (code === 'ENODEV' || code === 'EIO' || code === 'ENXIO') return lookMessage(destination, 'unplugged');
+  if (code === 'ENOENT' || code === 'ENOTDIR') {
+    const look = lookAt(destination, volume);
+    if (look === 'unplugged' || look === 'missing') return lookMessage(destination, look);
+    return `${label}: a folder of this card's copy went away while it was written (moved or deleted?): its copy of this card stopped. Sync again to make it anew; the other copies go on.`;
+  }
   if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM')
     return `${label} cannot be written (read-only, or no permission): its copy of this card stopped. The other copies go on.`;
   const message = err instanceof Error ? err.message : String(err);

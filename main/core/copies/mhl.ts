@@ -24,7 +24,7 @@ import {
   mhlHead,
   xmlText,
   type MhlGeneration,
-} from '../offload/manifest.js';
+} from '../ascmhl.js';
 import type { ReadBack } from '../queue/copies.js';
 
 export interface CopiedFile {

@@ -30,6 +30,7 @@ export function cleanStaging(queue: Queue, now = Date.now()): Cleaned[] {
     if (destination.role !== 'staging' || keepDays === null) continue;
     const bySource = new Map<string, ReturnType<Queue['copies']['onDestination']>>();
     for (const c of queue.copies.onDestination(destination.id)) {
+      if (c.state !== 'verified') continue;
       const list = bySource.get(c.sourceId) ?? [];
       list.push(c);
       bySource.set(c.sourceId, list);
@@ -56,7 +57,7 @@ export function cleanStaging(queue: Queue, now = Date.now()): Cleaned[] {
       const root = path.resolve(destination.path);
       if (folder === '' || path.resolve(folder) === root || !isInside(path.resolve(folder), root)) continue;
       fs.rmSync(folder, { recursive: true, force: true });
-      queue.copies.forget(destination.id, sourceId);
+      queue.copies.forgetCard(destination.id, sourceId);
       out.push({ destination, sourceId, folder, files: copies.length });
     }
   }

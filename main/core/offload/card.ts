@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Queue } from '../queue/queue.js';
 import type { QueueRow } from '../queue/rows.js';
-import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/local-verdict.js';
+import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/locally-safe.js';
 import type { Destination } from '../queue/copies.js';
 import { formatBytes } from '../../shared/sizes.js';
 import { analyseFlight } from './flight.js';

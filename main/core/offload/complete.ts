@@ -10,7 +10,7 @@ import { toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
 import type { BucketPort } from '../storage/types.js';
-import { stillThere } from '../copies/local-verdict.js';
+import { stillThere } from '../copies/locally-safe.js';
 import { writeDestinationHistories } from '../copies/mhl.js';
 import type { Destination } from '../queue/copies.js';
 import { cardOffload, type CardOffload, type CardRef } from './card.js';

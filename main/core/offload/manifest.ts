@@ -27,82 +27,23 @@
  * Every string from the card is escaped, and characters XML 1.0 cannot hold
  * (control characters in a hostile file name) become U+FFFD.
  */
-import { createHash } from 'node:crypto';
+import {
+  attrs,
+  buildMhlChain,
+  byRelPath,
+  c4Id,
+  isoSeconds,
+  MHL_CHAIN_FILE,
+  MHL_FOLDER,
+  mhlFileName,
+  mhlHead,
+  xmlText,
+  type MhlGeneration,
+} from '../ascmhl.js';
 import type { ManifestFile, OffloadReportInput } from './types.js';
 
-export const ASC_MHL_NS = 'urn:ASC:MHL:v2.0';
-export const ASC_MHL_DIRECTORY_NS = 'urn:ASC:MHL:DIRECTORY:v2.0';
-export const DMS_NS = 'urn:drone-media-sync:offload:1';
-export const MHL_FOLDER = 'ascmhl';
-export const MHL_CHAIN_FILE = 'ascmhl_chain.xml';
-
-/**
- * Patterns of what a hash list does not cover: a computer's own files on a
- * card (discover.ts), the history folder itself, and a copy still being
- * written. Everything else of a card is kept and listed.
- */
-export const IGNORED = [
-  '._*',
-  '.DS_Store',
-  '.Spotlight-V100',
-  '.Trashes',
-  '.fseventsd',
-  'System Volume Information',
-  '*.dms-partial',
-  MHL_FOLDER,
-];
-
-// eslint-disable-next-line no-control-regex
-const NOT_XML = /[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
-
-/** Text or attribute value, escaped, with what XML cannot carry replaced by U+FFFD. */
-export function xmlText(value: string | number): string {
-  return String(value)
-    .replace(NOT_XML, '\ufffd')
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&apos;');
-}
-
-const C4_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
-
-/** The C4 id of some bytes: "c4" and the SHA-512 in base58, left-padded with "1" to 90 characters. */
-export function c4Id(data: string | Uint8Array): string {
-  let n = BigInt(`0x${createHash('sha512').update(data).digest('hex')}`);
-  let s = '';
-  while (n > 0n) {
-    s = C4_ALPHABET[Number(n % 58n)] + s;
-    n /= 58n;
-  }
-  return `c4${s.padStart(88, '1')}`;
-}
-
-/** "2024-05-06T11:02:03Z" from any ISO date-time; throws on an invalid one (a caller's bug, not card content). */
-export function isoSeconds(value: string | number): string {
-  const d = new Date(value);
-  if (Number.isNaN(d.getTime())) throw new Error(`Not a date: ${String(value)}`);
-  return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** The generation's file name: `0001_<label>_2024-05-06_110203Z.mhl` (label reduced to safe characters). */
-export function mhlFileName(sequence: number, cardLabel: string, createdAt: string): string {
-  const label =
-    cardLabel
-      .normalize('NFC')
-      .replace(/[^A-Za-z0-9._-]+/g, '_')
-      .replace(/^[._-]+/, '')
-      .slice(0, 64) || 'card';
-  const t = isoSeconds(createdAt);
-  return `${String(sequence).padStart(4, '0')}_${label}_${t.slice(0, 10)}_${t.slice(11, 19).replace(/:/g, '')}Z.mhl`;
-}
-
-export const attrs = (values: Record<string, string | number | boolean | null | undefined>): string =>
-  Object.entries(values)
-    .filter(([, v]) => v !== null && v !== undefined && v !== '')
-    .map(([k, v]) => ` ${k}="${xmlText(String(v))}"`)
-    .join('');
+// The shared ASC MHL parts, for the importers of this module.
+export * from '../ascmhl.js';
 
 function fileMetadata(f: ManifestFile, indent: string): string[] {
   const lines = [`${indent}<dms:file${attrs({ kind: f.kind, state: f.state, objectKey: f.objectKey })}>`];
@@ -142,36 +83,6 @@ function fileMetadata(f: ManifestFile, indent: string): string[] {
   return lines;
 }
 
-/** Files in the order of their paths (code units, as the hash lists list them). */
-export function byRelPath<T extends { relPath: string }>(files: readonly T[]): T[] {
-  return [...files].sort((a, b) => (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0));
-}
-
-/** The opening of an ASC MHL v2.0 hash list of a transfer, up to its hashes: who made it, when, why. */
-export function mhlHead(o: {
-  created: string | number;
-  hostname: string;
-  tool: { name: string; version: string };
-  comment: string;
-}): string[] {
-  return [
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    `<hashlist version="2.0" xmlns="${ASC_MHL_NS}" xmlns:dms="${DMS_NS}">`,
-    '  <creatorinfo>',
-    `    <creationdate>${isoSeconds(o.created)}</creationdate>`,
-    `    <hostname>${xmlText(o.hostname)}</hostname>`,
-    `    <tool version="${xmlText(o.tool.version)}">${xmlText(o.tool.name)}</tool>`,
-    `    <comment>${xmlText(o.comment)}</comment>`,
-    '  </creatorinfo>',
-    '  <processinfo>',
-    '    <process>transfer</process>',
-    '    <ignore>',
-    ...IGNORED.map((p) => `      <pattern>${xmlText(p)}</pattern>`),
-    '    </ignore>',
-    '  </processinfo>',
-  ];
-}
-
 /** One ASC MHL v2.0 hash list for the card (pure; the caller writes it to `ascmhl/<mhlFileName>`). */
 export function buildMhl(input: OffloadReportInput): string {
   const files = byRelPath(input.files);
@@ -199,31 +110,6 @@ export function buildMhl(input: OffloadReportInput): string {
   }
   out.push('</hashlist>', '');
   return out.join('\n');
-}
-
-export interface MhlGeneration {
-  sequence: number;
-  /** The .mhl file name inside the ascmhl folder. */
-  fileName: string;
-  c4: string;
-}
-
-/** The chain file listing every generation of the card's hash list, oldest first. */
-export function buildMhlChain(generations: readonly MhlGeneration[]): string {
-  return [
-    '<?xml version="1.0" encoding="UTF-8"?>',
-    `<ascmhldirectory xmlns="${ASC_MHL_DIRECTORY_NS}">`,
-    ...[...generations]
-      .sort((a, b) => a.sequence - b.sequence)
-      .flatMap((g) => [
-        `  <hashlist sequencenr="${g.sequence}">`,
-        `    <path>${xmlText(g.fileName)}</path>`,
-        `    <c4>${xmlText(g.c4)}</c4>`,
-        '  </hashlist>',
-      ]),
-    '</ascmhldirectory>',
-    '',
-  ].join('\n');
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import { deviceName } from '../../shared/domain.js';
 import { POINT_STYLES, fitPoints, pointStyle, scaleBar } from '../../shared/flight-map.js';
-import type { LocalVerdict } from '../copies/local-verdict.js';
+import type { LocalVerdict } from '../copies/locally-safe.js';
 import type { FlightPointView } from '../../shared/flight-map.js';
 import { visible } from '../../shared/visible.js';
 import { baseName, count } from './plain.js';

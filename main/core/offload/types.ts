@@ -3,7 +3,7 @@
  * from the queue and the card scan; nothing here touches a database, a file
  * or the network.
  */
-import type { LocalVerdict } from '../copies/local-verdict.js';
+import type { LocalVerdict } from '../copies/locally-safe.js';
 import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';

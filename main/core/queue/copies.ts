@@ -1,11 +1,15 @@
 /**
- * What the store knows of local copies: the destinations a card is copied
- * to, each file's copy on each (verified against the card's MD5 by reading
- * it back, or failed with the reason), and destinations that stopped for a
- * card. Part of the store (`queue.copies`); a file's copies are written with
- * its 'hashed' transition, in its transaction.
+ * What the store knows of local copies: the destinations, which of them
+ * count for each card (the settings' and those named in its last run), and
+ * one record per (file version, destination) in the states of
+ * copies/transitions.ts. Part of the store (`queue.copies`); every record is
+ * written through `apply` (the table's one door), a file's first copies in
+ * its 'hashed' transaction.
  */
+import { nextCopyState, type CopyChange, type CopyState, type WrittenCopy } from './copy-transitions.js';
 import type { Db } from './db.js';
+
+export type { CopyState } from './copy-transitions.js';
 
 export type DestinationRole = 'archive' | 'staging';
 
@@ -34,15 +38,21 @@ export type ReadBack = 'direct' | 'cache';
 export interface CopyRecord {
   destinationId: number;
   path: string;
-  state: 'verified' | 'failed';
+  state: CopyState;
   md5: string | null;
   /** The copy as written (size, and the card's mtime it was given): a later change is seen. */
   copySize: number | null;
   copyMtimeMs: number | null;
   readBack: ReadBack | null;
   at: number;
+  /** failed: how its bytes differ; stopped: why its destination stopped for the card. */
   error: string | null;
 }
+
+/** What a copy attempt came to, for one destination: the change the store applies. */
+export type CopyOutcome =
+  | { destinationId: number; type: 'verified'; copy: WrittenCopy }
+  | { destinationId: number; type: 'differs' | 'stopped'; reason: string };
 
 interface CopyRow {
   source_id: string;
@@ -51,7 +61,7 @@ interface CopyRow {
   mtime_ms: number;
   destination_id: number;
   path: string;
-  state: 'verified' | 'failed';
+  state: CopyState;
   md5: string | null;
   copy_size: number | null;
   copy_mtime_ms: number | null;
@@ -76,11 +86,29 @@ const record = (r: CopyRow): CopyRecord & FileVersion => ({
   error: r.error,
 });
 
+interface DestinationRow {
+  id: number;
+  path: string;
+  label: string;
+  role: DestinationRole;
+  keep_days: number | null;
+  volume: string | null;
+  forgotten_at: number | null;
+}
+
+const destinationOf = (r: DestinationRow): Destination => ({
+  id: r.id,
+  path: r.path,
+  label: r.label,
+  role: r.role,
+  keepDays: r.keep_days,
+});
+
 export class CopyFacts {
   private readonly stmts;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly now: () => number = Date.now,
   ) {
     this.stmts = {
@@ -89,12 +117,17 @@ export class CopyFacts {
         'INSERT INTO destinations (path, label, role, keep_days) VALUES (?, ?, ?, ?)',
       ),
       updateDestination: db.prepare<[string, string, number | null, number]>(
-        'UPDATE destinations SET label = ?, role = ?, keep_days = ? WHERE id = ?',
+        'UPDATE destinations SET label = ?, role = ?, keep_days = ?, forgotten_at = NULL WHERE id = ?',
       ),
-      destinations: db.prepare<
-        [],
-        { id: number; path: string; label: string; role: DestinationRole; keep_days: number | null }
-      >('SELECT id, path, label, role, keep_days FROM destinations ORDER BY id'),
+      destinations: db.prepare<[], DestinationRow>('SELECT * FROM destinations ORDER BY id'),
+      volume: db.prepare<[number], { volume: string | null }>('SELECT volume FROM destinations WHERE id = ?'),
+      setVolume: db.prepare<[string, number]>('UPDATE destinations SET volume = ? WHERE id = ?'),
+      forgetDestination: db.prepare<[number, number]>(
+        'UPDATE destinations SET forgotten_at = ? WHERE id = ?',
+      ),
+      one: db.prepare<[string, string, number, number, number], CopyRow>(
+        'SELECT * FROM copies WHERE source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ? AND destination_id = ?',
+      ),
       put: db.prepare(
         `INSERT OR REPLACE INTO copies (source_id, rel_path, size, mtime_ms, destination_id, path, state, md5,
          copy_size, copy_mtime_ms, read_back, at, error) VALUES (@sourceId, @relPath, @size, @mtimeMs,
@@ -109,18 +142,41 @@ export class CopyFacts {
       ofDestination: db.prepare<[number], CopyRow>(
         'SELECT * FROM copies WHERE destination_id = ? ORDER BY source_id, rel_path',
       ),
-      drop: db.prepare<[number, string]>('DELETE FROM copies WHERE destination_id = ? AND source_id = ?'),
-      stop: db.prepare(
-        'INSERT OR REPLACE INTO destination_stops (destination_id, source_id, message, at) VALUES (?, ?, ?, ?)',
+      inState: db.prepare<[string, string], CopyRow>(
+        'SELECT * FROM copies WHERE state = ? AND source_id = ? ORDER BY rel_path, destination_id',
       ),
-      clearStops: db.prepare<[string]>('DELETE FROM destination_stops WHERE source_id = ?'),
-      stops: db.prepare<[string], { destination_id: number; message: string }>(
-        'SELECT destination_id, message FROM destination_stops WHERE source_id = ?',
+      anyInState: db.prepare<[string], CopyRow>(
+        'SELECT * FROM copies WHERE state = ? ORDER BY source_id, rel_path',
       ),
+      dueFile: db.prepare<[number], { id: number }>(
+        `SELECT f.id FROM copies c
+         JOIN card_destinations cd ON cd.source_id = c.source_id AND cd.destination_id = c.destination_id
+         JOIN files f ON f.source_id = c.source_id AND f.rel_path = c.rel_path
+         AND f.size = c.size AND f.mtime_ms = c.mtime_ms AND f.target_id = ?
+         WHERE c.state = 'wanted' AND f.state <> 'discovered' ORDER BY f.id LIMIT 1`,
+      ),
+      unsettled: db.prepare<[string], { one: number }>(
+        `SELECT 1 AS one FROM copies c
+         JOIN card_destinations cd ON cd.source_id = c.source_id AND cd.destination_id = c.destination_id
+         WHERE c.source_id = ? AND c.state IN ('wanted', 'writing') LIMIT 1`,
+      ),
+      madeSince: db.prepare<[number], { destination_id: number; files: number; bytes: number }>(
+        `SELECT destination_id, count(*) AS files, sum(size) AS bytes FROM copies
+         WHERE state = 'verified' AND at >= ? GROUP BY destination_id ORDER BY min(at)`,
+      ),
+      counting: db.prepare<[string], { destination_id: number }>(
+        `SELECT cd.destination_id FROM card_destinations cd JOIN destinations d ON d.id = cd.destination_id
+         WHERE cd.source_id = ? AND d.forgotten_at IS NULL ORDER BY cd.destination_id`,
+      ),
+      clearCounting: db.prepare<[string]>('DELETE FROM card_destinations WHERE source_id = ?'),
+      addCounting: db.prepare<[string, number, number]>(
+        'INSERT OR REPLACE INTO card_destinations (source_id, destination_id, at) VALUES (?, ?, ?)',
+      ),
+      dropCounting: db.prepare<[number]>('DELETE FROM card_destinations WHERE destination_id = ?'),
     };
   }
 
-  /** The destination of this folder, recorded (or updated) as the settings say it now. */
+  /** The destination of this folder, recorded (or updated) as the settings say it now; named again, not forgotten any more. */
   destination(d: Omit<Destination, 'id'>): Destination {
     const found = this.stmts.destination.get(d.path)?.id;
     if (found === undefined) {
@@ -136,49 +192,154 @@ export class CopyFacts {
     return this.destinations().find((d) => d.id === id)?.label ?? `destination ${id}`;
   }
 
-  /** Every destination ever used, in the order they were first used. */
+  /** Every destination ever used (forgotten ones too), in the order they were first used. */
   destinations(): Destination[] {
-    return this.stmts.destinations
-      .all()
-      .map((r) => ({ id: r.id, path: r.path, label: r.label, role: r.role, keepDays: r.keep_days }));
+    return this.stmts.destinations.all().map(destinationOf);
   }
 
-  /** Called by the store inside a file's 'hashed' transition (and by offload for copies made later). */
-  note(file: FileVersion, copy: CopyRecord): void {
-    this.stmts.put.run({ ...file, ...copy });
+  /** The destination of a folder, if it was ever used. */
+  destinationAt(dir: string): (Destination & { forgotten: boolean }) | undefined {
+    const r = this.stmts.destinations.all().find((x) => x.path === dir);
+    return r ? { ...destinationOf(r), forgotten: r.forgotten_at !== null } : undefined;
   }
 
-  /** The copies of one version of a file, one per destination it was copied to. */
+  /** The volume (st_dev) a destination was last written on, if known. */
+  volumeOf(id: number): string | null {
+    return this.stmts.volume.get(id)?.volume ?? null;
+  }
+
+  setVolume(id: number, volume: string): void {
+    this.stmts.setVolume.run(volume, id);
+  }
+
+  /**
+   * The one door: a copy record's change, through the transition table
+   * (IllegalCopyTransition otherwise). `want` gives the copy's path.
+   */
+  apply(file: FileVersion, destinationId: number, change: CopyChange): CopyRecord {
+    const cur = this.stmts.one.get(file.sourceId, file.relPath, file.size, file.mtimeMs, destinationId);
+    const state = nextCopyState(cur?.state ?? null, change);
+    const at = this.now();
+    const base: CopyRecord = {
+      destinationId,
+      path: change.type === 'want' ? change.path : (cur?.path ?? ''),
+      state,
+      md5: null,
+      copySize: null,
+      copyMtimeMs: null,
+      readBack: null,
+      at,
+      error: null,
+    };
+    const next: CopyRecord =
+      change.type === 'verified'
+        ? {
+            ...base,
+            md5: change.copy.md5,
+            copySize: change.copy.copySize,
+            copyMtimeMs: change.copy.copyMtimeMs,
+            readBack: change.copy.readBack,
+          }
+        : change.type === 'differs' || change.type === 'stopped'
+          ? { ...base, error: change.reason }
+          : change.type === 'forget' && cur
+            ? { ...record(cur), state, at }
+            : base;
+    this.stmts.put.run({ ...file, ...next });
+    return next;
+  }
+
+  /** A copy attempt's outcome for one destination, through the door (the 'hashed' transaction calls it). */
+  settle(file: FileVersion, outcome: CopyOutcome): CopyRecord {
+    const change: CopyChange =
+      outcome.type === 'verified'
+        ? { type: 'verified', copy: outcome.copy }
+        : { type: outcome.type, reason: outcome.reason };
+    return this.apply(file, outcome.destinationId, change);
+  }
+
+  /** The copies of one version of a file, one per destination it was copied to (or is to be). */
   of(file: FileVersion): CopyRecord[] {
     return this.stmts.ofFile.all(file.sourceId, file.relPath, file.size, file.mtimeMs).map(record);
   }
 
-  /** Every copy of every file of a source. */
+  /** Every copy record of every file of a source. */
   ofSource(sourceId: string): Array<CopyRecord & FileVersion> {
     return this.stmts.ofSource.all(sourceId).map(record);
   }
 
-  /** Every copy on a destination. */
+  /** Every copy record on a destination. */
   onDestination(destinationId: number): Array<CopyRecord & FileVersion> {
     return this.stmts.ofDestination.all(destinationId).map(record);
   }
 
-  /** A card's copies on a destination were deleted (staging clean-up). */
-  forget(destinationId: number, sourceId: string): void {
-    this.stmts.drop.run(destinationId, sourceId);
+  /** Records of a source in a state (all sources without one). */
+  inState(state: CopyState, sourceId?: string): Array<CopyRecord & FileVersion> {
+    return (
+      sourceId === undefined ? this.stmts.anyInState.all(state) : this.stmts.inState.all(state, sourceId)
+    ).map(record);
   }
 
-  /** A destination stopped for a card (full, unplugged, read-only): the reason, shown until the next scan. */
-  stop(destinationId: number, sourceId: string, message: string): void {
-    this.stmts.stop.run(destinationId, sourceId, message, this.now());
+  /** The next file (of this target) already read whose copy a counting destination wants: "copy again". */
+  nextDue(targetId: number): number | undefined {
+    return this.stmts.dueFile.get(targetId)?.id;
   }
 
-  /** A new scan of the card: its destinations are tried again. */
-  clearStops(sourceId: string): void {
-    this.stmts.clearStops.run(sourceId);
+  /** A copy of this card is still wanted or being written on a destination that counts for it. */
+  unsettled(sourceId: string): boolean {
+    return this.stmts.unsettled.get(sourceId) !== undefined;
   }
 
-  stops(sourceId: string): Map<number, string> {
-    return new Map(this.stmts.stops.all(sourceId).map((r) => [r.destination_id, r.message]));
+  /** Copies verified since a time (a run's start), per destination, in the order they were first made. */
+  madeSince(since: number): Array<{ destinationId: number; files: number; bytes: number }> {
+    return this.stmts.madeSince
+      .all(since)
+      .map((r) => ({ destinationId: r.destination_id, files: r.files, bytes: r.bytes }));
+  }
+
+  /** The destinations that count for a card: those of the settings and of its last run, not forgotten. */
+  countingFor(sourceId: string): number[] {
+    return this.stmts.counting.all(sourceId).map((r) => r.destination_id);
+  }
+
+  /** A run names the destinations of a card: these count for it from now on (past ones not named stop counting). */
+  setCounting(sourceId: string, destinationIds: readonly number[]): void {
+    this.db.transaction(() => {
+      this.stmts.clearCounting.run(sourceId);
+      for (const id of destinationIds) this.stmts.addCounting.run(sourceId, id, this.now());
+    })();
+  }
+
+  /**
+   * The crew forgot a destination: it counts for no card any more and its
+   * records are forgotten (the files on it are not touched). Named again
+   * later, it is a destination again.
+   */
+  forgetDestination(destinationId: number): number {
+    return this.db.transaction(() => {
+      this.stmts.forgetDestination.run(this.now(), destinationId);
+      this.stmts.dropCounting.run(destinationId);
+      let n = 0;
+      for (const c of this.onDestination(destinationId)) {
+        if (c.state === 'forgotten' || c.state === 'writing') continue;
+        this.apply(c, destinationId, { type: 'forget' });
+        n++;
+      }
+      return n;
+    })();
+  }
+
+  /** A card's copies on a destination were deleted (staging clean-up): its records forgotten. */
+  forgetCard(destinationId: number, sourceId: string): void {
+    this.db.transaction(() => {
+      for (const c of this.onDestination(destinationId))
+        if (c.sourceId === sourceId && c.state !== 'forgotten' && c.state !== 'writing')
+          this.apply(c, destinationId, { type: 'forget' });
+    })();
+  }
+
+  /** Runs `fn` in one transaction (several records through the door at once). */
+  together<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
   }
 }

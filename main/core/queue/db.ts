@@ -253,6 +253,25 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (destination_id, source_id)
   );
   `,
+  // Issue 29, copies (one owner for a copy's state): the copy records' states
+  // (wanted, writing, verified, failed, stopped, forgotten) live in copies.state;
+  // the destinations that count for each card (settings + those named in its last
+  // run); a destination the crew forgot; the volume a destination was written on
+  // (its st_dev), so a drive gone (a bare mount point left) is told from a folder.
+  `
+  ALTER TABLE destinations ADD COLUMN volume TEXT;
+  ALTER TABLE destinations ADD COLUMN forgotten_at INTEGER;
+  CREATE TABLE card_destinations (
+    source_id TEXT NOT NULL,
+    destination_id INTEGER NOT NULL REFERENCES destinations (id),
+    at INTEGER NOT NULL,
+    PRIMARY KEY (source_id, destination_id)
+  );
+  CREATE INDEX copies_state ON copies (state, source_id);
+  UPDATE copies SET state = 'stopped' WHERE state = 'failed' AND error NOT LIKE '%differs from the card%';
+  INSERT OR IGNORE INTO card_destinations (source_id, destination_id, at)
+    SELECT DISTINCT source_id, destination_id, 0 FROM copies;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -396,7 +396,7 @@ export class Queue {
       if (clears) this.stmts.clearParts.run(row.id);
       if (hashed?.info.sn) this.flights.noteSerial(row.sourceId, hashed.info.fileGroupId, hashed.info.sn);
       if (hashed?.mrk) this.flights.noteMrk(row.sourceId, row.relPath, hashed.mrk);
-      for (const copy of hashed?.copies ?? []) this.copies.note(row, copy);
+      for (const copy of hashed?.copies ?? []) this.copies.settle(row, copy);
     };
     if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();
     else write();

@@ -12,7 +12,7 @@
  */
 import type { DmsError } from '../errors.js';
 import type { MrkParseResult } from '../media/mrk.js';
-import type { CopyRecord } from './copies.js';
+import type { CopyOutcome } from './copies.js';
 import type { FileInfo } from './file-info.js';
 import type {
   CheckedRow,
@@ -39,7 +39,7 @@ export type Change =
       /** An exposure log (MRK), parsed: kept for the flight's report, also once the card is gone. */
       mrk?: MrkParseResult;
       /** Its local copies, written by the same read and read back: verified, or failed with the reason. */
-      copies?: CopyRecord[];
+      copies?: CopyOutcome[];
     }
   /** hashed -> fast-upload-checked without asking (RTK files: fast-upload is about media). */
   | { type: 'check-skipped' }

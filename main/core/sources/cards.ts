@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { cardSource, folderSource, type Source } from './source.js';
 
 export interface Card {
   /** Stable identity: volume UUID where the OS gives it, else label + DCIM fingerprint. */
@@ -70,9 +71,13 @@ function uuidOfDevice(device: string): string | undefined {
   return undefined;
 }
 
+/** Files of the oldest DCIM folder that make a card's fingerprint. */
+const FINGERPRINT_FILES = 8;
+
 /**
- * Label + a fingerprint of the card's oldest DCIM folder (its name and first
- * file): stable while new flights are added, different for another card.
+ * A fingerprint of what the card carries: its oldest DCIM folder's name and
+ * its first files (names, sizes, times). Stable while new flights are added
+ * (they sort after), different for another card even in the same folder.
  */
 export function dcimFingerprint(root: string): string {
   const dcim = path.join(root, 'DCIM');
@@ -82,9 +87,11 @@ export function dcimFingerprint(root: string): string {
     const first = dirs[0];
     h.update(first ?? '');
     if (first) {
-      const files = fs.readdirSync(path.join(dcim, first)).sort();
-      const f = files[0];
-      if (f) h.update(`/${f}/${fs.statSync(path.join(dcim, first, f)).size}`);
+      const files = fs.readdirSync(path.join(dcim, first)).sort().slice(0, FINGERPRINT_FILES);
+      for (const f of files) {
+        const st = fs.statSync(path.join(dcim, first, f));
+        h.update(`/${f}/${st.size}/${Math.trunc(st.mtimeMs / 2000)}`);
+      }
     }
   } catch {
     // an unreadable DCIM still gets an id (from the label)
@@ -92,11 +99,46 @@ export function dcimFingerprint(root: string): string {
   return h.digest('hex').slice(0, 16);
 }
 
+/** The block device mounted exactly at `root` (Linux mountinfo), whatever its filesystem. */
+export function deviceAt(root: string, mountinfo = '/proc/self/mountinfo'): string | undefined {
+  let real: string;
+  let text: string;
+  try {
+    real = fs.realpathSync(root);
+    text = fs.readFileSync(mountinfo, 'utf8');
+  } catch {
+    return undefined;
+  }
+  let found: string | undefined;
+  for (const line of text.split('\n')) {
+    const [left, right] = line.split(' - ');
+    if (!left || !right) continue;
+    const mountPoint = left.split(' ')[4]?.replace(/\\040/g, ' ');
+    const device = right.split(' ')[1];
+    // The last mount at a point is the one seen there.
+    if (mountPoint === real && device?.startsWith('/dev/')) found = device;
+  }
+  return found;
+}
+
+/**
+ * The source a folder given to `sync` is: a DJI card is known by the card
+ * (its volume's UUID where it is a mounted volume, else what it carries),
+ * so two cards read one after the other from the same slot or folder are
+ * two cards, and the same card is recognised wherever it is mounted; any
+ * other folder by its path.
+ */
+export function sourceAt(root: string): Source {
+  if (!isDjiCard(root)) return folderSource(root);
+  return cardSource(cardIdentity(root, deviceAt(root)));
+}
+
 export function cardIdentity(root: string, device?: string): Card {
   const label = path.basename(root) || root;
   const uuid = device ? uuidOfDevice(device) : undefined;
   return {
-    id: uuid ? `uuid:${uuid}` : `dcim:${label}:${dcimFingerprint(root)}`,
+    // What the card carries, not where it is mounted nor what its folder is called.
+    id: uuid ? `uuid:${uuid}` : `dcim:${dcimFingerprint(root)}`,
     label,
     root,
     ...(device ? { device } : {}),

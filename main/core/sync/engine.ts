@@ -27,7 +27,7 @@ import { scanSource, type ScanResult } from './scan.js';
 import type { Destination } from '../queue/copies.js';
 import type { WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
-import { LocalCopies, type CopiesMade } from './local-copies.js';
+import { LocalCopies, type CopiesMade, type DestinationSeen } from './local-copies.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
@@ -66,6 +66,8 @@ export interface EngineEvents {
   copied: [{ sourceId: string }];
   /** A destination stopped for a card (full, unplugged, read-only): its reason. */
   'destination-stopped': [{ sourceId: string; destination: Destination; message: string }];
+  /** A destination's folder at a card's scan: created (not there yet), made again, or its drive unplugged. */
+  destination: [DestinationSeen];
 }
 
 export interface EngineOptions {
@@ -155,9 +157,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
     this.uploadLimiter = new Limiter(opts.config.concurrency.files);
-    this.copies = new LocalCopies(this.queue, opts.config, (stop) => {
-      this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
-      this.emit('destination-stopped', stop);
+    this.copies = new LocalCopies(this.queue, opts.config, {
+      stop: (stop) => {
+        this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
+        this.emit('destination-stopped', stop);
+      },
+      seen: (seen) => {
+        this.log.info({ source: seen.sourceId, destination: seen.destination.label }, seen.message);
+        this.emit('destination', seen);
+      },
     });
     this.claims = new ContentClaims(this.queue, () => this.wake());
     this.dispatcher = new Dispatcher(this.queue, this.copies.enabled ? AFTER_READ : undefined);
@@ -194,10 +202,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let result: ScanResult;
     try {
       this.queue.sources.seen(source.sourceId, source.label);
-      this.copies.retry(source.sourceId);
       result = await scanSource(this.queue, source, this.config, signal, opts);
-      this.copies.findCopiesAgain(source.sourceId);
-      this.copies.checkSpace(source.sourceId, result.pending);
+      // The destinations of this run count for the card; what each lacks is wanted there.
+      this.copies.prepare(source.sourceId);
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -238,7 +245,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // Stop reading from it at once: parts already acknowledged stay recorded
     // and are reused when the card is back. Files with a verified local copy
     // go on from it: that is what a locally safe card is for.
-    this.copies.dropAgain(sourceId);
+    this.copies.dropAgain(sourceId, this.queue.sources.labelOf(sourceId));
     this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
     this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
       const row = this.queue.get(id);
@@ -256,7 +263,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Rows in flight in both lanes. */
   private get inFlight(): number {
-    return this.dispatcher.inFlight + this.copyLane.inFlight + this.copies.waitingAgain;
+    return this.dispatcher.inFlight + this.copyLane.inFlight;
   }
 
   /** Files copied and verified on each local destination since the engine started (a `sync`: this run). */
@@ -304,8 +311,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       while (!signal?.aborted) {
         const blocked = this.status.blocked;
-        // A one-shot run reports and exits on a sign-in to renew or a halt; a pause waits.
-        if (opts.mode === 'until-idle' && blocked && this.state !== 'paused') break;
+        // The copy lane is the upload's peer, not behind it: cards are copied at
+        // card speed with the server away (offline, its hold) or no sign-in. Only
+        // a pause (the crew's) or a halt (the store cannot record) stops it.
+        const copying = this.copies.enabled && this.state !== 'paused' && this.state !== 'halted';
+        if (copying) this.dispatchCopies(limit, signal);
+        const copyLaneBusy = this.copyLane.inFlight > 0;
+        // A one-shot run reports and exits on a sign-in to renew or a halt (once its copies are made); a pause waits.
+        if (opts.mode === 'until-idle' && blocked && this.state !== 'paused' && !copyLaneBusy) break;
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
@@ -354,9 +367,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         },
       );
     }
-    if (!this.copies.enabled) return;
-    // The card read and copied at the speed of the card: two files copying
-    // (both cores), two more read back, whatever the uplink does meanwhile.
+  }
+
+  /**
+   * The copy lane: the card read and copied at the speed of the card, two
+   * files copying (both cores), two more read back, whatever the uplink, the
+   * server or the sign-in do meanwhile. It only reads, copies and records.
+   */
+  private dispatchCopies(maxAttempts: number | undefined, signal?: AbortSignal): void {
     for (const row of this.copyLane.take(COPY_LANE_WIDTH, maxAttempts)) {
       this.status.set('syncing');
       this.copyLane.start(
@@ -371,21 +389,21 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     }
     // Files already read that a destination lacks, copied again from the card in the same lane.
     while (this.copyLane.inFlight < COPY_LANE_WIDTH) {
-      const row = this.copies.nextAgain();
-      if (!row) break;
+      const next = this.copies.nextAgain();
+      if (!next || next.targets.length === 0) break;
+      const { row, targets } = next;
       this.status.set('syncing');
       this.copyLane.start(
         row,
         async (own) => {
           const signal = AbortSignal.any([own, this.stopAll.signal]);
-          const problem = await this.copies.copyAgain(row, signal, (n) =>
+          const problem = await this.copies.copyAgain(row, targets, signal, (n) =>
             this.context(signal, row.id).onBytes(n, false),
           );
           // Said in the log (a plain line in a terminal); the card's local verdict names the copy missing.
           if (problem) this.log.warn({ source: row.sourceId, file: row.relPath }, problem);
         },
         () => {
-          this.copies.doneAgain(row);
           if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
             this.emit('copied', { sourceId: row.sourceId });
           this.wake();
@@ -422,10 +440,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const discovered = row;
         if (!this.copies.enabled) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
         else {
-          const read = await this.hashLimiter.run(() => this.copies.copy(ctx, discovered));
-          to(read);
-          // Counted once in the store: the run's summary says what was copied.
-          this.copies.counted(read.copies, discovered.size);
+          to(await this.hashLimiter.run(() => this.copies.copy(ctx, discovered)));
           // The copy lane only reads and copies: the upload lane takes the row from here.
           return;
         }

@@ -1,11 +1,18 @@
 import fs from 'node:fs';
 import type { Config } from '../config.js';
-import { cardRootOn, destinationsOf, spaceProblem } from '../copies/destinations.js';
-import type { CopyRecord, Destination } from '../queue/copies.js';
+import {
+  cardRootOn,
+  destinationsOf,
+  lookAt,
+  lookMessage,
+  spaceProblem,
+  type DestinationLook,
+} from '../copies/destinations.js';
+import type { CopyRecord, Destination, FileVersion } from '../queue/copies.js';
 import type { Queue, QueueRow } from '../queue/queue.js';
 import type { Change } from '../queue/transitions.js';
 import type { DiscoveredRow } from '../queue/rows.js';
-import { copyAndVerify } from '../copies/copy-file.js';
+import { copyAndVerify, type CopyJob } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
 
@@ -22,34 +29,47 @@ export interface DestinationStop {
   message: string;
 }
 
+/** A destination's folder as a card's scan found it, when it is worth saying (created, gone, unplugged). */
+export interface DestinationSeen {
+  sourceId: string;
+  destination: Destination;
+  look: Exclude<DestinationLook, 'ready'>;
+  message: string;
+}
+
+type Target = CopyJob['targets'][number];
+
 /**
- * The engine's local destinations: where a card's files are copied before
- * anything is uploaded, which destinations stopped for a card in this run
- * (full, unplugged, read-only), and where a file is read from once a verified
- * copy of it exists (never the card again).
+ * The copy lane's owner: where a card's files are copied, and where a file
+ * is read from once a verified copy of it exists (never the card again).
+ * It keeps nothing of its own: every copy's state is a record in the store
+ * (queue/copy-transitions.ts), written only through `queue.copies.apply`;
+ * "copy again" is the records that are due; which destinations count for a
+ * card is the store's too. A restart, `status`, `report`, the window and a
+ * run's summary read the same facts.
  */
 export class LocalCopies {
   private destinations: Destination[];
-  /** Destinations stopped for a source in this run, by source id. */
-  private readonly stops = new Map<string, Set<number>>();
-  /**
-   * Files past their first read that a destination still lacks (added since,
-   * or its copy failed, changed or went): copied again from the card when it
-   * is scanned, whatever their upload does. By row id, oldest first.
-   */
-  private readonly again = new Map<number, QueueRow>();
-  /** Files taken from `again` whose copy is being made now, by row id. */
-  private readonly copyingNow = new Map<number, QueueRow>();
-  /** Copies written and read back since the engine started, by destination id (a run's summary says them). */
-  private readonly madeOn = new Map<number, CopiesMade>();
+  /** When this engine started: a run's summary counts the copies verified since. */
+  private readonly since: number;
 
   constructor(
     private readonly queue: Queue,
     config: Config,
-    /** Called once per destination and card when it stops (logged and told by the engine). */
-    private readonly onStop: (stop: DestinationStop) => void,
+    private readonly tell: {
+      /** A destination stopped for a card (said once per card and destination). */
+      stop: (stop: DestinationStop) => void;
+      /** A destination's folder was created, or found gone, or its drive unplugged. */
+      seen: (seen: DestinationSeen) => void;
+    },
   ) {
     this.destinations = destinationsOf(config, queue.copies);
+    this.since = Date.now();
+    // A write cut short by a crash or a kill: wanted again (the table allows it, from writing only here).
+    queue.copies.together(() => {
+      for (const c of queue.copies.inState('writing'))
+        queue.copies.apply(c, c.destinationId, { type: 'want', path: c.path });
+    });
   }
 
   /** The destinations cards are copied to (settings and `--copy-to`). */
@@ -65,10 +85,80 @@ export class LocalCopies {
     this.destinations = destinationsOf(config, this.queue.copies);
   }
 
-  /** A card is scanned again: destinations that stopped for it (full, unplugged) are tried again. */
-  retry(sourceId: string): void {
-    this.stops.delete(sourceId);
-    this.queue.copies.clearStops(sourceId);
+  /**
+   * A card was scanned: the destinations of this run are the ones that count
+   * for it; each is looked at (created when it is not there yet and its
+   * parent is; stopped when its drive is gone); every file a destination
+   * lacks as written is wanted there (first copies, and copies again); a
+   * destination that cannot hold what is wanted is stopped before a byte is
+   * written.
+   */
+  prepare(sourceId: string): void {
+    if (!this.enabled) return;
+    const copies = this.queue.copies;
+    copies.setCounting(
+      sourceId,
+      this.destinations.map((d) => d.id),
+    );
+    const rows = this.queue.list({ sourceId, limit: 1_000_000 });
+    const card = { label: this.queue.sources.labelOf(sourceId), sourceId };
+    for (const destination of this.destinations) {
+      const look = this.look(destination, sourceId);
+      if (look !== 'ready' && look !== 'gone-made-again' && look !== 'created') {
+        this.stopFor(sourceId, destination, lookMessage(destination, look), rows, card);
+        continue;
+      }
+      const root = cardRootOn(destination, card);
+      const wanted: FileVersion[] = [];
+      copies.together(() => {
+        for (const row of rows) {
+          const rec = copies.of(row).find((c) => c.destinationId === destination.id);
+          if (rec && (rec.state === 'writing' || (rec.state === 'verified' && asWritten(rec)))) continue;
+          if (rec?.state !== 'wanted')
+            copies.apply(row, destination.id, { type: 'want', path: `${root}/${row.relPath}` });
+          wanted.push(row);
+        }
+      });
+      const problem = spaceProblem(
+        destination,
+        wanted.reduce((n, f) => n + f.size, 0),
+      );
+      if (problem) this.stop(sourceId, destination, problem);
+    }
+  }
+
+  /**
+   * A destination looked at before a card is copied: a folder not there yet
+   * (its parent there) is created and said once; one gone from a drive that
+   * is plugged in is made again and said; the volume it is on is noted.
+   */
+  private look(destination: Destination, sourceId: string): DestinationLook | 'created' | 'gone-made-again' {
+    const volume = this.queue.copies.volumeOf(destination.id);
+    const look = lookAt(destination, volume);
+    if (look === 'not-created' || look === 'missing') {
+      try {
+        fs.mkdirSync(destination.path);
+      } catch {
+        return look === 'missing' ? 'missing' : 'unplugged';
+      }
+      this.tell.seen({
+        sourceId,
+        destination,
+        look,
+        message:
+          look === 'not-created'
+            ? lookMessage(destination, look)
+            : `${destination.label}: the folder ${destination.path} was not there any more on its drive; it was made again.`,
+      });
+    }
+    if (look === 'unplugged') return look;
+    try {
+      const dev = String(fs.statSync(destination.path).dev);
+      if (dev !== volume) this.queue.copies.setVolume(destination.id, dev);
+    } catch {
+      return 'unplugged';
+    }
+    return look === 'not-created' ? 'created' : look === 'missing' ? 'gone-made-again' : 'ready';
   }
 
   /**
@@ -94,97 +184,77 @@ export class LocalCopies {
   }
 
   /**
-   * discovered -> hashed with local copies: copied to each destination still
-   * to have it (one read of the card), or, when every destination already
-   * holds a verified copy of this version, read from a copy (never the card).
+   * discovered -> hashed with local copies: copied to each destination that
+   * wants it (one read of the card), or, when none does, read where it is
+   * (a verified copy, never the card twice).
    */
   async copy(ctx: StepContext, row: DiscoveredRow): Promise<Extract<Change, { type: 'hashed' }>> {
-    const targets = this.targetsFor(row);
-    // Every destination holds it already, or none can take more of this card: read it where it is.
+    const targets = this.begin(row);
     if (targets.length === 0) return hashStep(ctx, row, this.placeOf(row));
-    const { change, stopped } = await copyStep(ctx, row, targets);
-    for (const s of stopped) this.stop(row.sourceId, s.destination, s.message);
-    return change;
-  }
-
-  /**
-   * A card was scanned: its files already read whose copy a destination
-   * lacks are copied again (the crew added a drive, or "sync the card again
-   * to copy it anew"). Returns how many.
-   */
-  findCopiesAgain(sourceId: string): number {
-    if (!this.enabled) return 0;
-    let n = 0;
-    for (const row of this.queue.list({ sourceId, limit: 1_000_000 })) {
-      if (row.state === 'discovered' || this.again.has(row.id) || this.targetsFor(row).length === 0) continue;
-      this.again.set(row.id, row);
-      n++;
+    try {
+      const { change, stopped } = await copyStep(ctx, row, targets);
+      for (const s of stopped) this.stop(row.sourceId, s.destination, s.message);
+      return change;
+    } catch (err) {
+      this.unbegin(row, targets);
+      throw err;
     }
-    return n;
   }
 
-  /** Files waiting to be copied again. */
-  get waitingAgain(): number {
-    return this.again.size;
-  }
-
-  /** The next file to copy again, if any; `doneAgain` once its copy is over. */
-  nextAgain(): QueueRow | undefined {
-    const first = this.again.values().next();
-    if (first.done) return undefined;
-    this.again.delete(first.value.id);
-    this.copyingNow.set(first.value.id, first.value);
-    return first.value;
-  }
-
-  /** A file's copy again is over (made, failed or cancelled). */
-  doneAgain(row: QueueRow): void {
-    this.copyingNow.delete(row.id);
-  }
-
-  /**
-   * True while a file of this source waits to be copied again or is being
-   * copied: its card's copies are not at rest yet (no verdict is made on a
-   * copy half written).
-   */
+  /** True while a file of this card waits to be copied (again) or is being copied: its copies are not at rest. */
   copyingAgain(sourceId: string): boolean {
-    for (const r of [...this.again.values(), ...this.copyingNow.values()])
-      if (r.sourceId === sourceId) return true;
-    return false;
+    return this.queue.copies.unsettled(sourceId);
   }
 
-  /** Records of copies written in the store: the verified ones are counted for the run's summary. */
-  counted(records: readonly CopyRecord[] | undefined, size: number): void {
-    for (const r of records ?? []) {
-      if (r.state !== 'verified') continue;
-      const destination = this.destinations.find((d) => d.id === r.destinationId);
-      if (!destination) continue;
-      const made = this.madeOn.get(destination.id) ?? { destination, files: 0, bytes: 0 };
-      made.files++;
-      made.bytes += size;
-      this.madeOn.set(destination.id, made);
-    }
+  /** A file already read that a destination still wants (copy again), if any. */
+  hasDue(): boolean {
+    const target = this.queue.target;
+    return this.enabled && target !== null && this.queue.copies.nextDue(target.id) !== undefined;
   }
 
-  /** Copies written and read back since the engine started, per destination, in the order they were first made. */
+  /** The next file already read to copy again, its records now 'writing'; undefined when none is due. */
+  nextAgain(): { row: QueueRow; targets: Target[] } | undefined {
+    const target = this.queue.target;
+    if (!this.enabled || !target) return undefined;
+    const id = this.queue.copies.nextDue(target.id);
+    const row = id === undefined ? undefined : this.queue.get(id);
+    if (!row) return undefined;
+    return { row, targets: this.begin(row) };
+  }
+
+  /** Copies verified since the engine started, per destination, in the order they were first made. */
   get made(): readonly CopiesMade[] {
-    return [...this.madeOn.values()];
+    const known = this.queue.copies.destinations();
+    return this.queue.copies.madeSince(this.since).flatMap((m) => {
+      const destination = known.find((d) => d.id === m.destinationId);
+      return destination ? [{ destination, files: m.files, bytes: m.bytes }] : [];
+    });
   }
 
-  /** The card went away: its files are not copied again until it is back. */
-  dropAgain(sourceId: string): void {
-    for (const [id, r] of this.again) if (r.sourceId === sourceId) this.again.delete(id);
+  /** The card went away: its files still wanted somewhere are stopped until it is back (its next scan). */
+  dropAgain(sourceId: string, label: string): void {
+    const copies = this.queue.copies;
+    copies.together(() => {
+      for (const c of copies.inState('wanted', sourceId))
+        copies.apply(c, c.destinationId, {
+          type: 'stopped',
+          reason: `${label} was removed before this file was copied to ${copies.destinationLabel(c.destinationId)}: insert it again to copy it.`,
+        });
+    });
   }
 
   /**
-   * A file already read, copied again from the card to the destinations that
-   * lack it: the same write, flush and read-back as the first time. Its upload
-   * is not touched. A card file that no longer matches what was uploaded
-   * (same size and time, other bytes) is not copied: said, and left for the
-   * verdict.
+   * A file already read, copied again from the card to the destinations
+   * that want it: the same write, flush and read-back as the first time. Its
+   * upload is not touched. A card file that no longer matches what was
+   * uploaded (same size and time, other bytes) is said, and left wanted.
    */
-  async copyAgain(row: QueueRow, signal: AbortSignal, onBytes: (n: number) => void): Promise<string | null> {
-    const targets = this.targetsFor(row);
+  async copyAgain(
+    row: QueueRow,
+    targets: readonly Target[],
+    signal: AbortSignal,
+    onBytes: (n: number) => void,
+  ): Promise<string | null> {
     if (targets.length === 0) return null;
     try {
       const result = await copyAndVerify({
@@ -196,68 +266,123 @@ export class LocalCopies {
         signal,
         onBytes,
       });
-      for (const s of result.stopped) this.stop(row.sourceId, s.destination, s.message);
       const fingerprint = 'fingerprint' in row ? row.fingerprint : null;
-      if (fingerprint && fingerprint.toLowerCase() !== result.md5.toLowerCase())
-        return `${row.relPath} on the card is not what was read before (same size and time, other bytes): not copied again.`;
-      const version = { sourceId: row.sourceId, relPath: row.relPath, size: row.size, mtimeMs: row.mtimeMs };
-      for (const r of result.records) this.queue.copies.note(version, r);
-      this.counted(result.records, row.size);
+      if (fingerprint && fingerprint.toLowerCase() !== result.md5.toLowerCase()) {
+        const reason = `${row.relPath} on the card is not what was read before (same size and time, other bytes): not copied again.`;
+        this.queue.copies.together(() => {
+          for (const t of targets)
+            this.queue.copies.apply(row, t.destination.id, { type: 'differs', reason });
+        });
+        return reason;
+      }
+      this.queue.copies.together(() => {
+        for (const o of result.outcomes) this.queue.copies.settle(row, o);
+      });
+      for (const s of result.stopped) this.stop(row.sourceId, s.destination, s.message);
       return null;
     } catch (err) {
       const e = toDmsError(err);
-      if (e.kind === 'cancelled') return null;
       const code = (err as { code?: string }).code;
-      // The card went away meanwhile: its verdict says so; nothing to add here.
-      if (code === 'ENOENT' || e.kind === 'source-missing') return null;
+      // The card went away meanwhile: stopped with the reason (its next scan wants it again).
+      if (e.kind === 'cancelled' || code === 'ENOENT' || e.kind === 'source-missing') {
+        const reason = `${this.queue.sources.labelOf(row.sourceId)} was removed before ${row.relPath} was copied again: insert it again to copy it.`;
+        this.queue.copies.together(() => {
+          for (const t of targets)
+            this.queue.copies.apply(row, t.destination.id, { type: 'stopped', reason });
+        });
+        return null;
+      }
+      this.unbegin(row, targets);
       return `${row.relPath} could not be copied again: ${e instanceof DmsError ? e.message : String(err)}`;
     }
   }
 
-  /** Stops, before any byte is written, the destinations that cannot hold what a card still needs. */
-  checkSpace(sourceId: string, pending: readonly QueueRow[]): void {
-    const unread = [
-      ...pending.filter((r) => r.sourceId === sourceId && r.state === 'discovered'),
-      ...[...this.again.values()].filter((r) => r.sourceId === sourceId),
-    ];
-    for (const destination of this.destinations) {
-      const needed = unread
-        .filter((r) => this.targetsFor(r).some((t) => t.destination.id === destination.id))
-        .reduce((n, r) => n + r.size, 0);
-      const problem = spaceProblem(destination, needed);
-      if (problem) this.stop(sourceId, destination, problem);
-    }
-  }
-
-  /** The destinations a row's file is still to be copied to (not stopped for its card, no verified copy yet). */
-  private targetsFor(row: QueueRow): Array<{ destination: Destination; root: string }> {
-    const stopped = this.stops.get(row.sourceId);
-    // A verified copy counts while it is still as written: one changed or gone since is copied anew.
-    const done = new Set(
-      this.queue.copies
-        .of(row)
-        .filter((c) => c.state === 'verified' && asWritten(c))
-        .map((c) => c.destinationId),
-    );
+  /**
+   * The destinations that want this file (counting for its card, not
+   * stopped, no verified copy as written), their records moved to
+   * 'writing' in one transaction.
+   */
+  private begin(row: QueueRow): Target[] {
+    const copies = this.queue.copies;
     const card = { label: this.queue.sources.labelOf(row.sourceId), sourceId: row.sourceId };
-    return this.destinations
-      .filter((d) => !stopped?.has(d.id) && !done.has(d.id))
-      .map((destination) => ({ destination, root: cardRootOn(destination, card) }));
+    const counting = new Set(copies.countingFor(row.sourceId));
+    return copies.together(() => {
+      const records = new Map(copies.of(row).map((c) => [c.destinationId, c]));
+      const out: Target[] = [];
+      for (const destination of this.destinations) {
+        if (!counting.has(destination.id)) continue;
+        const rec = records.get(destination.id);
+        if (rec && rec.state !== 'wanted') {
+          // A verified copy changed or gone since is wanted anew; stopped, writing, forgotten are not taken here.
+          if (rec.state !== 'verified' || asWritten(rec)) continue;
+        }
+        const root = cardRootOn(destination, card);
+        if (rec?.state !== 'wanted')
+          copies.apply(row, destination.id, { type: 'want', path: `${root}/${row.relPath}` });
+        copies.apply(row, destination.id, { type: 'writing' });
+        out.push({ destination, root, volume: copies.volumeOf(destination.id) });
+      }
+      return out;
+    });
   }
 
-  /** A destination failed for a card: no more of it goes there in this run; said once. */
+  /** A copy cut short (cancelled, an error that is not the destination's): wanted again. */
+  private unbegin(row: FileVersion, targets: readonly Target[]): void {
+    const copies = this.queue.copies;
+    copies.together(() => {
+      for (const t of targets) {
+        const rec = copies.of(row).find((c) => c.destinationId === t.destination.id);
+        if (rec?.state === 'writing') copies.apply(row, t.destination.id, { type: 'want', path: rec.path });
+      }
+    });
+  }
+
+  /**
+   * A destination stopped for a card (full, unplugged, read-only, too
+   * small): every copy of the card still wanted there is stopped with the
+   * reason; said once (when it is the first stop of that card there).
+   */
   private stop(sourceId: string, destination: Destination, message: string): void {
-    const set = this.stops.get(sourceId) ?? new Set<number>();
-    if (set.has(destination.id)) return;
-    set.add(destination.id);
-    this.stops.set(sourceId, set);
-    this.queue.copies.stop(destination.id, sourceId, message);
-    this.onStop({ sourceId, destination, message });
+    const copies = this.queue.copies;
+    const already = copies.inState('stopped', sourceId).some((c) => c.destinationId === destination.id);
+    copies.together(() => {
+      for (const c of copies.inState('wanted', sourceId))
+        if (c.destinationId === destination.id)
+          copies.apply(c, destination.id, { type: 'stopped', reason: message });
+    });
+    if (!already) this.tell.stop({ sourceId, destination, message });
+  }
+
+  /** A destination that cannot be written at all for a card (its drive gone): each file not verified there is stopped. */
+  private stopFor(
+    sourceId: string,
+    destination: Destination,
+    message: string,
+    rows: readonly QueueRow[],
+    card: { label: string; sourceId: string },
+  ): void {
+    const copies = this.queue.copies;
+    const root = cardRootOn(destination, card);
+    copies.together(() => {
+      for (const row of rows) {
+        const rec = copies.of(row).find((c) => c.destinationId === destination.id);
+        if (rec?.state === 'verified' || rec?.state === 'writing' || rec?.state === 'stopped') continue;
+        if (rec?.state !== 'wanted')
+          copies.apply(row, destination.id, { type: 'want', path: `${root}/${row.relPath}` });
+      }
+    });
+    // Stopped afresh at each scan: the reason is the one of now.
+    copies.together(() => {
+      for (const c of copies.inState('stopped', sourceId))
+        if (c.destinationId === destination.id)
+          copies.apply(c, destination.id, { type: 'want', path: c.path });
+    });
+    this.stop(sourceId, destination, message);
   }
 }
 
 /** A copy is still there as it was written (size, and the time it was given). */
-function asWritten(c: { path: string; copySize: number | null; copyMtimeMs: number | null }): boolean {
+export function asWritten(c: Pick<CopyRecord, 'path' | 'copySize' | 'copyMtimeMs'>): boolean {
   if (c.copySize === null || c.copyMtimeMs === null) return false;
   try {
     const st = fs.statSync(c.path);

@@ -34,8 +34,7 @@ import {
 import type { Change } from '../queue/transitions.js';
 import { buildObjectKey, isUnderPrefix } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
-import { copyAndVerify, type CopyResult } from '../copies/copy-file.js';
-import type { Destination } from '../queue/copies.js';
+import { copyAndVerify, type CopyJob, type CopyResult } from '../copies/copy-file.js';
 import type { FinishedPart } from '../storage/types.js';
 import { fastUploadVerdict } from './answers.js';
 import type { BucketAccess } from './bucket.js';
@@ -240,7 +239,7 @@ export async function hashStep(
 export async function copyStep(
   ctx: StepContext,
   row: DiscoveredRow,
-  targets: ReadonlyArray<{ destination: Destination; root: string }>,
+  targets: CopyJob['targets'],
 ): Promise<{ change: Extract<Change, { type: 'hashed' }>; stopped: CopyResult['stopped'] }> {
   const from = cardPlace(row);
   await assertUnchanged(from);
@@ -261,13 +260,16 @@ export async function copyStep(
       throw missing(from, err);
     throw err;
   }
-  const copy = result.records.find((r) => r.state === 'verified');
+  const copy = result.outcomes.find((r) => r.type === 'verified');
   const on = targets.find((t) => t.destination.id === copy?.destinationId)?.destination.label;
   // Metadata read where the file now is, verified: the card is not read twice.
   const place: Place = copy && on !== undefined ? placeAt(copy.path, from, on) : from;
   const media = await describeFile(ctx, row, place);
   const change = await hashedChange(row, result.md5, media, place.path);
-  return { change: { ...change, copies: result.records }, stopped: result.stopped };
+  return {
+    change: { ...change, copies: result.outcomes.map(({ path: _where, ...outcome }) => outcome) },
+    stopped: result.stopped,
+  };
 }
 
 /** What the requests say of a file: its media metadata (photos, videos), none for RTK and other files. */

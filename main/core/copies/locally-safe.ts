@@ -1,13 +1,16 @@
 /**
- * "Locally safe", per card: every file of the card is on every destination,
- * each copy verified by reading it back from the disk, and still there as it
- * was written. A pure decision over facts the store and a look at the copies
- * gathered (gatherLocal below does the looking). The card is safe to format
+ * "Locally safe", per card: every file of the card is on every destination
+ * that counts for it (the settings' and those named in its last run, not
+ * forgotten), each copy verified by reading it back from the disk, and still
+ * there as it was written. A pure decision over one read of the card's facts
+ * (gatherLocal below reads the store once and looks at the disks) handed
+ * forward as a value. The card is safe to format
  * when it is locally safe or in the workspace (safe-to-format.ts), whichever
  * comes first; the agent never formats or deletes a card.
  */
 import fs from 'node:fs';
-import { baseName, count, listOf } from '../offload/plain.js';
+import { baseName, count, listOf } from '../plain.js';
+import { lookAt, lookMessage, type DestinationLook } from './destinations.js';
 import type { CopyRecord, Destination, FileVersion } from '../queue/copies.js';
 import type { Queue } from '../queue/queue.js';
 
@@ -32,6 +35,8 @@ export interface LocalVerdictInput {
   copies: ReadonlyMap<string, ReadonlyMap<number, LocalCopyFact>>;
   /** Destinations that stopped for this card, with their reason. */
   stops: ReadonlyMap<number, string>;
+  /** Each destination's folder as it is now (absent: ready). */
+  looks?: ReadonlyMap<number, DestinationLook>;
   /** Found on the card and kept nowhere (blocking) or named (not). */
   skipped: ReadonlyArray<{ relPath: string; kind?: string; message: string; blocking: boolean }>;
 }
@@ -43,7 +48,15 @@ export interface LocalVerdict {
     files: number;
     /** Files verified on every destination. */
     everywhere: number;
-    perDestination: Array<{ id: number; label: string; verified: number; missing: number; bad: number }>;
+    perDestination: Array<{
+      id: number;
+      label: string;
+      verified: number;
+      missing: number;
+      bad: number;
+      /** ready, or why not: its drive unplugged, its folder gone, stopped (full, read-only, too small). */
+      state: 'ready' | 'unplugged' | 'missing' | 'stopped';
+    }>;
   };
   /** "M3E_CARD: 1,214 files copied and verified on SSD and T7_BACKUP — safe to format", or why not. */
   message: string;
@@ -70,13 +83,16 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
   let direct = 0;
   let cached = 0;
   const everywhere = new Set(files.map(fileKey));
+  const phrases: string[] = [];
   for (const d of destinations) {
     const missing: LocalFileFact[] = [];
     const bad: LocalFileFact[] = [];
     const changed: LocalFileFact[] = [];
     let verified = 0;
+    let verifiedOnce = 0;
     for (const f of files) {
       const c = input.copies.get(fileKey(f))?.get(d.id);
+      if (c?.record.state === 'verified') verifiedOnce++;
       if (c?.record.state === 'verified' && c.intact) {
         verified++;
         if (c.record.readBack === 'direct') direct++;
@@ -84,12 +100,31 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
         continue;
       }
       everywhere.delete(fileKey(f));
-      if (!c) missing.push(f);
-      else if (c.record.state === 'failed') bad.push(f);
-      else changed.push(f);
+      // Only bytes that differ "did not read back as written"; a copy stopped (full, unplugged) is not there.
+      if (c?.record.state === 'failed') bad.push(f);
+      else if (c?.record.state === 'verified') changed.push(f);
+      else missing.push(f);
     }
+    const look = input.looks?.get(d.id) ?? 'ready';
     const stop = input.stops.get(d.id);
-    if (stop) reasons.push(stop);
+    const of = `${verified.toLocaleString('en-US')} of ${files.length.toLocaleString('en-US')}`;
+    let state: LocalVerdict['counts']['perDestination'][number]['state'] = 'ready';
+    if (look === 'unplugged' || look === 'missing') {
+      // The drive (or the folder) is gone: one reason, never "changed" or "did not read back" per file.
+      state = look;
+      const before = `${verifiedOnce.toLocaleString('en-US')} of ${files.length.toLocaleString('en-US')}`;
+      phrases.push(`${d.label} ${look === 'unplugged' ? 'unplugged' : 'folder gone'} after ${before}`);
+      reasons.push(
+        `${lookMessage(d, look).replace(/: its copy of this card stopped\./, ':')} ${before} files were verified there before.`,
+      );
+      per.push({ id: d.id, label: d.label, verified, missing: files.length - verified, bad: 0, state });
+      continue;
+    }
+    if (stop) {
+      state = 'stopped';
+      reasons.push(stop);
+    }
+    phrases.push(stop ? `${d.label} stopped after ${of}` : `${d.label} ${of} verified`);
     if (missing.length > 0 && !stop)
       reasons.push(
         `${d.label}: ${count(missing.length, 'file')} not copied yet (${names(missing)}): wait until they are copied and verified.`,
@@ -112,6 +147,7 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       verified,
       missing: missing.length,
       bad: bad.length + changed.length,
+      state,
     });
   }
   for (const s of input.skipped.filter((x) => x.blocking))
@@ -123,7 +159,7 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
   );
   const message = safe
     ? `${card.label}: ${count(files.length, 'file')} copied and verified on ${where} — safe to format`
-    : `${card.label}: not safe to format from the copies yet — ${count(everywhere.size, 'file')} of ${files.length.toLocaleString('en-US')} verified on ${where}`;
+    : `${card.label}: not safe to format from the copies yet — ${phrases.join('; ')}`;
   return {
     safe,
     reasons,
@@ -145,20 +181,21 @@ export function gatherLocal(
   configured: readonly Destination[],
 ): LocalVerdictInput | null {
   const copies = queue.copies.ofSource(card.sourceId);
-  const stops = queue.copies.stops(card.sourceId);
-  const used = new Set<number>([
-    ...configured.map((d) => d.id),
-    ...copies.map((c) => c.destinationId),
-    ...stops.keys(),
-  ]);
-  const destinations = queue.copies.destinations().filter((d) => used.has(d.id));
+  // Those that count for the card: the settings' and its last run's (a past one not named again does not).
+  const counting = queue.copies.countingFor(card.sourceId);
+  const ids = new Set(counting.length > 0 ? counting : configured.map((d) => d.id));
+  const destinations = queue.copies.destinations().filter((d) => ids.has(d.id));
   if (destinations.length === 0) return null;
   const byFile = new Map<string, Map<number, LocalCopyFact>>();
+  const stops = new Map<number, string>();
   for (const c of copies) {
+    if (!ids.has(c.destinationId)) continue;
     const m = byFile.get(fileKey(c)) ?? new Map<number, LocalCopyFact>();
     m.set(c.destinationId, { record: c, intact: c.state === 'verified' && stillThere(c) });
     byFile.set(fileKey(c), m);
+    if (c.state === 'stopped' && c.error && !stops.has(c.destinationId)) stops.set(c.destinationId, c.error);
   }
+  const looks = new Map(destinations.map((d) => [d.id, lookAt(d, queue.copies.volumeOf(d.id))]));
   const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
   return {
     card: { id: card.sourceId, label: card.label },
@@ -174,6 +211,7 @@ export function gatherLocal(
     })),
     copies: byFile,
     stops,
+    looks,
     skipped: queue.sources.skipped(card.sourceId),
   };
 }

@@ -1,0 +1,382 @@
+/**
+ * Issue 29: local copies in the field's ordinary events, with the real CLI
+ * (`sync --copy-to`) against the real reference service, real files on disk:
+ * copies that start and finish with the server unreachable or no sign-in; a
+ * destination folder not created yet; a drive that goes away mid-copy; a
+ * destination of a past run not named again, then forgotten; two cards
+ * synced one after the other from the same folder.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startService, type RunningService } from '../../main/service/index.js';
+import { tempDir, until } from '../support/harness.js';
+
+const BIN = path.resolve('dist/main/cli/bin.js');
+let dir: string;
+let svc: RunningService;
+
+beforeAll(async () => {
+  expect(fs.existsSync(BIN), 'run npm run build first').toBe(true);
+  dir = tempDir('dms-field-');
+  svc = await startService({ dataDir: path.join(dir, 'svc'), logger: false });
+});
+afterAll(async () => {
+  await svc.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const md5 = (b: Buffer) => crypto.createHash('md5').update(b).digest('hex');
+
+/** Every file under a folder, relative, sorted (the copies' ascmhl/ left out). */
+function tree(root: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string, rel: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) {
+        if (r !== 'ascmhl') walk(path.join(d, e.name), r);
+      } else out.push(r);
+    }
+  };
+  walk(root, '');
+  return out.sort();
+}
+
+/** A card of `files` videos of `mib` MiB each (random bytes: nothing on a server already has them). */
+function videoCard(root: string, files: number, mib: number, flight = 'DJI_202405061015_001_Quarry'): string {
+  const folder = path.join(root, 'DCIM', flight);
+  fs.mkdirSync(folder, { recursive: true });
+  for (let i = 0; i < files; i++)
+    fs.writeFileSync(
+      path.join(
+        folder,
+        `DJI_20240506101${String(i).padStart(3, '0')}_${String(i + 1).padStart(4, '0')}_W.MP4`,
+      ),
+      crypto.randomBytes(mib * 1024 * 1024 + i),
+    );
+  return root;
+}
+
+/** Each file of the card on the destination's card folder, byte-identical. */
+function sameAsCard(card: string, copy: string): void {
+  expect(tree(copy)).toEqual(tree(card));
+  for (const rel of tree(card))
+    expect(md5(fs.readFileSync(path.join(copy, rel))), rel).toBe(md5(fs.readFileSync(path.join(card, rel))));
+}
+
+/** A loopback port nothing listens on (closed: every connection refused at once). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+interface Run {
+  child: ChildProcess;
+  lines: Array<Record<string, unknown>>;
+  done: Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+/** `drone-media-sync sync …` as a crew member runs it: a fresh HOME, nothing on stdin; JSON lines as they come. */
+function cli(args: string[], env: Record<string, string> = {}): Run {
+  const home = path.join(dir, 'home');
+  fs.mkdirSync(home, { recursive: true });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env['PATH'] ?? '', HOME: home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Array<Record<string, unknown>> = [];
+  let [stdout, stderr, partial] = ['', '', ''];
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += String(d);
+    partial += String(d);
+    const parts = partial.split('\n');
+    partial = parts.pop() ?? '';
+    for (const l of parts) if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
+  });
+  child.stderr.on('data', (d: Buffer) => (stderr += String(d)));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, lines, done };
+}
+
+const ofType = (r: Run, type: string) => r.lines.filter((l) => l['type'] === type);
+
+/** Waits for the run to end, killing it (and failing) when it does not within `ms`. */
+async function ended(run: Run, ms: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const timer = setTimeout(() => run.child.kill('SIGKILL'), ms);
+  const r = await run.done;
+  clearTimeout(timer);
+  return r;
+}
+
+describe('copies need no server and no sign-in', () => {
+  it('the server unreachable (a closed port): both drives get the whole card at card speed; only the upload waits', async () => {
+    // Many files: the upload lane's first refusals (a closed port answers at once) come while most of
+    // the card is still to copy; before issue 29 each backoff of the upload held the copies too.
+    const card = videoCard(path.join(dir, 'card-closed'), 40, 0.25);
+    const [ssd, t7] = [path.join(dir, 'SSD_CLOSED'), path.join(dir, 'T7_CLOSED')];
+    fs.mkdirSync(ssd);
+    fs.mkdirSync(t7);
+    const state = path.join(dir, 'state-closed');
+    const port = await closedPort();
+    const run = cli(
+      [
+        'sync',
+        card,
+        '--json',
+        '--state',
+        state,
+        '--server',
+        `http://127.0.0.1:${port}`,
+        '--workspace',
+        'w1',
+        '--copy-to',
+        ssd,
+        '--copy-to',
+        t7,
+      ],
+      { DMS_TOKEN: 'x' },
+    );
+    // The upload's retries back off for minutes; the copies must not wait on them.
+    await until('the local verdict', () => ofType(run, 'local-verdict').length > 0, 90_000).catch(
+      (err: unknown) => {
+        run.child.kill('SIGKILL');
+        throw err;
+      },
+    );
+    const local = ofType(run, 'local-verdict')[0] as { safe: boolean; reasons: string[] };
+    expect(local.safe, local.reasons.join(' ')).toBe(true);
+    for (const d of [ssd, t7]) sameAsCard(card, path.join(d, fs.readdirSync(d)[0]!));
+    // The upload keeps trying (backing off) meanwhile: the crew stops it; nothing is lost.
+    expect(ofType(run, 'verdict')).toEqual([]);
+    run.child.kill('SIGINT');
+    const r = await ended(run, 60_000);
+    expect(r.code, r.stderr).not.toBe(0);
+    expect(r.code).not.toBeNull();
+  }, 240_000);
+
+  it('no sign-in: the card is copied and verified, the run says the upload waits for a sign-in (exit 3)', async () => {
+    const card = videoCard(path.join(dir, 'card-nosignin'), 4, 1);
+    const ssd = path.join(dir, 'SSD_NOSIGNIN');
+    fs.mkdirSync(ssd);
+    const state = path.join(dir, 'state-nosignin');
+    const run = cli([
+      'sync',
+      card,
+      '--state',
+      state,
+      '--server',
+      svc.baseUrl,
+      '--workspace',
+      svc.workspaceId,
+      '--copy-to',
+      ssd,
+    ]);
+    const r = await ended(run, 120_000);
+    expect(r.stdout).toMatch(/^card-nosignin: 4 files copied and verified on SSD_NOSIGNIN — safe to format/m);
+    sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+    expect(r.stdout + r.stderr).toMatch(/Not signed in to /);
+    expect(r.code).toBe(3);
+    // Nothing reached the workspace.
+    expect(await svc.admin.mediaRecords(svc.workspaceId)).toEqual([]);
+  }, 180_000);
+});
+
+/** `sync <card> --json --copy-to …` against the reference service, its state in `state-<name>`. */
+function syncTo(name: string, card: string, dests: string[], extra: string[] = []): Run {
+  const state = path.join(dir, `state-${name}`);
+  fs.mkdirSync(state, { recursive: true });
+  if (!fs.existsSync(path.join(state, 'config.json')))
+    fs.writeFileSync(path.join(state, 'config.json'), '{}');
+  return cli(
+    [
+      'sync',
+      card,
+      '--json',
+      '--state',
+      state,
+      '--server',
+      svc.baseUrl,
+      '--workspace',
+      svc.workspaceId,
+      ...dests.flatMap((d) => ['--copy-to', d]),
+      ...extra,
+    ],
+    { DMS_TOKEN: svc.token },
+  );
+}
+
+const said = (r: Run) => JSON.stringify(r.lines);
+
+describe('destinations as the crew sees them', () => {
+  it('a folder not created yet (--copy-to ~/DroneCopies): created, said once, the card copied and verified there', async () => {
+    const card = videoCard(path.join(dir, 'card-new-folder'), 3, 1);
+    const home = path.join(dir, 'home-new-folder');
+    fs.mkdirSync(home);
+    const copies = path.join(home, 'DroneCopies');
+    const run = syncTo('new-folder', card, [copies]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(0);
+    const created = ofType(run, 'destination');
+    expect(created).toEqual([
+      {
+        type: 'destination',
+        state: 'not-created',
+        message: `DroneCopies: the folder ${copies} did not exist yet; it was created.`,
+      },
+    ]);
+    expect(ofType(run, 'destination-stopped')).toEqual([]);
+    expect(said(run)).not.toMatch(/unplugged|not there any more|did not read back/);
+    const local = ofType(run, 'local-verdict')[0] as { safe: boolean; message: string; reasons: string[] };
+    expect(local.safe, local.reasons.join(' ')).toBe(true);
+    expect(local.message).toBe(
+      'card-new-folder: 3 files copied and verified on DroneCopies — safe to format',
+    );
+    sameAsCard(card, path.join(copies, fs.readdirSync(copies)[0]!));
+  }, 180_000);
+
+  it.skipIf(process.getuid?.() !== 0 || spawnSyncOk('mount', ['--version']) === false)(
+    'a drive unplugged mid-copy (its volume unmounted): "not plugged in" with its own count, never "did not read back"; nothing written on the laptop in its place',
+    async () => {
+      const card = videoCard(path.join(dir, 'card-unmounted'), 24, 1);
+      const ssd = path.join(dir, 'SSD_UNMOUNT');
+      const t7 = path.join(dir, 'T7_UNMOUNT');
+      fs.mkdirSync(ssd);
+      fs.mkdirSync(t7);
+      expect(spawnSyncOk('mount', ['-t', 'tmpfs', '-o', 'size=200m', 'tmpfs', t7])).toBe(true);
+      let mounted = true;
+      try {
+        const run = syncTo('unmounted', card, [ssd, t7]);
+        const copyOnT7 = () => {
+          const [folder] = fs.readdirSync(t7);
+          return folder ? tree(path.join(t7, folder)).length : 0;
+        };
+        await until('the first copies on T7', () => copyOnT7() >= 2, 60_000);
+        // The drive is pulled: its volume goes away, its mount point stays as a bare folder of the laptop.
+        expect(spawnSyncOk('umount', ['-l', t7])).toBe(true);
+        mounted = false;
+        const r = await ended(run, 120_000);
+        expect(fs.readdirSync(t7), 'nothing written on the laptop in the drive’s place').toEqual([]);
+        const stopped = ofType(run, 'destination-stopped').map((l) => String(l['message']));
+        expect(stopped).toEqual([expect.stringMatching(/^T7_UNMOUNT: its drive is not plugged in/)]);
+        const local = ofType(run, 'local-verdict').at(-1) as {
+          safe: boolean;
+          message: string;
+          reasons: string[];
+        };
+        expect(local.safe).toBe(false);
+        expect(local.message).toMatch(
+          /^card-unmounted: not safe to format from the copies yet — SSD_UNMOUNT 24 of 24 verified; T7_UNMOUNT unplugged after \d+ of 24$/,
+        );
+        expect(said(run)).not.toMatch(/did not read back/);
+        sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+        // The run asked for a copy that was not made: not "all done".
+        expect(r.code).not.toBeNull();
+      } finally {
+        if (mounted) spawnSyncOk('umount', ['-l', t7]);
+      }
+    },
+  );
+
+  it('a destination of a past run not named again stops counting; a destination forgotten no longer counts', async () => {
+    const card = videoCard(path.join(dir, 'card-past'), 2, 1);
+    const [ssd, t7, small] = ['SSD_PAST', 'T7_PAST', 'SMALL_PAST'].map((n) => path.join(dir, n));
+    for (const d of [ssd, t7, small]) fs.mkdirSync(d!);
+    const first = syncTo('past', card, [ssd!, t7!]);
+    expect((await ended(first, 120_000)).code).toBe(0);
+    expect((ofType(first, 'local-verdict')[0] as { message: string }).message).toBe(
+      'card-past: 2 files copied and verified on SSD_PAST and T7_PAST — safe to format',
+    );
+    // The next run names SSD and SMALL only: T7 is not one of this card's destinations any more.
+    const second = syncTo('past', card, [ssd!, small!]);
+    expect((await ended(second, 120_000)).code).toBe(0);
+    expect((ofType(second, 'local-verdict').at(-1) as { message: string }).message).toBe(
+      'card-past: 2 files copied and verified on SSD_PAST and SMALL_PAST — safe to format',
+    );
+    // SMALL is forgotten: `status` no longer names it; its files are not touched.
+    const state = path.join(dir, 'state-past');
+    const forget = cli(['copies', 'forget', small!, '--state', state]);
+    const f = await ended(forget, 60_000);
+    expect(f.code, f.stderr).toBe(0);
+    expect(f.stdout).toMatch(/^Forgot SMALL_PAST \(.*\): it no longer counts for any card/m);
+    expect(tree(path.join(small!, fs.readdirSync(small!)[0]!))).toEqual(tree(card));
+    const status = await ended(cli(['status', '--state', state]), 60_000);
+    expect(status.stdout).toMatch(
+      /^ {2}Local copies: 2 files copied and verified on SSD_PAST — safe to format$/m,
+    );
+    expect(status.stdout).not.toMatch(/SMALL_PAST|T7_PAST/);
+    // Forgetting a folder never used is refused by name.
+    const unknown = await ended(cli(['copies', 'forget', path.join(dir, 'NEVER'), '--state', state]), 60_000);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/No copies were ever made to .*NEVER: nothing to forget/);
+  }, 300_000);
+});
+
+function spawnSyncOk(cmd: string, args: string[]): boolean {
+  return spawnSync(cmd, args).status === 0;
+}
+
+describe('a card is known by the card, not by where it is mounted', () => {
+  it('two different cards synced one after the other from the same folder are two cards; the first again elsewhere is recognised', async () => {
+    const slot = path.join(dir, 'SLOT');
+    const ssd = path.join(dir, 'SSD_SLOT');
+    fs.mkdirSync(ssd);
+    const first = videoCard(slot, 2, 1, 'DJI_202405061015_001_Quarry');
+    const firstFiles = new Map(tree(first).map((rel) => [rel, fs.readFileSync(path.join(first, rel))]));
+    const one = syncTo('slot', slot, [ssd]);
+    const r1 = await ended(one, 120_000);
+    expect(r1.code, r1.stdout.slice(-2000) + r1.stderr).toBe(0);
+    // The pilot swaps cards in the same reader slot: another card, mounted at the same place.
+    fs.rmSync(slot, { recursive: true });
+    const second = videoCard(slot, 3, 1, 'DJI_202405071130_002_Bridge');
+    const two = syncTo('slot', slot, [ssd]);
+    const r2 = await ended(two, 120_000);
+    expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
+    expect(said(two)).not.toMatch(/already holds another object|changed or removed since/);
+    const local = ofType(two, 'local-verdict').at(-1) as { safe: boolean; message: string };
+    expect(local.message).toBe('SLOT: 3 files copied and verified on SSD_SLOT — safe to format');
+    const verdict = ofType(two, 'verdict').at(-1) as { safe: boolean; message: string; reasons: string[] };
+    expect(verdict.safe, verdict.reasons.join(' ')).toBe(true);
+    expect(verdict.message).toMatch(/^SLOT: 3 files verified in workspace /);
+    // Each card its own copy folder on the drive, each byte-identical with its card.
+    const folders = fs.readdirSync(ssd).sort();
+    expect(folders).toHaveLength(2);
+    const trees = folders.map((f) => tree(path.join(ssd, f)));
+    expect(trees).toContainEqual(tree(second));
+    expect(trees).toContainEqual([...firstFiles.keys()].sort());
+    // Each its own ASC MHL chain: one generation in each.
+    for (const f of folders)
+      expect(fs.readdirSync(path.join(ssd, f, 'ascmhl')).filter((x) => x.endsWith('.mhl'))).toHaveLength(1);
+    // The first card again, now in another folder: recognised, nothing copied or uploaded again.
+    const elsewhere = path.join(dir, 'READER2');
+    for (const [rel, bytes] of firstFiles) {
+      fs.mkdirSync(path.dirname(path.join(elsewhere, rel)), { recursive: true });
+      fs.writeFileSync(path.join(elsewhere, rel), bytes);
+    }
+    // Same times as on the card (a card keeps its files' times wherever it is read).
+    const copyOfFirst = path.join(
+      ssd,
+      folders.find((f) => tree(path.join(ssd, f)).length === 2)!,
+    );
+    for (const rel of firstFiles.keys()) {
+      const st = fs.statSync(path.join(copyOfFirst, rel));
+      fs.utimesSync(path.join(elsewhere, rel), st.atime, st.mtime);
+    }
+    const three = syncTo('slot', elsewhere, [ssd]);
+    const r3 = await ended(three, 120_000);
+    expect(r3.code, r3.stdout.slice(-2000) + r3.stderr).toBe(0);
+    const summary = ofType(three, 'summary')[0] as { uploaded: number; skipped: number; copied: unknown[] };
+    expect(summary.uploaded).toBe(0);
+    expect(summary.skipped).toBe(2);
+    expect(summary.copied).toEqual([]);
+    expect(fs.readdirSync(ssd)).toHaveLength(2);
+  }, 300_000);
+});
