@@ -156,6 +156,18 @@ export function classifyFailure(err: unknown, ctx: RequestContext, state: AbortS
   }
   if (isAbortError(err)) return new DmsError('cancelled', `The request ${w} was cancelled.`, opts);
   const found = causeCode(err);
+  if (found?.code === 'ERR_SSL_WRONG_VERSION_NUMBER' || found?.code === 'ERR_SSL_HTTP_REQUEST') {
+    // https:// to a server speaking plain HTTP: nothing is wrong with a certificate.
+    return new DmsError(
+      'network',
+      `The server at this address speaks plain HTTP, not HTTPS (${found.code}) for ${w}.`,
+      {
+        ...opts,
+        plain:
+          'The server at this address speaks plain HTTP, not HTTPS. Use the address with http:// (or ask for its https:// address).',
+      },
+    );
+  }
   if (found !== undefined && (TLS_CODES.has(found.code) || found.code.startsWith('ERR_SSL_'))) {
     // Never retried insecurely: the user must fix the certificate or trust its CA.
     return new DmsError(

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { toDmsError } from '../errors.js';
+import { plainMessage, toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
 import type { BucketPort } from '../storage/types.js';
@@ -85,8 +85,9 @@ export async function completeSource(o: {
         await o.bucket.put(folder, f, fs.readFileSync(path.join(manifest.dir, f)), contentType(f), o.signal);
     } catch (err) {
       const e = toDmsError(err);
-      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${e.message}`;
-      o.log.warn({ source: o.card.sourceId, kind: e.kind }, uploadProblem);
+      // The crew's words; the request and its error code stay in the log's fields.
+      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${plainMessage(e, 'request')} It is uploaded at the next sync.`;
+      o.log.warn({ source: o.card.sourceId, kind: e.kind, detail: e.message }, uploadProblem);
     }
   }
   return { offload, manifest, uploadProblem };

@@ -26,6 +26,7 @@ import {
 } from './states.js';
 import {
   isTargetState,
+  SERVER_ANSWERS,
   targetTransition,
   type TargetChange,
   type TargetNext,
@@ -104,16 +105,6 @@ export interface TargetHoldings {
   acceptedFlights: number;
   waylineMatches: number;
 }
-
-/** Server answers about a file: once one is applied, the bound target has answered (targets.ts). */
-const ANSWERED_CHANGES: ReadonlySet<Change['type']> = new Set([
-  'not-known',
-  'known',
-  'multipart-started',
-  'upload-begun',
-  'uploaded',
-  'recorded',
-]);
 
 const WORKING = sqlStates(WORKING_STATES);
 
@@ -495,7 +486,7 @@ export class Queue {
     if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();
     else write();
     const bound = this.bound;
-    if (bound && bound.state !== 'answered' && ANSWERED_CHANGES.has(change.type))
+    if (bound && bound.state !== 'answered' && SERVER_ANSWERS.has(change.type))
       this.applyTarget(bound, 'answered');
     return next;
   }

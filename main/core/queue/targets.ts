@@ -32,3 +32,13 @@ export function targetTransition(state: TargetState, change: TargetChange): Targ
 export function isTargetState(s: string): s is TargetState {
   return (TARGET_STATES as readonly string[]).includes(s);
 }
+
+/** Changes of a file that only a server's answer brings (fast-upload, upload credentials, callback). */
+export const SERVER_ANSWERS: ReadonlySet<string> = new Set([
+  'not-known',
+  'known',
+  'multipart-started',
+  'upload-begun',
+  'uploaded',
+  'recorded',
+]);

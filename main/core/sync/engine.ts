@@ -12,6 +12,7 @@ import {
   type TargetRef,
 } from '../queue/queue.js';
 import type { CheckedRow, Outcome, UploadedRow, WorkingRow } from '../queue/rows.js';
+import { SERVER_ANSWERS } from '../queue/targets.js';
 import { IllegalTransition, type Change } from '../queue/transitions.js';
 import { serverTarget } from '../session/target.js';
 import type { Source } from '../sources/source.js';
@@ -96,6 +97,13 @@ export interface RunOptions {
 
 /** Tries per file in a one-shot run (`sync`) before it is left for the next run. */
 export const ONE_SHOT_TRIES = 4;
+/**
+ * A one-shot run whose server has not answered once in it (a closed, silent
+ * or non-HTTP port, https:// to an http server) ends after this many rounds
+ * of the shared offline wait: nothing was sent; the crew runs sync again once
+ * it answers (issue 30: 219 s and 454 s before).
+ */
+export const ONE_SHOT_UNANSWERED_ROUNDS = 2;
 
 /** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
 const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
@@ -117,6 +125,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** The current target's bucket: STS credentials and uploaders (offload gets its narrow port). */
   readonly bucket: BucketAccess;
   readonly status: RunStatus;
+  /** Whether the server answered about a file in the current run (a one-shot run gives up sooner without). */
+  private answeredInRun = false;
   private readonly queue: Queue;
   private readonly api: ApiClient;
   private readonly log: Logger;
@@ -288,6 +298,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     w?.();
   }
 
+  /**
+   * A one-shot run stops trying now: the server is failing as a whole and has
+   * not answered once in this run, ONE_SHOT_UNANSWERED_ROUNDS times in a row.
+   */
+  get givesUp(): boolean {
+    const s = this.status.current;
+    return !this.answeredInRun && s.name === 'offline' && s.failures >= ONE_SHOT_UNANSWERED_ROUNDS;
+  }
+
   async run(opts: RunOptions): Promise<void> {
     const signal = opts.signal;
     const maxAttempts = opts.maxAttempts ?? ONE_SHOT_TRIES;
@@ -295,6 +314,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // A one-shot run is the crew's "try again": each file its full count of tries, now.
     try {
       if (opts.mode === 'until-idle') this.queue.freshTries();
+      this.answeredInRun = false;
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -309,8 +329,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
-          // A one-shot run whose files have all had their tries ends now, not after the wait.
-          if (opts.mode === 'until-idle' && this.queue.nextWakeAt(limit) === null) break;
+          // A one-shot run whose files have all had their tries ends now, not after the wait;
+          // so does one whose server never answered in it (givesUp).
+          if (opts.mode === 'until-idle' && (this.givesUp || this.queue.nextWakeAt(limit) === null)) break;
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
@@ -413,6 +434,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let row: WorkingRow = start;
     const to = (change: Change): QueueRow => {
       const next = this.queue.apply(row, change);
+      if (SERVER_ANSWERS.has(change.type)) this.answeredInRun = true;
       if (next.state !== 'done') row = next as WorkingRow;
       return next;
     };
