@@ -70,15 +70,22 @@ export async function completeSource(o: {
   recheckAfterMs: number;
   log: Logger;
   signal?: AbortSignal;
+  /**
+   * The run gave up on a server that never answered (issue 30): the verdict
+   * and manifest are made from the queue, without asking the bucket (each
+   * question would wait out the same silence again).
+   */
+  serverDown?: boolean;
 }): Promise<Completed> {
-  await verifySource(o, o.card.sourceId, {
-    olderThanMs: o.recheckAfterMs,
-    ...(o.signal ? { signal: o.signal } : {}),
-  });
+  if (!o.serverDown)
+    await verifySource(o, o.card.sourceId, {
+      olderThanMs: o.recheckAfterMs,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
   const offload = cardOffload(o.queue, o.card, o.destinations ?? []);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
-  if (manifest.changed) {
+  if (manifest.changed && !o.serverDown) {
     try {
       const folder = `manifests/${manifestFolder(offload)}`;
       for (const f of manifest.files)
@@ -86,7 +93,7 @@ export async function completeSource(o: {
     } catch (err) {
       const e = toDmsError(err);
       // The crew's words; the request and its error code stay in the log's fields.
-      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${plainMessage(e, 'request')} It is uploaded at the next sync.`;
+      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${plainMessage(e, 'request')}`;
       o.log.warn({ source: o.card.sourceId, kind: e.kind, detail: e.message }, uploadProblem);
     }
   }

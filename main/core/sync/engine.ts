@@ -99,11 +99,14 @@ export interface RunOptions {
 export const ONE_SHOT_TRIES = 4;
 /**
  * A one-shot run whose server has not answered once in it (a closed, silent
- * or non-HTTP port, https:// to an http server) ends after this many rounds
- * of the shared offline wait: nothing was sent; the crew runs sync again once
- * it answers (issue 30: 219 s and 454 s before).
+ * or non-HTTP port, https:// to an http server, busy) ends after this many
+ * rounds of the shared offline wait, or once it has failed for
+ * ONE_SHOT_UNANSWERED_MS (a silent port: two rounds of 10 s): nothing
+ * was sent; the crew runs sync again once it answers (issue 30: 219 s and
+ * 454 s before). A server restarting for a few seconds is still waited for.
  */
-export const ONE_SHOT_UNANSWERED_ROUNDS = 2;
+export const ONE_SHOT_UNANSWERED_ROUNDS = 4;
+export const ONE_SHOT_UNANSWERED_MS = 10_000;
 
 /** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
 const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
@@ -127,6 +130,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   readonly status: RunStatus;
   /** Whether the server answered about a file in the current run (a one-shot run gives up sooner without). */
   private answeredInRun = false;
+  /** Set at each change of the run state: see givesUp. */
+  private gaveUp = false;
   private readonly queue: Queue;
   private readonly api: ApiClient;
   private readonly log: Logger;
@@ -161,7 +166,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.bucket = new BucketAccess(opts.api, opts.config, opts.createUploader);
     this.status = new RunStatus(opts.initialState, this.backoff);
-    this.status.on('change', (c) => this.emit('state', c));
+    this.status.on('change', (c) => {
+      // Decided once per change, so what the run says at the change and what it does agree.
+      this.gaveUp =
+        c.to.name === 'offline' &&
+        !this.answeredInRun &&
+        (c.to.failures >= ONE_SHOT_UNANSWERED_ROUNDS || Date.now() - c.to.since >= ONE_SHOT_UNANSWERED_MS);
+      this.emit('state', c);
+    });
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
     this.uploadLimiter = new Limiter(opts.config.concurrency.files);
@@ -300,11 +312,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /**
    * A one-shot run stops trying now: the server is failing as a whole and has
-   * not answered once in this run, ONE_SHOT_UNANSWERED_ROUNDS times in a row.
+   * not answered once in this run, ONE_SHOT_UNANSWERED_ROUNDS times in a row
+   * or for ONE_SHOT_UNANSWERED_MS.
    */
   get givesUp(): boolean {
-    const s = this.status.current;
-    return !this.answeredInRun && s.name === 'offline' && s.failures >= ONE_SHOT_UNANSWERED_ROUNDS;
+    return this.gaveUp && this.status.current.name === 'offline';
   }
 
   async run(opts: RunOptions): Promise<void> {
