@@ -121,4 +121,57 @@ describe('targets', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.out + unknown.err).toContain(svc.baseUrl);
   }, 120_000);
+
+  it("serve without --data says it serves the built-in service's media; a verdict made against the built-in service stays true once it ran", async () => {
+    const home = path.join(dir, 'home-serve');
+    fs.mkdirSync(home);
+    const state = path.join(dir, 'state-serve');
+    const card = makeCard(path.join(dir, 'SERVE_CARD'));
+    const local = await runCli(['sync', card, '--state', state], { home });
+    expect(local.code, local.out + local.err).toBe(0);
+    expect(local.out).toMatch(/safe to format/);
+
+    const serve = spawn(process.execPath, [BIN, 'serve', '--state', state, '--port', '0'], {
+      env: { ...process.env, HOME: home, DMS_STATE_DIR: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    serve.stderr.on('data', (d: Buffer) => (err += String(d)));
+    const exited = new Promise((r) => serve.on('close', r));
+    try {
+      const ready = await new Promise<{ base_url: string; workspace_id: string; token: string }>(
+        (resolve, reject) => {
+          let out = '';
+          const t = setTimeout(() => reject(new Error(`serve not ready: ${err}`)), 60_000);
+          serve.stdout.on('data', (d: Buffer) => {
+            out += String(d);
+            const line = out.split('\n').find((l) => l.startsWith('{'));
+            if (line) {
+              clearTimeout(t);
+              resolve(JSON.parse(line));
+            }
+          });
+        },
+      );
+      // Said at start: the media and workspace of the built-in service, and how to get a server of its own.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(err).toMatch(/serves the built-in local service's media and workspace .*--data DIR/);
+      const viaServe = await runCli(
+        ['sync', card, '--state', state, '--server', ready.base_url, '--workspace', ready.workspace_id],
+        { home, env: { DMS_TOKEN: ready.token } },
+      );
+      expect(viaServe.code, viaServe.out + viaServe.err).toBe(0);
+    } finally {
+      serve.kill('SIGTERM');
+      await exited;
+    }
+    const report = await runCli(['report', card, '--state', state], { home });
+    const sections = report.out.split(/\n(?=For )/);
+    const builtIn = sections.find((x) => x.startsWith('For the built-in local service'));
+    expect(builtIn, report.out).toMatch(/verified in .* — safe to format/);
+    const status = await runCli(['status', '--state', state], { home });
+    expect(status.out).toMatch(
+      /for the built-in local service[^\n]*\n(?:.*\n)*?.*SERVE_CARD: \d+ files verified in .* — safe to format/i,
+    );
+  }, 180_000);
 });
