@@ -74,6 +74,8 @@ async function readCapped(res: HttpAnswer, max: number, ctx: RequestContext): Pr
         method: ctx.method,
         path: ctx.path,
         status: res.status,
+        // Too large, said so (issue 30: a 50 MB waylines page was "not a valid answer").
+        plain: `The server's answer is too large (more than ${Math.round(max / 1024 / 1024)} MB, the most this app reads), so it was not used. If it is a list, ask for fewer at a time (waylines --page-size 10); otherwise tell the server's administrator.`,
       },
     );
   const declared = Number(res.headers.get('content-length'));
