@@ -57,3 +57,35 @@ describe('answers too large to read', () => {
     expect(all).not.toMatch(/not a valid answer|\/api\/v1\/|\d{7,} bytes/);
   }, 60_000);
 });
+
+describe('an answer nested too deep', () => {
+  it('an STS answer nested 10^5 levels deep: the file fails in the crew words, no path, no parser detail', async () => {
+    const { startHostileServer, nestedJson } = await import('../support/hostile-server.js');
+    const { makeCard } = await import('../support/harness.js');
+    const h = await startHostileServer();
+    try {
+      h.answer('sts', {
+        kind: 'reply',
+        status: 200,
+        body: `{"code":0,"message":"ok","data":${nestedJson(100_000)}}`,
+      });
+      const home = path.join(dir, 'home-deep');
+      fs.mkdirSync(home);
+      const card = makeCard(path.join(dir, 'card-deep'), 'DJI_202209021517_001_Waypoint1', [
+        'M30T/M30T_IR.JPG',
+      ]);
+      const r = await runCli(['sync', card, '--server', h.baseUrl, '--workspace', h.workspaceId], {
+        home,
+        env: { DMS_TOKEN: h.token },
+      });
+      const all = r.out + r.err;
+      expect(r.code, all).toBe(1);
+      expect(all).toMatch(
+        /FAILED .*M30T_IR\.JPG: The server sent an answer that cannot be valid \(nested more than 64 levels deep\)/,
+      );
+      expect(all).not.toMatch(/\/api\/v1\/|nests deeper/);
+    } finally {
+      await h.close();
+    }
+  }, 90_000);
+});

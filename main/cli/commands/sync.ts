@@ -169,6 +169,12 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // What is not done is reported from the queue itself: the truth survives us.
   // Only unfinished rows are read: loading (and parsing) every done row of a
   // card seen before cost more than recognising them did.
+  // An answer the server should never send (nested too deep, too large): said in the crew's words;
+  // the request and the parser's detail stay in the queue and the log.
+  const crewReason = (id: number): string | undefined => {
+    const e = problems.get(id)?.error;
+    return e?.kind === 'malformed-response' ? e.plain : undefined;
+  };
   // The server failing as a whole when the run ended: its reason, said once at the end.
   const offline = engine.state === 'offline' ? engine.status.error : null;
   const leftovers = roots.flatMap((root) =>
@@ -235,7 +241,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         .map((r) =>
           r.state !== 'failed' && offline
             ? `  LATER  ${r.absPath}`
-            : `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}`,
+            : `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${crewReason(r.id) ?? r.errorMessage ?? r.state}`,
         ),
       ...(leftovers.length > 50 ? [`  ... and ${leftovers.length - 50} more (drone-media-sync status)`] : []),
     ]);

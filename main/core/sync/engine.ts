@@ -599,7 +599,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       if (d.report === null) return;
       if (d.report === 'failed') {
         this.progress.fileFailed(row.id);
-        this.log.warn({ file: row.relPath, kind: err.kind }, err.message);
+        this.log.warn(
+          { file: row.relPath, kind: err.kind, request: err.method && `${err.method} ${err.path}` },
+          err.message,
+        );
       } else this.log.info({ file: row.relPath, kind: err.kind }, err.message);
       this.emit('file', {
         ...fileBase(row),
