@@ -24,7 +24,10 @@ export function progressLine(p: ProgressSnapshot, width = 24): string {
   const bar = '#'.repeat(filled) + '-'.repeat(width - filled);
   const eta =
     p.etaSeconds !== null && p.filesDone < p.filesTotal ? `  ~${formatDuration(p.etaSeconds)} left` : '';
-  return `[${bar}] ${p.filesDone}/${p.filesTotal} files  ${formatBytes(p.bytesDone)}/${formatBytes(p.bytesTotal)}  ${formatBytes(p.rate)}/s${eta}`;
+  // No rate until bytes move, and none while nothing moves (issue 30): what it is doing instead.
+  const rate =
+    p.rate > 0 ? `  ${formatBytes(p.rate)}/s${eta}` : p.bytesDone === 0 ? '  (nothing sent yet)' : '';
+  return `[${bar}] ${p.filesDone}/${p.filesTotal} files  ${formatBytes(p.bytesDone)}/${formatBytes(p.bytesTotal)}${rate}`;
 }
 
 /** A progress line redrawn in place on a terminal; silent otherwise. */

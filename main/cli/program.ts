@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DmsError, plainMessage, toDmsError, type Moment } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { visible } from '../shared/visible.js';
+import type { ForgetFlags } from './commands/forget.js';
 import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
@@ -125,6 +126,18 @@ export function buildProgram(): Command {
     .description('put failed files back in line')
     .action(async (paths: string[], opts: { state?: string; all?: boolean }) => {
       process.exitCode = (await import('./commands/status.js')).retryCommand(paths, opts);
+    });
+
+  program
+    .command('forget')
+    .description('forget a server (or workspace) synced to before: its queue, history and reports here')
+    .option('--server <url>', 'the server, as given to sync')
+    .option('--local', 'the built-in local service')
+    .option('--workspace <id>', 'the workspace, when the server has several here')
+    .option('--yes', 'forget it (without: only say what would be dropped)')
+    .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
+    .action(async (opts: ForgetFlags) => {
+      process.exitCode = (await import('./commands/forget.js')).forgetCommand(opts);
     });
 
   serverOptions(program.command('waylines'))

@@ -335,6 +335,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       recheckAfterMs: this.config.recheckAfterMinutes * 60_000,
       log: this.log,
       ...(signal ? { signal } : {}),
+      ...(this.engine.givesUp ? { serverDown: true } : {}),
     });
   }
 

@@ -266,6 +266,11 @@ function authMessage(err: DmsError, during: Moment): string {
 export function plainMessage(err: DmsError, during: Moment = 'upload'): string {
   if (err.plain !== undefined) return err.plain;
   const later = during === 'upload';
+  // 503 (with or without Retry-After): busy or restarting, not "a problem".
+  if (err.status === 503 && (err.kind === 'server' || err.kind === 'throttled'))
+    return later
+      ? 'The server is busy or restarting. Uploads continue by themselves when it is ready.'
+      : 'The server is busy or restarting.';
   switch (err.kind) {
     case 'auth':
       return authMessage(err, during);
@@ -276,6 +281,10 @@ export function plainMessage(err: DmsError, during: Moment = 'upload'): string {
           : 'The server cannot be reached. Check the address and the network connection, then try again.';
       return 'The server cannot be reached. Check the connection; uploads continue by themselves when it is back.';
     case 'timeout':
+      if (!later) {
+        const s = /within (\d+) ms/.exec(err.message)?.[1];
+        return `No answer from the server${s ? ` within ${Math.round(Number(s) / 1000)} s` : ' in time'}: is it overloaded, or is something else listening at this address?`;
+      }
       return later
         ? 'The server is taking too long to answer. Uploads will be retried by themselves.'
         : 'The server did not answer in time. Try again in a while.';

@@ -283,7 +283,7 @@ describe('A3. deeply nested answers', () => {
     expect(err.kind).toBe('malformed-response');
     expect(err.retryable).toBe(false);
     expect(err.message).toMatch(
-      /^The answer to GET \/wayline\/api\/v1\/workspaces\/[^ ]+\/waylines \(HTTP 200\) nests deeper than 64 levels/,
+      /^The server sent an answer that cannot be valid \(nested more than 64 levels deep\)/,
     );
     expect(plainMessage(err)).not.toMatch(/upload/i);
     expect(plainMessage(err)).toMatch(/not used/);
@@ -313,7 +313,7 @@ describe('A3. deeply nested answers', () => {
     );
     expect(seen).toEqual([]);
     expect(result.events.map((e) => [e.outcome, e.error?.kind])).toEqual([['failed', 'malformed-response']]);
-    expect(result.events[0]?.error?.message).toMatch(/nests deeper than 64 levels/);
+    expect(result.events[0]?.error?.message).toMatch(/nested more than 64 levels deep/);
   });
 });
 

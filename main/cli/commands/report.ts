@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { cardOffload, reportInput, type CardRef } from '../../core/offload/card.js';
+import { cardOffload, reportInput, type CardOffload, type CardRef } from '../../core/offload/card.js';
 import { manifestFolder, writeManifest, type Published } from '../../core/offload/publish.js';
 import { reportJson } from '../../core/offload/report.js';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
-import type { Queue } from '../../core/queue/queue.js';
+import type { Queue, TargetSummary } from '../../core/queue/queue.js';
 import { fallbackLabel } from '../../core/queue/sources.js';
 import { folderSource, sourceOf } from '../../core/sources/source.js';
 import { sourceAt } from '../../core/sources/cards.js';
@@ -14,6 +14,7 @@ import { resolveStateDir } from '../context.js';
 import { printJson, writeLines } from '../output.js';
 import { offloadText } from '../offload-text.js';
 import { openQueueForReading, requireWritable } from '../state-access.js';
+import { neverAnswered, targetName, targetsToShow } from '../targets.js';
 
 export interface ReportFlags {
   state?: string;
@@ -34,12 +35,31 @@ function shownAs(queue: Queue, sourceId: string): string {
   return from || `card ${queue.sources.labelOf(sourceId)}`;
 }
 
-/** The cards asked for, each one the queue knows; a folder nothing was synced from is refused by name. */
-function cardsAsked(queue: Queue, dirs: string[]): CardRef[] {
-  const known = queue.recentSources();
+/** A card of one target: its verdict is read with the queue bound to that target. */
+interface Asked {
+  target: TargetSummary;
+  card: CardRef;
+}
+
+/**
+ * The cards asked for, each with every target holding it (the main one
+ * first: issue 30, a run against another server never stands in for this
+ * one); a folder nothing was synced from is refused by name.
+ */
+function cardsAsked(queue: Queue, targets: TargetSummary[], dirs: string[]): Asked[] {
+  const sourcesOf = new Map<number, string[]>();
+  for (const t of targets) {
+    queue.useTarget(t);
+    sourcesOf.set(t.id, queue.recentSources());
+  }
+  const known = [...new Set([...sourcesOf.values()].flat())];
   if (dirs.length === 0)
-    return known.slice(0, 20).map((sourceId) => ({ sourceId, label: queue.sources.labelOf(sourceId) }));
-  return dirs.map((d) => {
+    return targets.flatMap((target) =>
+      (sourcesOf.get(target.id) ?? [])
+        .slice(0, 20)
+        .map((sourceId) => ({ target, card: { sourceId, label: queue.sources.labelOf(sourceId) } })),
+    );
+  return dirs.flatMap((d) => {
     const root = path.resolve(d);
     // The card in that folder now, by the card; else what was synced from that folder (before, by its path).
     const asCard = fs.existsSync(root) ? sourceAt(root).sourceId : null;
@@ -55,16 +75,21 @@ function cardsAsked(queue: Queue, dirs: string[]): CardRef[] {
         { retryable: false },
       );
     }
-    return { sourceId, label: path.basename(root) || fallbackLabel(sourceId) };
+    const card = { sourceId, label: path.basename(root) || fallbackLabel(sourceId) };
+    return targets.filter((t) => sourcesHas(sourcesOf, t, sourceId)).map((target) => ({ target, card }));
   });
 }
+
+const sourcesHas = (m: Map<number, string[]>, t: TargetSummary, sourceId: string): boolean =>
+  (m.get(t.id) ?? []).includes(sourceId);
 
 /**
  * `report [<dir>...]`: each card's (or folder's) verdict — safe to format or
  * why not — its flights and where its report is, from the queue (works
  * beside a running agent, without the server, and on a state folder this
- * user can only read). `--accept-flight <folder>` records that the crew
- * accepts a flagged flight as it is.
+ * user can only read), for each server (and workspace) the card was synced
+ * to, each on its own with its own report.html. `--accept-flight <folder>`
+ * records that the crew accepts a flagged flight as it is (for the main one).
  */
 export function reportCommand(dirs: string[], flags: ReportFlags): number {
   const paths = statePaths(resolveStateDir(flags));
@@ -73,11 +98,14 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
   const opened = openQueueForReading(paths.root, paths.queue);
   const { queue } = opened;
   try {
-    if (!queue.bindLastTarget()) throw nothingYet();
-    const out: Array<{ offload: ReturnType<typeof cardOffload>; manifest: Published | null }> = [];
-    for (const card of cardsAsked(queue, dirs)) {
+    const targets = targetsToShow(queue);
+    if (targets.length === 0) throw nothingYet();
+    const out: Array<{ target: TargetSummary; offload: CardOffload; manifest: Published | null }> = [];
+    for (const { target, card } of cardsAsked(queue, targets, dirs)) {
+      queue.useTarget(target);
       let offload = cardOffload(queue, card);
-      for (const f of flags.acceptFlight ?? []) {
+      const accepting = target === targets[0] ? (flags.acceptFlight ?? []) : [];
+      for (const f of accepting) {
         const flight = offload.flights.find((x) => x.folder === f || path.posix.basename(x.folder) === f);
         if (!flight)
           throw new DmsError(
@@ -87,10 +115,10 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
           );
         queue.flights.accept(card.sourceId, flight.folder);
       }
-      if (flags.acceptFlight?.length) offload = cardOffload(queue, card);
+      if (accepting.length) offload = cardOffload(queue, card);
       // Written here too when the verdict changed (an accepted flight); uploaded at the next sync.
       const manifest = opened.readOnly ? null : writeManifest(paths.manifests, offload, TOOL);
-      out.push({ offload, manifest });
+      out.push({ target, offload, manifest });
     }
     if (flags.json) {
       const reports = out.map(({ offload, manifest }) =>
@@ -99,7 +127,16 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
       printJson(reports.length === 1 ? reports[0] : reports);
       return 0;
     }
-    for (const { offload, manifest } of out) {
+    let shown: TargetSummary | null = null;
+    for (const { target, offload, manifest } of out) {
+      // Which server each verdict is about, when the queue knows more than one.
+      if (targets.length > 1 && target !== shown)
+        writeLines([
+          target.state === 'answered'
+            ? `For ${targetName(target)}:`
+            : `For ${targetName(target)}: ${neverAnswered(target)}`,
+        ]);
+      shown = target;
       const dir = manifest?.dir ?? path.join(paths.manifests, manifestFolder(offload));
       process.stdout.write(offloadText(offload, fs.existsSync(dir) ? dir : undefined));
     }

@@ -81,6 +81,11 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
   }
   // Every start, for a person (the JSON line above is for scripts): where to sign in, and with what.
   const passwordFile = path.join(dataDir, PILOT_PASSWORD_FILE);
+  // Without --data, the built-in local service's own data (issue 30): said, so nobody takes it for a new, empty server.
+  if (!flags.data)
+    process.stderr.write(
+      `This serves the built-in local service's media and workspace (${dataDir}): cards synced without --server are already here. For a server of its own, give it --data DIR.\n`,
+    );
   process.stderr.write(
     `Serving ${svc.baseUrl} (workspace ${svc.workspaceId}). Sign in with: drone-media-sync login --server ${svc.baseUrl} --username pilot` +
       (fs.existsSync(passwordFile)

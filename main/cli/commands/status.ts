@@ -4,7 +4,8 @@ import { cardOffload } from '../../core/offload/card.js';
 import { unlabelled } from '../offload-text.js';
 import { statePaths } from '../../core/paths.js';
 import { WORKING_STATES } from '../../core/queue/states.js';
-import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.js';
+import { Queue, type FileState, type StateCounts, type TargetSummary } from '../../core/queue/queue.js';
+import { neverAnswered, targetName, targetsToShow } from '../targets.js';
 import { resolveStateDir } from '../context.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 import { openQueueForReading, requireWritable } from '../state-access.js';
@@ -27,100 +28,124 @@ function summary(c: StateCounts): string {
 }
 
 /**
- * `status`: what the queue holds for the server it last worked for, straight
- * from the database (works while an agent runs), and one line per other
- * server the queue has worked for.
+ * `status`: what the queue holds for each server (and workspace) it worked
+ * for, each on its own, straight from the database (works while an agent
+ * runs): the one whose server answered last first, with its counts,
+ * problems and cards; then the others, each with its own cards' verdicts; a
+ * server that never answered is said so, with how to forget it.
  */
 export function statusCommand(flags: { state?: string; json?: boolean }): number {
   const paths = statePaths(resolveStateDir(flags));
-  if (!fs.existsSync(paths.queue)) {
+  const nothing = (): number => {
     if (flags.json) printJson({ counts: {}, problems: [], targets: [] });
     else process.stdout.write('Nothing synced yet.\n');
     return 0;
-  }
+  };
+  if (!fs.existsSync(paths.queue)) return nothing();
   const opened = openQueueForReading(paths.root, paths.queue);
   const { queue } = opened;
   try {
-    if (!queue.bindLastTarget()) {
-      if (flags.json) printJson({ counts: {}, problems: [], targets: [] });
-      else process.stdout.write('Nothing synced yet.\n');
-      return 0;
-    }
-    const current = queue.target;
-    const counts = queue.counts();
-    const problems = queue.list({ states: ['failed', 'waiting-for-source'], limit: 200 });
-    const others = queue
-      .targets()
-      .filter((t) => t.key !== current?.key && Object.values(t.counts).some((c) => c.files > 0));
+    const [main, ...others] = targetsToShow(queue);
+    if (!main) return nothing();
     if (flags.json) {
+      const facts = (t: TargetSummary) => {
+        queue.useTarget(t);
+        return {
+          target: { label: t.label, workspace: t.workspaceId, answered: t.state === 'answered' },
+          counts: t.counts,
+          problems: queue.list({ states: ['failed', 'waiting-for-source'], limit: 200 }).map((r) => ({
+            path: r.absPath,
+            state: r.state,
+            kind: r.errorKind,
+            reason: r.errorMessage,
+          })),
+          cards: recentCards(queue).map((o) => ({
+            source: o.card.sourceId,
+            label: o.card.label,
+            safe: o.verdict.safe,
+            message: o.verdict.message,
+            reasons: o.verdict.reasons,
+            // With local copies: the card's second verdict (every file copied and read back).
+            local: o.local && { safe: o.local.safe, message: o.local.message, reasons: o.local.reasons },
+          })),
+        };
+      };
+      const first = facts(main);
       printJson({
-        target: current && { label: current.label, workspace: current.workspaceId },
-        counts,
-        problems: problems.map((r) => ({
-          path: r.absPath,
-          state: r.state,
-          kind: r.errorKind,
-          reason: r.errorMessage,
-        })),
-        targets: others.map((t) => ({ label: t.label, workspace: t.workspaceId, counts: t.counts })),
-        cards: queue
-          .recentSources()
-          .slice(0, 5)
-          .map((sourceId) => {
-            const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
-            return {
-              source: sourceId,
-              label: o.card.label,
-              safe: o.verdict.safe,
-              message: o.verdict.message,
-              reasons: o.verdict.reasons,
-              // With local copies: the card's second verdict (every file copied and read back).
-              local: o.local && { safe: o.local.safe, message: o.local.message, reasons: o.local.reasons },
-            };
-          }),
+        ...first,
+        targets: others.map((t) => {
+          const f = facts(t);
+          return {
+            label: t.label,
+            workspace: t.workspaceId,
+            answered: f.target.answered,
+            counts: t.counts,
+            problems: f.problems,
+            cards: f.cards,
+          };
+        }),
       });
       return 0;
     }
-    const lines: string[] = [];
-    if (current)
-      lines.push(`For ${current.label}${current.workspaceId ? ` (workspace ${current.workspaceId})` : ''}:`);
-    for (const [state, c] of Object.entries(counts) as Array<[FileState, { files: number; bytes: number }]>) {
-      if (c.files > 0)
-        lines.push(`${String(c.files).padStart(7)}  ${LABELS[state]} (${formatBytes(c.bytes)})`);
+    const lines = [`For ${targetName(main)}:`, ...targetLines(queue, main, true)];
+    for (const t of others) {
+      const head =
+        t.state === 'answered'
+          ? `Earlier, for ${targetName(t)}: ${summary(t.counts)}.`
+          : `For ${targetName(t)}: ${summary(t.counts)}. ${neverAnswered(t)}`;
+      lines.push(head, ...targetLines(queue, t, false).map((l) => `  ${l}`));
     }
-    for (const r of problems)
-      lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
-    // Files on their way that wait for a reason (the server unreachable...): why, in a line per reason.
-    for (const [reason, n] of waitingReasons(queue))
-      lines.push(`  ${n === 1 ? '1 file waits' : `${n} files wait`}: ${reason}`);
-    if (problems.some((r) => r.state === 'failed'))
-      lines.push('Fix the cause, then run: drone-media-sync retry --all');
-    // Each recent card (or folder): safe to format, or why not.
-    for (const sourceId of queue.recentSources().slice(0, 5)) {
-      const o = cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) });
-      if (o.local) {
-        // Two verdicts: the card's local copies, then the workspace.
-        lines.push(
-          o.message,
-          `  Local copies: ${unlabelled(o.local.message, o.card.label)}`,
-          `  In the workspace: ${unlabelled(o.verdict.message, o.card.label)}`,
-        );
-      } else lines.push(o.verdict.message);
-      for (const f of o.flights.filter((x) => x.incomplete))
-        lines.push(
-          `  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}`,
-        );
-    }
-    for (const t of others)
-      lines.push(
-        `Earlier, for ${t.label}${t.workspaceId ? ` (workspace ${t.workspaceId})` : ''}: ${summary(t.counts)}.`,
-      );
     if (opened.readOnly) lines.push(`(Read from ${paths.root}, which this user cannot write.)`);
     writeLines(lines);
     return 0;
   } finally {
     opened.close();
   }
+}
+
+/** The recent cards (or folders) of the target in use: each one's verdict. */
+function recentCards(queue: Queue) {
+  return queue
+    .recentSources()
+    .slice(0, 5)
+    .map((sourceId) => cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) }));
+}
+
+/** One target's facts: its counts (the main one), problems, why files wait, and each recent card's verdict. */
+function targetLines(queue: Queue, t: TargetSummary, withCounts: boolean): string[] {
+  queue.useTarget(t);
+  const lines: string[] = [];
+  if (withCounts)
+    for (const [state, c] of Object.entries(t.counts) as Array<
+      [FileState, { files: number; bytes: number }]
+    >) {
+      if (c.files > 0)
+        lines.push(`${String(c.files).padStart(7)}  ${LABELS[state]} (${formatBytes(c.bytes)})`);
+    }
+  const problems = queue.list({ states: ['failed', 'waiting-for-source'], limit: 200 });
+  for (const r of problems)
+    lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
+  // Files on their way that wait for a reason (the server unreachable...): why, in a line per reason.
+  for (const [reason, n] of waitingReasons(queue))
+    lines.push(`  ${n === 1 ? '1 file waits' : `${n} files wait`}: ${reason}`);
+  if (problems.some((r) => r.state === 'failed'))
+    lines.push('Fix the cause, then run: drone-media-sync retry --all');
+  // Each recent card (or folder): safe to format, or why not.
+  for (const o of recentCards(queue)) {
+    if (o.local) {
+      // Two verdicts: the card's local copies, then the workspace.
+      lines.push(
+        o.message,
+        `  Local copies: ${unlabelled(o.local.message, o.card.label)}`,
+        `  In the workspace: ${unlabelled(o.verdict.message, o.card.label)}`,
+      );
+    } else lines.push(o.verdict.message);
+    for (const f of o.flights.filter((x) => x.incomplete))
+      lines.push(
+        `  flight ${f.folder}: ${f.flags.find((x) => x.severity === 'incomplete')?.message ?? 'incomplete'}`,
+      );
+  }
+  return lines;
 }
 
 /** The last error of files still on their way (retried later), by how many carry it. */
@@ -157,10 +182,13 @@ export function retryCommand(paths: string[], flags: { state?: string; all?: boo
   requireWritable(sp.root, 'the files to retry');
   const queue = new Queue(sp.queue);
   try {
-    if (!queue.bindLastTarget()) {
+    // The failed files of the server that answered last (a mistyped address's are not retried for it).
+    const [main] = targetsToShow(queue);
+    if (!main) {
       process.stdout.write('Nothing synced yet: there is nothing to retry.\n');
       return paths.length > 0 ? 1 : 0;
     }
+    queue.useTarget(main);
     if (flags.all || paths.length === 0) {
       const n = queue.retry({ all: true }).length;
       process.stdout.write(

@@ -118,7 +118,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       const inS = Math.max(1, Math.round((to.until - Date.now()) / 1000));
       const what = plainMessage(to.error, 'request');
       // Whether any file has a try left in this run: else it stops now, and says so at the end.
-      const again = queue.nextWakeAt(ONE_SHOT_TRIES) !== null;
+      const again = !engine.givesUp && queue.nextWakeAt(ONE_SHOT_TRIES) !== null;
       if (flags.json) printJson({ type: 'offline', message: what, ...(again ? { retry_in_s: inS } : {}) });
       else {
         bar.done();
@@ -143,8 +143,16 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
           const p = engine.progress.snapshot();
           const run = engine.status.current;
           if (run.name === 'offline') {
-            const inS = Math.max(1, Math.round((run.until - Date.now()) / 1000));
-            writeLines([`Waiting for ${ctx.serverLabel}: next try in ${inS} s.`], process.stderr);
+            // A countdown while the shared wait runs; once it is over, the try is on its way.
+            const inS = Math.round((run.until - Date.now()) / 1000);
+            writeLines(
+              [
+                inS >= 1
+                  ? `Waiting for ${ctx.serverLabel}: next try in ${inS} s.`
+                  : `Waiting for ${ctx.serverLabel} to answer the new try.`,
+              ],
+              process.stderr,
+            );
           } else if (p.filesTotal > 0)
             writeLines([`Progress: ${progressLine(p).replace(/^\[[#-]*\] /, '')}`], process.stderr);
         }, PLAIN_PROGRESS_MS)
@@ -184,6 +192,14 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // What is not done is reported from the queue itself: the truth survives us.
   // Only unfinished rows are read: loading (and parsing) every done row of a
   // card seen before cost more than recognising them did.
+  // An answer the server should never send (nested too deep, too large): said in the crew's words;
+  // the request and the parser's detail stay in the queue and the log.
+  const crewReason = (id: number): string | undefined => {
+    const e = problems.get(id)?.error;
+    return e?.kind === 'malformed-response' ? e.plain : undefined;
+  };
+  // The server failing as a whole when the run ended: its reason, said once at the end.
+  const offline = engine.state === 'offline' ? engine.status.error : null;
   const leftovers = sources.flatMap((source) =>
     queue.list({ sourceId: source.sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
   );
@@ -232,15 +248,23 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
           ]
         : []),
       ...(authError ? [plainMessage(authError)] : []),
-      ...(engine.state === 'offline' && counts.pending > 0
+      ...(offline && counts.pending > 0
         ? [
-            `Stopped trying for now: ${ctx.serverLabel} could not be reached. Run sync again once it answers; nothing is lost.`,
+            // The one reason said from the first line to the last (issue 30), and what follows from it.
+            `Stopped trying for now: ${ctx.serverLabel}: ${plainMessage(offline, 'request')} ${
+              engine.progress.bytesSent === 0 && counts.uploaded + counts.fastUploaded === 0
+                ? 'Nothing was sent; run sync again once it answers.'
+                : 'Run sync again once it answers; nothing is lost.'
+            }`,
           ]
         : []),
+      // A file left for later because the server is down carries no reason of its own (said once above).
       ...leftovers
         .slice(0, 50)
-        .map(
-          (r) => `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${r.errorMessage ?? r.state}`,
+        .map((r) =>
+          r.state !== 'failed' && offline
+            ? `  LATER  ${r.absPath}`
+            : `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${crewReason(r.id) ?? r.errorMessage ?? r.state}`,
         ),
       ...(leftovers.length > 50 ? [`  ... and ${leftovers.length - 50} more (drone-media-sync status)`] : []),
     ]);

@@ -53,6 +53,13 @@ interface Call {
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
+/**
+ * Until a server has answered once, a request waits this long for it (never
+ * more than the timeout): a port that accepts and never answers is said
+ * within seconds, so a one-shot sync against it ends in well under a minute.
+ * Once it answered, the usual timeout holds (a busy server is slow, not gone).
+ */
+export const FIRST_ANSWER_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_BODY = 8 * 1024 * 1024;
 
 function invalid(message: string): DmsError {
@@ -86,6 +93,8 @@ export class ApiClient {
   readonly #exchange: Exchange;
   readonly #userAgent: string;
   readonly #maxBodyBytes: number;
+  /** Whether the server has answered (any HTTP answer) since this client was made. */
+  #answered = false;
 
   constructor(opts: ApiClientOptions) {
     let base: URL;
@@ -282,12 +291,15 @@ export class ApiClient {
         headers,
         ...(body === undefined ? {} : { body }),
         ...(call.opts?.signal === undefined ? {} : { signal: call.opts.signal }),
-        timeoutMs: call.opts?.timeoutMs ?? this.#timeoutMs,
+        timeoutMs:
+          call.opts?.timeoutMs ??
+          (this.#answered ? this.#timeoutMs : Math.min(this.#timeoutMs, FIRST_ANSWER_TIMEOUT_MS)),
         maxBodyBytes: this.#maxBodyBytes,
         exchange: this.#exchange,
       },
       ctx,
     );
+    this.#answered = true;
     return { env: readEnvelope(res, ctx), ctx };
   }
 }

@@ -221,7 +221,8 @@ export function readEnvelope(res: RawResponse, ctx: RequestContext): Envelope {
     // Not a proxy's page that goes away by itself: this server answers something no contract server sends.
     throw new DmsError(
       'malformed-response',
-      `The answer to ${where(ctx)} (HTTP ${status}) nests deeper than ${MAX_ANSWER_DEPTH} levels; it was refused unread.`,
+      // In the crew's words: the message reaches the verdict and the file's line; the request is in the error's fields (logged).
+      `The server sent an answer that cannot be valid (nested more than ${MAX_ANSWER_DEPTH} levels deep), so it was not used.`,
       {
         ...base,
         retryable: false,

@@ -74,6 +74,8 @@ async function readCapped(res: HttpAnswer, max: number, ctx: RequestContext): Pr
         method: ctx.method,
         path: ctx.path,
         status: res.status,
+        // Too large, said so (issue 30: a 50 MB waylines page was "not a valid answer").
+        plain: `The server's answer is too large (more than ${Math.round(max / 1024 / 1024)} MB, the most this app reads), so it was not used. If it is a list, ask for fewer at a time (waylines --page-size 10); otherwise tell the server's administrator.`,
       },
     );
   const declared = Number(res.headers.get('content-length'));
@@ -156,6 +158,18 @@ export function classifyFailure(err: unknown, ctx: RequestContext, state: AbortS
   }
   if (isAbortError(err)) return new DmsError('cancelled', `The request ${w} was cancelled.`, opts);
   const found = causeCode(err);
+  if (found?.code === 'ERR_SSL_WRONG_VERSION_NUMBER' || found?.code === 'ERR_SSL_HTTP_REQUEST') {
+    // https:// to a server speaking plain HTTP: nothing is wrong with a certificate.
+    return new DmsError(
+      'network',
+      `The server at this address speaks plain HTTP, not HTTPS (${found.code}) for ${w}.`,
+      {
+        ...opts,
+        plain:
+          'The server at this address speaks plain HTTP, not HTTPS. Use the address with http:// (or ask for its https:// address).',
+      },
+    );
+  }
   if (found !== undefined && (TLS_CODES.has(found.code) || found.code.startsWith('ERR_SSL_'))) {
     // Never retried insecurely: the user must fix the certificate or trust its CA.
     return new DmsError(

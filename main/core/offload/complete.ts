@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { toDmsError } from '../errors.js';
+import { plainMessage, toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Queue } from '../queue/queue.js';
 import type { BucketPort } from '../storage/types.js';
@@ -70,23 +70,31 @@ export async function completeSource(o: {
   recheckAfterMs: number;
   log: Logger;
   signal?: AbortSignal;
+  /**
+   * The run gave up on a server that never answered (issue 30): the verdict
+   * and manifest are made from the queue, without asking the bucket (each
+   * question would wait out the same silence again).
+   */
+  serverDown?: boolean;
 }): Promise<Completed> {
-  await verifySource(o, o.card.sourceId, {
-    olderThanMs: o.recheckAfterMs,
-    ...(o.signal ? { signal: o.signal } : {}),
-  });
+  if (!o.serverDown)
+    await verifySource(o, o.card.sourceId, {
+      olderThanMs: o.recheckAfterMs,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
   const offload = cardOffload(o.queue, o.card, o.destinations ?? []);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
-  if (manifest.changed) {
+  if (manifest.changed && !o.serverDown) {
     try {
       const folder = `manifests/${manifestFolder(offload)}`;
       for (const f of manifest.files)
         await o.bucket.put(folder, f, fs.readFileSync(path.join(manifest.dir, f)), contentType(f), o.signal);
     } catch (err) {
       const e = toDmsError(err);
-      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${e.message}`;
-      o.log.warn({ source: o.card.sourceId, kind: e.kind }, uploadProblem);
+      // The crew's words; the request and its error code stay in the log's fields.
+      uploadProblem = `The manifest of ${o.card.label} is in ${manifest.dir} but could not be uploaded: ${plainMessage(e, 'request')}`;
+      o.log.warn({ source: o.card.sourceId, kind: e.kind, detail: e.message }, uploadProblem);
     }
   }
   return { offload, manifest, uploadProblem };

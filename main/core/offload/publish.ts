@@ -2,8 +2,8 @@
  * The manifest of a card, written where the crew finds it and uploaded next
  * to the card's files: an ASC MHL hash list (one more generation each time
  * the card's state changed, chained), the printable HTML report and the same
- * data as JSON. In the state folder: `manifests/<card>/`; in the bucket:
- * `<prefix>/manifests/<card>/`.
+ * data as JSON. In the state folder: `manifests/<card>-<id>/` (one per card
+ * and target); in the bucket: `<prefix>/manifests/<card>-<id>/`.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -30,15 +30,19 @@ interface Ledger {
   digest: string;
 }
 
-/** A folder name for a source: readable, and unique by a hash of its id. */
-export function manifestFolder(o: CardOffload): string {
+/**
+ * A folder name for a source and target: readable, and unique by a hash of
+ * both, so that a run against another server (a mistyped address) writes its
+ * own report beside this one and never over it.
+ */
+export function manifestFolder(o: Pick<CardOffload, 'card' | 'target'>): string {
   const readable =
     o.card.label
       .normalize('NFC')
       .replace(/[^A-Za-z0-9._-]+/g, '_')
       .replace(/^[._-]+/, '')
       .slice(0, 48) || 'card';
-  const id = createHash('sha256').update(o.card.sourceId).digest('hex').slice(0, 10);
+  const id = createHash('sha256').update(`${o.card.sourceId}\n${o.target.id}`).digest('hex').slice(0, 10);
   return `${readable}-${id}`;
 }
 

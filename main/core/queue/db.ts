@@ -272,6 +272,16 @@ const MIGRATIONS: readonly string[] = [
   INSERT OR IGNORE INTO card_destinations (source_id, destination_id, at)
     SELECT DISTINCT source_id, destination_id, 0 FROM copies;
   `,
+  `
+  -- Target states (issue 30, targets.ts): 'unanswered' until the target's
+  -- server answered a request about a file, so a mistyped address is said for
+  -- what it is and never taken for the server the crew works with. Targets
+  -- holding a file the server answered for (done, or uploading with its
+  -- credentials) count as answered.
+  ALTER TABLE targets ADD COLUMN target_state TEXT NOT NULL DEFAULT 'unanswered';
+  UPDATE targets SET target_state = 'answered'
+    WHERE id IN (SELECT target_id FROM files WHERE state IN ('uploading', 'uploaded', 'done'));
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -24,6 +24,14 @@ import {
   type FileState,
   type WorkingState,
 } from './states.js';
+import {
+  isTargetState,
+  SERVER_ANSWERS,
+  targetTransition,
+  type TargetChange,
+  type TargetNext,
+  type TargetState,
+} from './targets.js';
 import { CLEARS_PARTS, transition, type Change } from './transitions.js';
 
 export { FILE_STATES, type FileState } from './states.js';
@@ -83,7 +91,19 @@ export interface TargetRef {
 export interface TargetSummary extends TargetRef {
   id: number;
   lastUsedAt: number;
+  /** 'unanswered' until its server answered a request about a file (targets.ts). */
+  state: TargetState;
   counts: StateCounts;
+}
+
+/** What forgetting a target drops: said to the crew before it is done. */
+export interface TargetHoldings {
+  counts: StateCounts;
+  /** The sources (cards, folders) with rows for this target. */
+  sources: string[];
+  historyEntries: number;
+  acceptedFlights: number;
+  waylineMatches: number;
 }
 
 const WORKING = sqlStates(WORKING_STATES);
@@ -117,7 +137,7 @@ export class Queue {
   private readonly db: Db;
   private readonly file: string;
   private readonly stmts;
-  private bound: (TargetRef & { id: number }) | null = null;
+  private bound: (TargetRef & { id: number; state: TargetState }) | null = null;
 
   constructor(
     file: string,
@@ -131,7 +151,10 @@ export class Queue {
     this.sources = new SourceFacts(db, now);
     this.copies = new CopyFacts(db, now);
     this.stmts = {
-      target: db.prepare<[string], { id: number }>('SELECT id FROM targets WHERE key = ?'),
+      target: db.prepare<[string], { id: number; state: string }>(
+        'SELECT id, target_state AS state FROM targets WHERE key = ?',
+      ),
+      setTargetState: db.prepare('UPDATE targets SET target_state = ? WHERE id = ?'),
       addTarget: db.prepare(
         'INSERT INTO targets (key, label, workspace_id, created_at, last_used_at) VALUES (@key, @label, @workspaceId, @now, @now)',
       ),
@@ -200,15 +223,67 @@ export class Queue {
   /** Scopes the queue to a target (created on first use); returns its id. */
   bindTarget(target: TargetRef): number {
     const now = this.now();
-    let id = this.stmts.target.get(target.key)?.id;
+    const found = this.stmts.target.get(target.key);
+    let id = found?.id;
     // Written only when the target changes: a session on a full disk still opens.
     if (id === undefined) id = Number(this.stmts.addTarget.run({ ...target, now }).lastInsertRowid);
     if (this.getMeta('current_target') !== target.key) {
       this.stmts.touchTarget.run(target.label, now, id);
       this.setMeta('current_target', target.key);
     }
-    this.bound = { ...target, id };
+    this.bound = { ...target, id, state: stateOf(found?.state) };
     return id;
+  }
+
+  /**
+   * Scopes the queue to a target the queue knows, to read it (status and
+   * report show each target on its own): the last target used is not changed.
+   */
+  useTarget(t: TargetSummary): void {
+    this.bound = { key: t.key, label: t.label, workspaceId: t.workspaceId, id: t.id, state: t.state };
+  }
+
+  /**
+   * The one door of a target's state (targets.ts): 'answered' when its server
+   * answered about a file, 'forget' when the crew drops it with all it holds
+   * (its files and their parts, history, accepted flights, wayline matches).
+   */
+  applyTarget(t: { id: number; key: string; state: TargetState }, change: TargetChange): TargetNext {
+    const next = targetTransition(t.state, change);
+    if (next === 'forgotten') {
+      this.db.transaction(() => {
+        this.db
+          .prepare('DELETE FROM parts WHERE file_id IN (SELECT id FROM files WHERE target_id = ?)')
+          .run(t.id);
+        for (const table of ['files', 'history', 'accepted_flights', 'folder_waylines'])
+          this.db.prepare(`DELETE FROM ${table} WHERE target_id = ?`).run(t.id);
+        this.db.prepare('DELETE FROM targets WHERE id = ?').run(t.id);
+        if (this.getMeta('current_target') === t.key)
+          this.db.prepare("DELETE FROM meta WHERE key = 'current_target'").run();
+      })();
+      if (this.bound?.id === t.id) this.bound = null;
+      return next;
+    }
+    if (next !== t.state) this.stmts.setTargetState.run(next, t.id);
+    if (this.bound?.id === t.id) this.bound = { ...this.bound, state: next };
+    return next;
+  }
+
+  /** What forgetting a target would drop. */
+  holdings(targetId: number): TargetHoldings {
+    const one = (sql: string): number => this.db.prepare<[number], { n: number }>(sql).get(targetId)?.n ?? 0;
+    return {
+      counts: this.countsFor(targetId),
+      sources: this.db
+        .prepare<[number], { source_id: string }>(
+          'SELECT source_id FROM files WHERE target_id = ? GROUP BY source_id ORDER BY MAX(updated_at) DESC',
+        )
+        .all(targetId)
+        .map((r) => r.source_id),
+      historyEntries: one('SELECT COUNT(*) AS n FROM history WHERE target_id = ?'),
+      acceptedFlights: one('SELECT COUNT(*) AS n FROM accepted_flights WHERE target_id = ?'),
+      waylineMatches: one('SELECT COUNT(*) AS n FROM folder_waylines WHERE target_id = ?'),
+    };
   }
 
   /**
@@ -221,17 +296,23 @@ export class Queue {
       key === undefined
         ? undefined
         : this.db
-            .prepare<[string], { id: number; label: string; workspace_id: string }>(
-              'SELECT id, label, workspace_id FROM targets WHERE key = ?',
+            .prepare<[string], { id: number; label: string; workspace_id: string; state: string }>(
+              'SELECT id, label, workspace_id, target_state AS state FROM targets WHERE key = ?',
             )
             .get(key);
     if (key === undefined || !row) return false;
-    this.bound = { key, label: row.label, workspaceId: row.workspace_id, id: row.id };
+    this.bound = {
+      key,
+      label: row.label,
+      workspaceId: row.workspace_id,
+      id: row.id,
+      state: stateOf(row.state),
+    };
     return true;
   }
 
   /** The bound target, or null before bindTarget. */
-  get target(): (TargetRef & { id: number }) | null {
+  get target(): (TargetRef & { id: number; state: TargetState }) | null {
     return this.bound;
   }
 
@@ -243,8 +324,11 @@ export class Queue {
   /** Every target this queue has worked for, most recently used first, with its counts. */
   targets(): TargetSummary[] {
     const rows = this.db
-      .prepare<[], { id: number; key: string; label: string; workspace_id: string; last_used_at: number }>(
-        'SELECT id, key, label, workspace_id, last_used_at FROM targets ORDER BY last_used_at DESC, id DESC',
+      .prepare<
+        [],
+        { id: number; key: string; label: string; workspace_id: string; last_used_at: number; state: string }
+      >(
+        'SELECT id, key, label, workspace_id, last_used_at, target_state AS state FROM targets ORDER BY last_used_at DESC, id DESC',
       )
       .all();
     return rows.map((t) => ({
@@ -253,6 +337,7 @@ export class Queue {
       label: t.label,
       workspaceId: t.workspace_id,
       lastUsedAt: t.last_used_at,
+      state: stateOf(t.state),
       counts: this.countsFor(t.id),
     }));
   }
@@ -400,6 +485,9 @@ export class Queue {
     };
     if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();
     else write();
+    const bound = this.bound;
+    if (bound && bound.state !== 'answered' && SERVER_ANSWERS.has(change.type))
+      this.applyTarget(bound, 'answered');
     return next;
   }
 
@@ -549,4 +637,8 @@ export class Queue {
     }
     return stmt.run({ ...fields, updated_at: now, id, from }).changes;
   }
+}
+
+function stateOf(s: string | undefined): TargetState {
+  return s !== undefined && isTargetState(s) ? s : 'unanswered';
 }

@@ -12,6 +12,7 @@ import {
   type TargetRef,
 } from '../queue/queue.js';
 import type { CheckedRow, Outcome, UploadedRow, WorkingRow } from '../queue/rows.js';
+import { SERVER_ANSWERS } from '../queue/targets.js';
 import { IllegalTransition, type Change } from '../queue/transitions.js';
 import { serverTarget } from '../session/target.js';
 import type { Source } from '../sources/source.js';
@@ -98,6 +99,16 @@ export interface RunOptions {
 
 /** Tries per file in a one-shot run (`sync`) before it is left for the next run. */
 export const ONE_SHOT_TRIES = 4;
+/**
+ * A one-shot run whose server has not answered once in it (a closed, silent
+ * or non-HTTP port, https:// to an http server, busy) ends after this many
+ * rounds of the shared offline wait, or once it has failed for
+ * ONE_SHOT_UNANSWERED_MS (a silent port: two rounds of 10 s): nothing
+ * was sent; the crew runs sync again once it answers (issue 30: 219 s and
+ * 454 s before). A server restarting for a few seconds is still waited for.
+ */
+export const ONE_SHOT_UNANSWERED_ROUNDS = 4;
+export const ONE_SHOT_UNANSWERED_MS = 10_000;
 
 /** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
 const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
@@ -119,6 +130,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** The current target's bucket: STS credentials and uploaders (offload gets its narrow port). */
   readonly bucket: BucketAccess;
   readonly status: RunStatus;
+  /** Whether the server answered about a file in the current run (a one-shot run gives up sooner without). */
+  private answeredInRun = false;
+  /** Set at each change of the run state: see givesUp. */
+  private gaveUp = false;
   private readonly queue: Queue;
   private readonly api: ApiClient;
   private readonly log: Logger;
@@ -153,7 +168,14 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.bucket = new BucketAccess(opts.api, opts.config, opts.createUploader);
     this.status = new RunStatus(opts.initialState, this.backoff);
-    this.status.on('change', (c) => this.emit('state', c));
+    this.status.on('change', (c) => {
+      // Decided once per change, so what the run says at the change and what it does agree.
+      this.gaveUp =
+        c.to.name === 'offline' &&
+        !this.answeredInRun &&
+        (c.to.failures >= ONE_SHOT_UNANSWERED_ROUNDS || Date.now() - c.to.since >= ONE_SHOT_UNANSWERED_MS);
+      this.emit('state', c);
+    });
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
     this.uploadLimiter = new Limiter(opts.config.concurrency.files);
@@ -295,6 +317,15 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     w?.();
   }
 
+  /**
+   * A one-shot run stops trying now: the server is failing as a whole and has
+   * not answered once in this run, ONE_SHOT_UNANSWERED_ROUNDS times in a row
+   * or for ONE_SHOT_UNANSWERED_MS.
+   */
+  get givesUp(): boolean {
+    return this.gaveUp && this.status.current.name === 'offline';
+  }
+
   async run(opts: RunOptions): Promise<void> {
     const signal = opts.signal;
     const maxAttempts = opts.maxAttempts ?? ONE_SHOT_TRIES;
@@ -302,6 +333,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // A one-shot run is the crew's "try again": each file its full count of tries, now.
     try {
       if (opts.mode === 'until-idle') this.queue.freshTries();
+      this.answeredInRun = false;
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -322,8 +354,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
-          // A one-shot run whose files have all had their tries ends now, not after the wait.
-          if (opts.mode === 'until-idle' && this.queue.nextWakeAt(limit) === null) break;
+          // A one-shot run whose files have all had their tries ends now, not after the wait;
+          // so does one whose server never answered in it (givesUp).
+          if (opts.mode === 'until-idle' && (this.givesUp || this.queue.nextWakeAt(limit) === null)) break;
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
@@ -431,6 +464,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let row: WorkingRow = start;
     const to = (change: Change): QueueRow => {
       const next = this.queue.apply(row, change);
+      if (SERVER_ANSWERS.has(change.type)) this.answeredInRun = true;
       if (next.state !== 'done') row = next as WorkingRow;
       return next;
     };
@@ -580,7 +614,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       if (d.report === null) return;
       if (d.report === 'failed') {
         this.progress.fileFailed(row.id);
-        this.log.warn({ file: row.relPath, kind: err.kind }, err.message);
+        this.log.warn(
+          { file: row.relPath, kind: err.kind, request: err.method && `${err.method} ${err.path}` },
+          err.message,
+        );
       } else this.log.info({ file: row.relPath, kind: err.kind }, err.message);
       this.emit('file', {
         ...fileBase(row),

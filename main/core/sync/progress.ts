@@ -7,9 +7,9 @@ export interface ProgressSnapshot {
   bytesDone: number;
   /** Bytes actually sent to the bucket (fast uploads send none). */
   bytesSent: number;
-  /** Bytes per second, smoothed. */
+  /** Bytes per second of the bar's own bytes, smoothed; 0 until they move and while they do not. */
   rate: number;
-  /** Seconds left at the current rate, or null when unknown. */
+  /** Seconds left at the current rate, or null when unknown (nothing moved yet, or nothing moves now). */
   etaSeconds: number | null;
   currentSource: string | null;
 }
@@ -17,7 +17,9 @@ export interface ProgressSnapshot {
 /**
  * Counts work as it happens. "Done" bytes include files the server already
  * had (their bytes never travel) so the bar reaches 100% either way; the rate
- * is measured on bytes processed (hashed or sent), smoothed over seconds.
+ * is measured on those same bytes, smoothed over seconds: reading a card
+ * while the server does not answer moves no byte of the bar, so it shows no
+ * rate and no time left (issue 30: "1.5 MB/s ~13 s left" to a silent port).
  */
 export class Progress {
   filesTotal = 0;
@@ -29,7 +31,8 @@ export class Progress {
   currentSource: string | null = null;
   private rate = 0;
   private windowStart: number;
-  private windowBytes = 0;
+  /** The bar's bytes at the start of the rate's window. */
+  private windowDone = 0;
 
   constructor(private readonly now: () => number = Date.now) {
     this.windowStart = now();
@@ -49,7 +52,6 @@ export class Progress {
       this.bytesSent += bytes;
       if (id !== undefined) this.partial.set(id, (this.partial.get(id) ?? 0) + bytes);
     }
-    this.windowBytes += bytes;
   }
 
   fileDone(size: number, id?: number): void {
@@ -73,24 +75,24 @@ export class Progress {
     this.bytesTotal = this.bytesDone = this.bytesSent = 0;
     this.rate = 0;
     this.partial.clear();
-    this.windowBytes = 0;
+    this.windowDone = 0;
     this.windowStart = this.now();
   }
 
   snapshot(): ProgressSnapshot {
     const t = this.now();
-    const elapsed = t - this.windowStart;
-    if (elapsed >= 1000) {
-      const instant = (this.windowBytes * 1000) / elapsed;
-      // Exponential smoothing: a steady number a person can read.
-      this.rate = this.rate === 0 ? instant : this.rate * 0.7 + instant * 0.3;
-      this.windowBytes = 0;
-      this.windowStart = t;
-    }
     let inFlight = 0;
     for (const n of this.partial.values()) inFlight += n;
     // Done: files acknowledged, plus what is already sent of those on their way.
     const done = Math.min(this.bytesTotal, this.bytesDone + inFlight);
+    const elapsed = t - this.windowStart;
+    if (elapsed >= 1000) {
+      const instant = (Math.max(0, done - this.windowDone) * 1000) / elapsed;
+      // Exponential smoothing: a steady number a person can read; nothing moving is no rate at all.
+      this.rate = instant === 0 ? 0 : this.rate === 0 ? instant : this.rate * 0.7 + instant * 0.3;
+      this.windowDone = done;
+      this.windowStart = t;
+    }
     const left = Math.max(0, this.bytesTotal - done);
     return {
       filesTotal: this.filesTotal,

@@ -14,8 +14,11 @@ export type RunState =
   | { name: 'idle' }
   | { name: 'syncing' }
   | { name: 'paused' }
-  /** The server or the network is failing: nothing is tried before `until`; `failures` in a row so far. */
-  | { name: 'offline'; until: number; failures: number; error: DmsError }
+  /**
+   * The server or the network is failing: nothing is tried before `until`;
+   * `failures` in a row so far, the first of them at `since`.
+   */
+  | { name: 'offline'; until: number; failures: number; since: number; error: DmsError }
   | { name: 'auth-required'; error: DmsError }
   | { name: 'halted'; reason: HaltReason; error: QueueWriteError };
 
@@ -110,8 +113,9 @@ export class RunStatus extends EventEmitter<{ change: [RunStateChange] }> {
       return;
     }
     const failures = (this.state.name === 'offline' ? this.state.failures : 0) + 1;
+    const since = this.state.name === 'offline' ? this.state.since : now;
     const wait = Math.max(backoffDelay(failures, this.backoff), err.retryAfterMs ?? 0);
-    this.go({ name: 'offline', until: now + wait, failures, error: err });
+    this.go({ name: 'offline', until: now + wait, failures, since, error: err });
   }
 
   /** Announces a change of state, or of the error behind it (offline again, for another reason). */

@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config.js';
 import {
   discoverFiles,
@@ -34,6 +36,8 @@ export async function scanSource(
   const settledBefore = opts.quietMs ? (opts.now ?? Date.now()) - opts.quietMs : Infinity;
   const total: ScanResult = { pending: [], alreadyDone: 0, failed: 0, deferred: 0, skipped: [] };
   let batch: ObservedFile[] = [];
+  const fresh: ObservedFile[] = [];
+  const startedAt = opts.now ?? Date.now();
   const flush = () => {
     // Videos last: their metadata is read from the SRT and a photo beside them, which are then on hand.
     batch.sort((a, b) => Number(isVideo(a.relPath)) - Number(isVideo(b.relPath)));
@@ -63,15 +67,37 @@ export async function scanSource(
         });
         continue;
       }
-      batch.push({
+      const found: ObservedFile = {
         sourceId: source.sourceId,
         relPath: f.relPath,
         absPath: f.path,
         size: f.size,
         mtimeMs: Math.trunc(f.mtimeMs),
         kind: f.kind,
-      });
+      };
+      // A one-shot run (no quiet period) looks again at files written a moment ago (below).
+      if (!opts.quietMs && startedAt - f.mtimeMs < FRESH_MS) fresh.push(found);
+      else batch.push(found);
       if (batch.length >= 2000) flush();
+    }
+    // Files written a moment ago, looked at once more: one still growing is
+    // named and left for the next run (issue 30: read while it grew, the run
+    // never ended); one just copied is kept.
+    if (fresh.length > 0) {
+      await delay(RECHECK_MS, undefined, signal ? { signal } : undefined);
+      for (const f of fresh) {
+        if (!changedSince(f)) batch.push(f);
+        else {
+          total.deferred++;
+          total.skipped.push({
+            path: f.absPath,
+            relPath: f.relPath,
+            kind: 'growing',
+            message: `${f.relPath} is still being written: it is left for the next run; sync again once the card is done.`,
+            blocking: true,
+          });
+        }
+      }
     }
     flush();
   } catch (err) {
@@ -90,6 +116,20 @@ export async function scanSource(
     })),
   );
   return total;
+}
+
+/** Files modified this recently are looked at again before a one-shot run reads them. */
+const FRESH_MS = 2_000;
+const RECHECK_MS = 1_000;
+
+/** Whether a file's size or modification time changed since it was listed (or it is gone). */
+function changedSince(f: ObservedFile): boolean {
+  try {
+    const st = fs.statSync(f.absPath);
+    return st.size !== f.size || Math.trunc(st.mtimeMs) !== f.mtimeMs;
+  } catch {
+    return false;
+  }
 }
 
 const isRtk = (name: string): boolean => rtkKindOf(name) !== undefined;
