@@ -147,6 +147,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     else if (!this.queue.target) this.queue.bindTarget(serverTarget(opts.api.baseUrl, opts.api.workspaceId));
     this.api = opts.api;
     this.config = opts.config;
+    this.queue.lanes.order(opts.config.lanes);
     this.log = opts.logger ?? silentLogger;
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.bucket = new BucketAccess(opts.api, opts.config, opts.createUploader);
@@ -180,6 +181,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
+    this.queue.lanes.order(config.lanes);
     this.copies.updateConfig(config);
     this.uploadLimiter.setLimit(config.concurrency.files);
     this.bucket.updateConfig(config);
