@@ -21,6 +21,9 @@ import { Dispatcher } from './dispatch.js';
 import { dispose, type Report } from './disposition.js';
 import { KeptBytes } from './kept.js';
 import { Limiter } from './limiter.js';
+import { LANE_NAMES, type LaneName } from '../queue/lanes.js';
+import type { PartGate } from './part-gate.js';
+import { PartSlots, type PartSlotsOptions } from './part-slots.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
@@ -84,6 +87,8 @@ export interface EngineOptions {
   backoff?: BackoffPolicy;
   /** The state to start in: a connection without a sign-in starts in 'auth-required'; a pause carried over. */
   initialState?: RunState;
+  /** Asked before every part: may this lane send now (the link module; default: always). */
+  gate?: PartGate;
 }
 
 export interface RunOptions {
@@ -123,7 +128,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private config: Config;
   private readonly hashLimiter: Limiter;
   private readonly apiLimiter: Limiter;
-  private readonly uploadLimiter: Limiter;
+  /** Files uploading at once, per lane: a new card's first lane never waits for a file slot held by videos. */
+  private readonly uploadLimiters: Record<LaneName, Limiter>;
+  /** Whose part goes next on the link: lane by lane, as many as fill it (part-slots.ts). */
+  readonly slots: PartSlots;
   private readonly dispatcher: Dispatcher;
   /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
   private readonly copyLane: Dispatcher;
@@ -155,7 +163,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.status.on('change', (c) => this.emit('state', c));
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
-    this.uploadLimiter = new Limiter(opts.config.concurrency.files);
+    const files = opts.config.concurrency.files;
+    this.uploadLimiters = Object.fromEntries(LANE_NAMES.map((l) => [l, new Limiter(files)])) as Record<
+      LaneName,
+      Limiter
+    >;
+    this.slots = new PartSlots(slotOptions(opts.config, opts.gate));
     this.copies = new LocalCopies(this.queue, opts.config, (stop) => {
       this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
       this.emit('destination-stopped', stop);
@@ -183,7 +196,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.config = config;
     this.queue.lanes.order(config.lanes);
     this.copies.updateConfig(config);
-    this.uploadLimiter.setLimit(config.concurrency.files);
+    for (const l of LANE_NAMES) this.uploadLimiters[l].setLimit(config.concurrency.files);
+    this.slots.update(slotOptions(config));
     this.bucket.updateConfig(config);
   }
 
@@ -338,6 +352,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   close(): void {
+    this.slots.close();
     this.bucket.close();
   }
 
@@ -452,7 +467,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
       if (row.state === 'fast-upload-checked' || row.state === 'uploading') {
         const log = this.partLog(row, to);
-        to(await this.uploadLimiter.run(() => uploadStep(ctx, log)));
+        to(await this.uploadLimiters[row.lane].run(() => uploadStep(ctx, log)));
       }
       if (row.state === 'uploaded' && row.kind !== 'media') {
         const uploaded = row;
@@ -509,6 +524,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       signal,
       config: this.config,
       kept: this.kept,
+      slots: this.slots,
       onBytes: (n, sent) => {
         this.progress.moved(n, sent, id);
         this.emitProgress(false);
@@ -633,6 +649,16 @@ function diskNow(row: QueueRow): 'changed' | 'gone' | 'same' {
     return 'gone';
   }
   return st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs ? 'changed' : 'same';
+}
+
+/** The part slots' settings: parts of every file in flight at most, the part size, the user's limit. */
+function slotOptions(config: Config, gate?: PartGate): PartSlotsOptions {
+  return {
+    max: config.concurrency.files * config.concurrency.parts,
+    partBytes: config.partSizeMiB * 1024 * 1024,
+    limitBytesPerSecond: config.bandwidthLimitKiBps * 1024,
+    ...(gate ? { gate } : {}),
+  };
 }
 
 function fileBase(row: QueueRow) {
