@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Queue } from '../../main/core/queue/queue.js';
 import { folderSource } from '../../main/core/sources/source.js';
 import { FIXTURES } from '../support/harness.js';
+import { runCli } from '../support/cli.js';
 import { makeCard, MiB, startEngine, startRig, until, type Rig } from '../faults/rig.js';
 
 let rig: Rig;
@@ -86,6 +87,38 @@ it("a new card's first lane overtakes an older card's videos at the next part bo
     expect(cut).toEqual([]);
     // As many parts in flight as fill the link: one or two 5 MiB parts at 1 MiB/s.
     expect(run.engine.slots.width).toBeLessThanOrEqual(2);
+    // What the crew sees: the videos' lane, what is left and when, at the measured rate.
+    await until(
+      'a measured rate',
+      () =>
+        run.engine.slots.rate > 0 &&
+        rig.bucket.records.filter((r) => r.op === 'UploadPart' && r.clientAnswered).length >= 2,
+      30_000,
+    );
+    const rate = run.engine.slots.rate;
+    expect(rate).toBeGreaterThan(0.3 * MiB);
+    expect(rate).toBeLessThan(1.3 * MiB);
+    const lanes = run.engine.snapshot().lanes ?? [];
+    expect(lanes.map((l) => [l.lane, l.files])).toEqual([['videos', 3]]);
+    expect(lanes[0]?.seconds).toBe(Math.ceil((72 * MiB) / rate));
+    // `status`, from the queue while the agent runs: the same lane and the rate the engine kept.
+    await until(
+      'the rate kept in the queue',
+      () => {
+        run.engine.snapshot();
+        const q = new Queue(path.join(rig.dir, 'overtake', 'queue.db'));
+        try {
+          q.bindLastTarget();
+          return q.recentRate() > 0;
+        } finally {
+          q.close();
+        }
+      },
+      20_000,
+    );
+    const status = await runCli(['status', '--state', path.join(rig.dir, 'overtake')], { home: rig.dir });
+    expect(status.code).toBe(0);
+    expect(status.out).toMatch(/^Next: videos: in the workspace in about \d+ min\.$/m);
   } finally {
     await run.stop();
     queue.close();

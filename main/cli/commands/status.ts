@@ -8,6 +8,7 @@ import { Queue, type FileState, type StateCounts } from '../../core/queue/queue.
 import { resolveStateDir } from '../context.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 import { openQueueForReading, requireWritable } from '../state-access.js';
+import { queueLaneLines, queueLanes } from '../lanes.js';
 
 const LABELS: Record<FileState, string> = {
   discovered: 'waiting to be read',
@@ -56,6 +57,7 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
       printJson({
         target: current && { label: current.label, workspace: current.workspaceId },
         counts,
+        lanes: queueLanes(queue),
         problems: problems.map((r) => ({
           path: r.absPath,
           state: r.state,
@@ -88,6 +90,7 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
       if (c.files > 0)
         lines.push(`${String(c.files).padStart(7)}  ${LABELS[state]} (${formatBytes(c.bytes)})`);
     }
+    lines.push(...queueLaneLines(queue));
     for (const r of problems)
       lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
     // Files on their way that wait for a reason (the server unreachable...): why, in a line per reason.

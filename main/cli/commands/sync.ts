@@ -10,6 +10,7 @@ import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
+import { laneLines } from '../lanes.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
@@ -124,13 +125,16 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   const plainProgress =
     !flags.json && !bar.enabled
       ? setInterval(() => {
-          const p = engine.progress.snapshot();
+          const p = engine.snapshot();
           const run = engine.status.current;
           if (run.name === 'offline') {
             const inS = Math.max(1, Math.round((run.until - Date.now()) / 1000));
             writeLines([`Waiting for ${ctx.serverLabel}: next try in ${inS} s.`], process.stderr);
           } else if (p.filesTotal > 0)
-            writeLines([`Progress: ${progressLine(p).replace(/^\[[#-]*\] /, '')}`], process.stderr);
+            writeLines(
+              [`Progress: ${progressLine(p).replace(/^\[[#-]*\] /, '')}`, ...laneLines(p.lanes)],
+              process.stderr,
+            );
         }, PLAIN_PROGRESS_MS)
       : null;
   plainProgress?.unref();

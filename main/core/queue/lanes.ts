@@ -14,17 +14,9 @@ import { extname } from 'node:path';
 import type Database from 'better-sqlite3';
 import { VIDEO_EXTENSIONS, normaliseExtension, type FileKind } from '../media/discover.js';
 
-/** The lanes, first first. */
-export const LANE_NAMES = ['first', 'photos', 'videos', 'previews'] as const;
-export type LaneName = (typeof LANE_NAMES)[number];
+import { LANE_NAMES, type LaneLeft, type LaneName } from '../../shared/lanes.js';
 
-/** What the crew reads for each lane ("RTK files and logs: in the workspace in about 1 min"). */
-export const LANE_LABELS: Readonly<Record<LaneName, string>> = {
-  first: 'RTK files and logs',
-  photos: 'photos',
-  videos: 'videos',
-  previews: 'previews and MISC',
-};
+export { LANE_LABELS, LANE_NAMES, type LaneName } from '../../shared/lanes.js';
 
 export const FILE_CLASSES = ['rtk', 'log', 'manifest', 'photo', 'video', 'preview', 'misc'] as const;
 export type FileClass = (typeof FILE_CLASSES)[number];
@@ -91,6 +83,12 @@ export class QueueLanes {
       ),
       classify: db.prepare('UPDATE files SET file_class = ?, lane = ? WHERE id = ?'),
       rerank: db.prepare('UPDATE files SET lane = ? WHERE file_class = ? AND lane != ?'),
+      left: db.prepare<[number], { lane: number; files: number; bytes: number }>(
+        `SELECT lane, COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files
+         WHERE target_id = ? AND state NOT IN ('done', 'failed') GROUP BY lane`,
+      ),
+      saveRate: db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
+      savedRate: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
     };
     // Rows recorded before lanes existed: in their default lanes until the
     // engine applies the setting (rows of known class keep their rank: the
@@ -107,6 +105,31 @@ export class QueueLanes {
   of(relPath: string, kind: FileKind): { fileClass: FileClass; lane: number } {
     const fileClass = classify(relPath, kind);
     return { fileClass, lane: laneRank(laneOf(fileClass, this.setting)) };
+  }
+
+  /** Files and bytes still to send of a target, per lane (failed files wait for the crew, not the link). */
+  left(targetId: number): LaneLeft[] {
+    return this.stmts.left
+      .all(targetId)
+      .map((r) => ({ lane: laneAt(r.lane), files: r.files, bytes: r.bytes }));
+  }
+
+  /** The engine's measure of the link (bytes/s the bucket took), kept for readers of the queue (`status`). */
+  saveRate(targetId: number, bytesPerSecond: number, now: number): void {
+    this.stmts.saveRate.run(`link-rate:${targetId}`, JSON.stringify({ bytesPerSecond, at: now }));
+  }
+
+  /** The rate the engine measured last, if within `maxAgeMs`; else 0 (unknown). */
+  recentRate(targetId: number, now: number, maxAgeMs = 10 * 60_000): number {
+    const raw = this.stmts.savedRate.get(`link-rate:${targetId}`)?.value;
+    if (raw === undefined) return 0;
+    try {
+      const { bytesPerSecond, at } = JSON.parse(raw) as { bytesPerSecond?: unknown; at?: unknown };
+      if (typeof bytesPerSecond !== 'number' || typeof at !== 'number') return 0;
+      return now - at <= maxAgeMs && bytesPerSecond > 0 ? bytesPerSecond : 0;
+    } catch {
+      return 0;
+    }
   }
 
   /** Puts every row in its lane under `setting` (a changed setting holds for files already queued). */

@@ -6,6 +6,7 @@ import type { Db } from './db.js';
 import { openDatabase } from './db.js';
 import { CopyFacts } from './copies.js';
 import { FlightFacts } from './flights.js';
+import type { LaneLeft } from '../../shared/lanes.js';
 import { LANE_NAMES, QueueLanes } from './lanes.js';
 import { History } from './history.js';
 import {
@@ -321,6 +322,21 @@ export class Queue {
     rows.sort((a, b) => a.lane - b.lane || a.id - b.id);
     if (rows.length > limit) rows.length = limit;
     return rows.map((r) => r.id);
+  }
+
+  /** Per lane, the files and bytes still to send for the bound target. */
+  lanesLeft(): LaneLeft[] {
+    return this.lanes.left(this.targetId);
+  }
+
+  /** The link's rate as the engine measured it in the last 10 minutes (bytes/s), or 0. */
+  recentRate(): number {
+    return this.lanes.recentRate(this.targetId, this.now());
+  }
+
+  /** Keeps the engine's measure of the link for readers of the queue (`status`). */
+  saveRate(bytesPerSecond: number): void {
+    this.lanes.saveRate(this.targetId, bytesPerSecond, this.now());
   }
 
   /** The row if it is still working and due now (it may have moved on since its id was listed). */

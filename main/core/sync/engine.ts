@@ -22,6 +22,7 @@ import { dispose, type Report } from './disposition.js';
 import { KeptBytes } from './kept.js';
 import { Limiter } from './limiter.js';
 import { LANE_NAMES, type LaneName } from '../queue/lanes.js';
+import { laneEtas, type LaneEta, type LaneLeft } from '../../shared/lanes.js';
 import type { PartGate } from './part-gate.js';
 import { PartSlots, type PartSlotsOptions } from './part-slots.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
@@ -636,7 +637,35 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const t = Date.now();
     if (!force && t - this.lastProgressEmit < 250) return;
     this.lastProgressEmit = t;
-    this.emit('progress', this.progress.snapshot());
+    this.emit('progress', this.snapshot());
+  }
+
+  /** The progress, with each lane's work left and when it should be done at the link's rate. */
+  snapshot(): ProgressSnapshot {
+    const p = this.progress.snapshot();
+    return { ...p, lanes: this.laneEtas(p.rate) };
+  }
+
+  private lanesCache: { at: number; left: LaneLeft[] } | null = null;
+  private rateSavedAt = 0;
+
+  /** Per lane: what is left (read from the queue at most once a second) at the link's measured rate. */
+  private laneEtas(progressRate: number): LaneEta[] {
+    const t = Date.now();
+    if (!this.lanesCache || t - this.lanesCache.at >= 1000) {
+      try {
+        this.lanesCache = { at: t, left: this.queue.lanesLeft() };
+        // For `status`, which reads the queue without the engine: every 10 s at most.
+        if (this.slots.rate > 0 && t - this.rateSavedAt >= 10_000) {
+          this.rateSavedAt = t;
+          this.queue.saveRate(this.slots.rate);
+        }
+      } catch {
+        // A queue that cannot be read now: the last figures stand.
+        this.lanesCache ??= { at: t, left: [] };
+      }
+    }
+    return laneEtas(this.lanesCache.left, this.slots.rate > 0 ? this.slots.rate : progressRate);
   }
 }
 
