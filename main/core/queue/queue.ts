@@ -317,11 +317,19 @@ export class Queue {
    * time and checks each with dueRow() when it does.
    */
   readyIds(limit: number, states: readonly WorkingState[] = WORKING_STATES): number[] {
+    return this.ready(limit, states).map((r) => r.id);
+  }
+
+  /** readyIds with each row's lane rank (0 goes first), in the same order. */
+  ready(
+    limit: number,
+    states: readonly WorkingState[] = WORKING_STATES,
+  ): Array<{ id: number; lane: number }> {
     const rows = this.readyStatement(states).all({ t: this.targetId, now: this.now(), limit });
     // Lane by lane (what goes first), then oldest first: card by card, flight by flight.
     rows.sort((a, b) => a.lane - b.lane || a.id - b.id);
     if (rows.length > limit) rows.length = limit;
-    return rows.map((r) => r.id);
+    return rows;
   }
 
   /** Per lane, the files and bytes still to send for the bound target. */

@@ -259,7 +259,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
           signedPut.send(c, t, {
             key: req.key,
             // A new paced stream per attempt: a credential retry sends the body again.
-            body: () => pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
+            body: () => pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk, stallMs }),
             length: body.length,
             md5,
             ifNoneMatch,
@@ -296,7 +296,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
           key: req.key,
           // Streamed even without a limit: undici takes a Buffer as sent once it is handed to the
           // socket, and its headers timeout then cuts a part still draining up a slow uplink.
-          body: () => pacedBody(body, { throttle: opts.throttle, signal, stream: true }),
+          body: () => pacedBody(body, { throttle: opts.throttle, signal, stream: true, stallMs }),
           length: body.length,
           md5,
           part: { uploadId, partNumber },

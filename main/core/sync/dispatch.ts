@@ -18,10 +18,8 @@ interface InFlight {
 
 export class Dispatcher {
   private readonly flying = new Map<number, InFlight>();
-  /** Due row ids listed by the last take and not handed out yet, oldest first. */
-  private candidates: number[] = [];
-  /** Listed rows whose lane was full during a take. */
-  private later: number[] = [];
+  /** Due rows listed by the last take and not handed out yet, lane by lane, oldest first. */
+  private candidates: Array<{ id: number; lane: number }> = [];
 
   /** `states`: only rows in these (a lane of its own, the local copies); default every working state. */
   constructor(
@@ -69,28 +67,25 @@ export class Dispatcher {
         if (listed) break;
         listed = true;
         this.candidates = this.queue
-          .readyIds(64 + this.flying.size + taken.size, this.states)
-          .filter((id) => !busy(id));
+          .ready(64 + this.flying.size + taken.size, this.states)
+          .filter((c) => !busy(c.id));
         continue;
       }
-      const id = this.candidates.shift() as number;
+      const next = this.candidates[0] as { id: number; lane: number };
+      // Its lane and those before it fill the width: so do those of the rows listed after it
+      // (listed lane by lane). It stays listed, unread, for a later take.
+      if (ahead(next.lane) >= width) break;
+      this.candidates.shift();
+      const { id } = next;
       if (busy(id)) continue;
       const row = this.queue.dueRow(id);
       if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
       if (this.states && !this.states.includes(row.state)) continue;
       const rank = laneRank(row.lane);
-      // Its lane and those before it fill the width: it stays listed for later.
-      if (ahead(rank) >= width) {
-        this.later.push(id);
-        continue;
-      }
       load.set(rank, (load.get(rank) ?? 0) + 1);
       taken.add(id);
       rows.push(row);
     }
-    // Left for a later take, in their order.
-    this.candidates.unshift(...this.later);
-    this.later = [];
     return rows;
   }
 

@@ -6,12 +6,13 @@
  * lane overtakes an older card's videos at the next part boundary; the part
  * in flight finishes, nothing sent is cancelled.
  *
- * On a slow link that boundary must come soon, so only as many parts are in
+ * On a slow link that boundary must come soon, so only as many bytes are in
  * flight as fill the link: the slots measure the rate the bucket takes
- * bytes at and size their number so that a part takes about PART_SECONDS
- * (at 8 Mbit/s and 8 MiB parts: one or two in flight; on a fast link up to
- * `max`). Before anything is measured the user's bandwidth limit, when set,
- * says the rate; else two parts go.
+ * bytes at and keep about PART_SECONDS of it in flight (at 8 Mbit/s and
+ * 8 MiB parts: one part, with small files beside it; on a fast link up to
+ * `max` parts). Before anything is measured the user's bandwidth limit, when
+ * set, says the rate; else two parts' worth go. Small files (a card of
+ * photos) go many at once within the same bytes.
  *
  * Before a part starts the link's gate is asked (part-gate.ts): a lane the
  * gate holds waits without holding a slot; lanes it lets go pass it.
@@ -54,6 +55,7 @@ export interface PartSlotsOptions {
 
 export class PartSlots {
   private active = 0;
+  private activeBytes = 0;
   private readonly waiting: Waiter[] = [];
   private seq = 0;
   private measured = 0;
@@ -84,13 +86,16 @@ export class PartSlots {
     return this.measured > 0 ? this.measured : (this.opts.limitBytesPerSecond ?? 0);
   }
 
-  /** How many parts go at once now. */
-  get width(): number {
+  /** Bytes that may be in flight at once now (one part always may). */
+  get budget(): number {
     const rate = this.rate;
-    const max = Math.max(1, this.opts.max);
-    if (rate <= 0) return Math.min(START_WIDTH, max);
-    const fit = Math.floor((rate * PART_SECONDS) / Math.max(1, this.opts.partBytes));
-    return Math.max(1, Math.min(max, fit));
+    return rate > 0 ? rate * PART_SECONDS : START_WIDTH * Math.max(1, this.opts.partBytes);
+  }
+
+  /** How many full-size parts go at once now. */
+  get width(): number {
+    const fit = Math.floor(this.budget / Math.max(1, this.opts.partBytes));
+    return Math.max(1, Math.min(Math.max(1, this.opts.max), fit));
   }
 
   get inFlight(): number {
@@ -112,7 +117,7 @@ export class PartSlots {
         seq: this.seq++,
         grant: () => {
           signal?.removeEventListener('abort', onAbort);
-          resolve(this.ticket(lane));
+          resolve(this.ticket(lane, bytes));
         },
       };
       const onAbort = (): void => {
@@ -137,13 +142,14 @@ export class PartSlots {
     this.poll = undefined;
   }
 
-  private ticket(lane: LaneName): PartTicket {
+  private ticket(lane: LaneName, size: number): PartTicket {
     const started = this.now();
     const widthAtStart = this.active;
     let open = true;
     const give = (): void => {
       open = false;
       this.active--;
+      this.activeBytes -= size;
       this.drain();
     };
     return {
@@ -168,15 +174,20 @@ export class PartSlots {
 
   private drain(): void {
     let held = false;
-    for (let i = 0; i < this.waiting.length && this.active < this.width;) {
+    const max = Math.max(1, this.opts.max);
+    for (let i = 0; i < this.waiting.length && this.active < max;) {
       const w = this.waiting[i] as Waiter;
       if (!this.gate.mayStart(w.lane, w.bytes)) {
         held = true;
         i++;
         continue;
       }
+      // The best waiter the gate lets go must fit the bytes in flight (one part always fits):
+      // those behind it wait too, so a big part of the first lane is not overtaken by small ones.
+      if (this.active > 0 && this.activeBytes + w.bytes > this.budget) break;
       this.waiting.splice(i, 1);
       this.active++;
+      this.activeBytes += w.bytes;
       w.grant();
     }
     // A gate that said no is asked again, even if it never says it changed.
