@@ -3,6 +3,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { MEDIA_FILE_TYPES } from '../shared/domain.js';
 import { DmsError } from './errors.js';
+import { LANE_NAMES } from './queue/lanes.js';
+
+const laneSetting = z.enum(LANE_NAMES).optional();
 
 const httpUrl = z
   .string()
@@ -95,6 +98,29 @@ export const ConfigSchema = z.object({
     .min(0)
     .max(7 * 24 * 60)
     .default(10),
+  /**
+   * What goes first: the lane of each class of file (queue/lanes.ts). Lanes
+   * go in the order first, photos, videos, previews; a class left out keeps
+   * its default (RTK files, logs and manifests first, then photos, videos,
+   * previews and MISC/).
+   */
+  lanes: z
+    .object({
+      rtk: laneSetting,
+      log: laneSetting,
+      manifest: laneSetting,
+      photo: laneSetting,
+      video: laneSetting,
+      preview: laneSetting,
+      misc: laneSetting,
+    })
+    .strict()
+    .default({}),
+  /**
+   * A connection on which less than 1 KiB/s moved for this long (the link
+   * up) is dropped and its part sent again on a new one.
+   */
+  stallSeconds: z.number().int().min(1).max(3600).default(30),
   /** 0 = unlimited. */
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
   aircraftDefault: deviceKey.optional(),

@@ -33,6 +33,7 @@ export const NO_PROGRESS: ProgressView = {
   rate: 0,
   etaSeconds: null,
   currentSource: null,
+  lanes: [],
 };
 
 export function progressView(p: ProgressSnapshot): ProgressView {
@@ -46,6 +47,7 @@ export function progressView(p: ProgressSnapshot): ProgressView {
     rate: p.rate,
     etaSeconds: p.etaSeconds,
     currentSource: p.currentSource,
+    lanes: p.lanes ?? [],
   };
 }
 

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { QUEUE_FILTERS } from './domain.js';
 import type { FlightPointView, LatLngView } from './flight-map.js';
+import type { LaneEta } from './lanes.js';
 import type { FileState, HaltReason, Outcome, RunStateName } from './states.js';
 
 export type { FlightPointView, LatLngView, PointState } from './flight-map.js';
@@ -29,6 +30,8 @@ export interface ProgressView {
   rate: number;
   etaSeconds: number | null;
   currentSource: string | null;
+  /** Per lane (what goes first): what is left and when it should be in the workspace (shared/lanes.ts lanesLine). */
+  lanes?: LaneEta[];
 }
 
 /** One verdict of a card: safe or not, its one line, and what to do first (one sentence per problem). */

@@ -1,6 +1,7 @@
 import { visible } from '../../main/shared/visible.js';
 import { QUEUE_FILTERS, type QueueFilter } from '../../main/shared/domain.js';
 import { resumable } from '../../main/shared/states.js';
+import { lanesLine } from '../../main/shared/lanes.js';
 import type {
   AppStateView,
   HistoryEntryView,
@@ -254,6 +255,11 @@ function ProgressPanel(props: {
               <dd data-testid="stat-eta">{moving ? eta || '–' : '–'}</dd>
             </div>
           </dl>
+          {moving && (p.lanes?.length ?? 0) > 1 ? (
+            <p class="muted" data-testid="progress-lanes">
+              {lanesLine(p.lanes ?? [])}
+            </p>
+          ) : null}
         </>
       ) : (
         <p class="progress-sentence" data-testid="progress-sentence">

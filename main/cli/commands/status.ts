@@ -9,6 +9,7 @@ import { neverAnswered, targetName, targetsToShow } from '../targets.js';
 import { resolveStateDir } from '../context.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 import { openQueueForReading, requireWritable } from '../state-access.js';
+import { queueLaneLines, queueLanes } from '../lanes.js';
 
 const LABELS: Record<FileState, string> = {
   discovered: 'waiting to be read',
@@ -73,6 +74,7 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
       const first = facts(main);
       printJson({
         ...first,
+        lanes: queueLanes(queue),
         targets: others.map((t) => {
           const f = facts(t);
           return {
@@ -87,7 +89,7 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
       });
       return 0;
     }
-    const lines = [`For ${targetName(main)}:`, ...targetLines(queue, main, true)];
+    const lines = [`For ${targetName(main)}:`, ...targetLines(queue, main, true), ...queueLaneLines(queue)];
     for (const t of others) {
       const head =
         t.state === 'answered'

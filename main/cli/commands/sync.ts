@@ -11,6 +11,7 @@ import { openAgentContext, type ServerFlags } from '../context.js';
 import { forgetDestinations } from './copies.js';
 import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
+import { laneLines } from '../lanes.js';
 
 export interface SyncFlags extends ServerFlags {
   json?: boolean;
@@ -140,7 +141,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   const plainProgress =
     !flags.json && !bar.enabled
       ? setInterval(() => {
-          const p = engine.progress.snapshot();
+          const p = engine.snapshot();
           const run = engine.status.current;
           if (run.name === 'offline') {
             // A countdown while the shared wait runs; once it is over, the try is on its way.
@@ -154,7 +155,10 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
               process.stderr,
             );
           } else if (p.filesTotal > 0)
-            writeLines([`Progress: ${progressLine(p).replace(/^\[[#-]*\] /, '')}`], process.stderr);
+            writeLines(
+              [`Progress: ${progressLine(p).replace(/^\[[#-]*\] /, '')}`, ...laneLines(p.lanes)],
+              process.stderr,
+            );
         }, PLAIN_PROGRESS_MS)
       : null;
   plainProgress?.unref();

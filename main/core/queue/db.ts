@@ -282,6 +282,15 @@ const MIGRATIONS: readonly string[] = [
   UPDATE targets SET target_state = 'answered'
     WHERE id IN (SELECT target_id FROM files WHERE state IN ('uploading', 'uploaded', 'done'));
   `,
+  `
+  -- Lanes (issue 31; queue/lanes.ts): what goes first. file_class: what the
+  -- file is to the office (rtk, log, photo, video...), set by the queue when
+  -- it opens for rows recorded before; lane: its lane's rank under the
+  -- current setting (0 goes first). Due rows are listed lane by lane.
+  ALTER TABLE files ADD COLUMN file_class TEXT;
+  ALTER TABLE files ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX files_lane_due ON files (target_id, lane, state, next_attempt_at);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -6,6 +6,8 @@ import type { Db } from './db.js';
 import { openDatabase } from './db.js';
 import { CopyFacts } from './copies.js';
 import { FlightFacts } from './flights.js';
+import type { LaneLeft } from '../../shared/lanes.js';
+import { LANE_NAMES, QueueLanes } from './lanes.js';
 import { History } from './history.js';
 import {
   parseRow,
@@ -134,6 +136,8 @@ export class Queue {
   readonly sources: SourceFacts;
   /** Local destinations and the verified copies of each file on them. */
   readonly copies: CopyFacts;
+  /** Each row's lane (what goes first), by the setting `lanes`. */
+  readonly lanes: QueueLanes;
   private readonly db: Db;
   private readonly file: string;
   private readonly stmts;
@@ -150,6 +154,7 @@ export class Queue {
     this.flights = new FlightFacts(db, () => this.targetId, now);
     this.sources = new SourceFacts(db, now);
     this.copies = new CopyFacts(db, now);
+    this.lanes = new QueueLanes(db);
     this.stmts = {
       target: db.prepare<[string], { id: number; state: string }>(
         'SELECT id, target_state AS state FROM targets WHERE key = ?',
@@ -163,8 +168,8 @@ export class Queue {
         'SELECT * FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
       ),
       insert: db.prepare(
-        `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at)
-         VALUES (@targetId, @kind, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now)`,
+        `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at, file_class, lane)
+         VALUES (@targetId, @kind, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now, @fileClass, @lane)`,
       ),
       // A file whose size or mtime changed is a new version: unfinished rows of
       // the old version are dropped (never recorded with a stale fingerprint);
@@ -357,7 +362,9 @@ export class Queue {
         let raw = this.stmts.find.get(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
         if (!raw) {
           this.stmts.dropStale.run(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
-          const info = this.stmts.insert.run({ ...f, kind: f.kind ?? 'media', targetId, now });
+          const kind = f.kind ?? 'media';
+          const lane = this.lanes.of(f.relPath, kind);
+          const info = this.stmts.insert.run({ ...f, kind, targetId, now, ...lane });
           raw = this.mustGet(Number(info.lastInsertRowid));
         } else if (raw.abs_path !== f.absPath) {
           this.stmts.setAbsPath.run(f.absPath, raw.id, f.absPath);
@@ -395,12 +402,34 @@ export class Queue {
    * time and checks each with dueRow() when it does.
    */
   readyIds(limit: number, states: readonly WorkingState[] = WORKING_STATES): number[] {
-    const ids = this.readyStatement(states)
-      .all({ t: this.targetId, now: this.now(), limit })
-      .map((r) => r.id);
-    ids.sort((a, b) => a - b);
-    if (ids.length > limit) ids.length = limit;
-    return ids;
+    return this.ready(limit, states).map((r) => r.id);
+  }
+
+  /** readyIds with each row's lane rank (0 goes first), in the same order. */
+  ready(
+    limit: number,
+    states: readonly WorkingState[] = WORKING_STATES,
+  ): Array<{ id: number; lane: number }> {
+    const rows = this.readyStatement(states).all({ t: this.targetId, now: this.now(), limit });
+    // Lane by lane (what goes first), then oldest first: card by card, flight by flight.
+    rows.sort((a, b) => a.lane - b.lane || a.id - b.id);
+    if (rows.length > limit) rows.length = limit;
+    return rows;
+  }
+
+  /** Per lane, the files and bytes still to send for the bound target. */
+  lanesLeft(): LaneLeft[] {
+    return this.lanes.left(this.targetId);
+  }
+
+  /** The link's rate as the engine measured it in the last 10 minutes (bytes/s), or 0. */
+  recentRate(): number {
+    return this.lanes.recentRate(this.targetId, this.now());
+  }
+
+  /** Keeps the engine's measure of the link for readers of the queue (`status`). */
+  saveRate(bytesPerSecond: number): void {
+    this.lanes.saveRate(this.targetId, bytesPerSecond, this.now());
   }
 
   /** The row if it is still working and due now (it may have moved on since its id was listed). */
@@ -422,27 +451,28 @@ export class Queue {
   /** True while a source has files the engine is still working on. */
   private readonly readyCache = new Map<
     string,
-    Database.Statement<{ t: number; now: number; limit: number }, { id: number }>
+    Database.Statement<{ t: number; now: number; limit: number }, { id: number; lane: number }>
   >();
 
   /**
-   * The due rows of each of these states, oldest first, straight from the
-   * files_due index (target_id, state, next_attempt_at, id): never-failed
-   * rows (next_attempt_at 0) come in id order with no sort, and due retries
-   * are few. This must not cost O(rows pending). Prepared once per set.
+   * The due rows of each of these states, lane by lane, oldest first, straight
+   * from the files_lane_due index (target_id, lane, state, next_attempt_at,
+   * id): never-failed rows (next_attempt_at 0) come in id order with no sort,
+   * and due retries are few. This must not cost O(rows pending). Prepared
+   * once per set.
    */
   private readyStatement(states: readonly WorkingState[]) {
     const key = states.join(',');
     let stmt = this.readyCache.get(key);
     if (!stmt) {
-      stmt = this.db.prepare<{ t: number; now: number; limit: number }, { id: number }>(
+      const select = (where: string): string =>
+        `SELECT id, lane FROM (SELECT id, lane FROM files WHERE target_id = @t AND ${where} ORDER BY id LIMIT @limit)`;
+      stmt = this.db.prepare<{ t: number; now: number; limit: number }, { id: number; lane: number }>(
         [
-          ...states.map(
-            (s) =>
-              `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state = '${s}' AND next_attempt_at = 0 ORDER BY id LIMIT @limit)`,
+          ...LANE_NAMES.flatMap((_, lane) =>
+            states.map((s) => select(`lane = ${lane} AND state = '${s}' AND next_attempt_at = 0`)),
           ),
-          `SELECT id FROM (SELECT id FROM files WHERE target_id = @t AND state IN (${sqlStates(states)})
-           AND next_attempt_at > 0 AND next_attempt_at <= @now ORDER BY id LIMIT @limit)`,
+          select(`state IN (${sqlStates(states)}) AND next_attempt_at > 0 AND next_attempt_at <= @now`),
         ].join(' UNION ALL '),
       );
       this.readyCache.set(key, stmt);

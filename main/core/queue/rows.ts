@@ -6,6 +6,7 @@
  */
 import { QueueDamagedError } from '../errors.js';
 import { FileInfoSchema, type FileInfo } from './file-info.js';
+import { laneAt, type FileClass, type LaneName } from './lanes.js';
 import type { FileState, Outcome } from '../../shared/states.js';
 
 export type { Outcome } from '../../shared/states.js';
@@ -59,13 +60,25 @@ export interface RawRow {
   done_at: number | null;
   verified_json: string | null;
   server_key: string | null;
+  file_class: FileClass | null;
+  lane: number;
 }
 
 /** Columns a transition may set (everything but the identity and the timestamps it keeps itself). */
 export type RowPatch = Partial<
   Omit<
     RawRow,
-    'id' | 'target_id' | 'kind' | 'source_id' | 'rel_path' | 'size' | 'mtime_ms' | 'created_at' | 'updated_at'
+    | 'id'
+    | 'target_id'
+    | 'kind'
+    | 'source_id'
+    | 'rel_path'
+    | 'size'
+    | 'mtime_ms'
+    | 'created_at'
+    | 'updated_at'
+    | 'file_class'
+    | 'lane'
   >
 >;
 
@@ -73,6 +86,8 @@ interface RowBase {
   id: number;
   targetId: number;
   kind: FileKind;
+  /** Its lane (queue/lanes.ts): what goes first. */
+  lane: LaneName;
   sourceId: string;
   relPath: string;
   absPath: string;
@@ -131,6 +146,7 @@ function base(r: RawRow, file: string): RowBase {
     id: r.id,
     targetId: r.target_id,
     kind: r.kind,
+    lane: laneAt(r.lane),
     sourceId: r.source_id,
     relPath: r.rel_path,
     absPath: r.abs_path,

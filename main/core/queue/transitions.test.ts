@@ -102,6 +102,7 @@ function rowIn(state: FileState): QueueRow {
     createdAt: 1,
     updatedAt: 1,
     verified: null,
+    lane: 'photos' as const,
   };
   const id = { fingerprint: 'a'.repeat(32), tinyFingerprint: 't', info };
   const upload = { objectKey: 'p/k', multipart: { uploadId: 'u', partSize: 8 }, callbackUnknown: false };

@@ -155,7 +155,7 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
           ...mime(req),
         }),
       );
-      return etagOf(out.res);
+      return { etag: etagOf(out.res), written: true };
     },
 
     async createMultipart(req) {

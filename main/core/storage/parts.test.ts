@@ -37,3 +37,32 @@ describe('pacedBody', () => {
     expect([asked, chunks]).toEqual([0, []]);
   });
 });
+
+describe('a stalled body', () => {
+  const failure = (body: Readable): Promise<unknown> =>
+    new Promise((resolve) => body.once('error', resolve).once('close', () => resolve(null)));
+
+  it('fails with a timeout once less than 1 KiB/s went for the stall window', async () => {
+    const buf = Buffer.alloc(4 * CHUNK_SIZE, 1);
+    const body = (await pacedBody(buf, { stream: true, stallMs: 300 })) as Readable;
+    // Read one slice, then nothing: the socket took nothing more.
+    body.read();
+    const err = (await failure(body)) as { kind?: string; message?: string } | null;
+    expect(err?.kind).toBe('timeout');
+    expect(err?.message).toMatch(/stalled/);
+  });
+
+  it('is not a stall while it waits for the bandwidth limit', async () => {
+    const buf = Buffer.alloc(2000, 1);
+    let grants = 0;
+    // A limit of 500 bytes a second: slower than 1 KiB/s, on purpose.
+    const throttle = async (upTo: number): Promise<number> => {
+      if (grants++ > 0) await new Promise((r) => setTimeout(r, 250));
+      return Math.min(upTo, 125);
+    };
+    const body = (await pacedBody(buf, { throttle, stallMs: 300 })) as Readable;
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).length).toBe(2000);
+  });
+});

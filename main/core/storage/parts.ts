@@ -84,7 +84,17 @@ export interface PaceOptions {
    * streamed one: only a stream keeps a slow upload from being cut.
    */
   stream?: boolean;
+  /**
+   * A body of which less than STALL_BYTES_PER_SECOND went in the last
+   * `stallMs` (waits for the bandwidth limit not counted) fails with a
+   * 'timeout': the connection is dropped and the part sent again on a new
+   * one, instead of trickling (or hanging) for minutes. Streams only.
+   */
+  stallMs?: number | undefined;
 }
+
+/** Below this rate for the stall window, a connection counts as stalled (1 KiB/s). */
+export const STALL_BYTES_PER_SECOND = 1024;
 
 /**
  * A request body that hands `buf` over in slices of at most CHUNK_SIZE, as
@@ -104,6 +114,7 @@ export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer 
   const { throttle } = opts;
   const paced = throttle !== undefined || opts.onChunk !== undefined;
   if (!paced && opts.stream !== true) return buf;
+  let waitingForGrant = false;
   const grant = (upTo: number): Promise<number> =>
     throttle ? throttle(upTo, opts.signal) : Promise.resolve(upTo);
   const nextSize = (from: number): number => Math.min(CHUNK_SIZE, buf.length - from);
@@ -125,8 +136,10 @@ export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer 
       }
       const ready = granted !== undefined ? Promise.resolve(granted) : grant(nextSize(offset));
       granted = undefined;
+      waitingForGrant = true;
       ready.then(
         (n) => {
+          waitingForGrant = false;
           if (stream.destroyed) return;
           const chunk = buf.subarray(offset, offset + Math.max(1, n));
           offset += chunk.length;
@@ -140,6 +153,13 @@ export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer 
   // The request fails through its own abort signal; if the HTTP client has
   // already let go of the body, an unobserved 'error' would crash the process.
   stream.on('error', () => {});
+  if (opts.stallMs !== undefined && opts.stallMs > 0)
+    watchStall(
+      stream,
+      opts.stallMs,
+      () => offset,
+      () => waitingForGrant,
+    );
   const { signal } = opts;
   if (signal) {
     const onAbort = (): void => {
@@ -150,6 +170,42 @@ export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer 
     stream.once('close', () => signal.removeEventListener('abort', onAbort));
   }
   return stream;
+}
+
+/**
+ * Fails `stream` with a 'timeout' when less than STALL_BYTES_PER_SECOND of it
+ * went in the last `stallMs`: a connection that stalled (a dead route after
+ * a link switch, a congested uplink) is dropped, not waited on.
+ */
+function watchStall(stream: Readable, stallMs: number, sent: () => number, throttled: () => boolean): void {
+  let markAt = Date.now();
+  let markSent = sent();
+  const timer = setInterval(
+    () => {
+      const now = Date.now();
+      // Waiting for the user's bandwidth limit is not a stall.
+      if (throttled()) {
+        markAt = now;
+        markSent = sent();
+        return;
+      }
+      if (now - markAt < stallMs) return;
+      if (sent() - markSent < (STALL_BYTES_PER_SECOND * (now - markAt)) / 1000) {
+        stream.destroy(
+          new DmsError(
+            'timeout',
+            `The connection to the bucket stalled (less than 1 KB/s for ${Math.round(stallMs / 1000)} s); it was dropped and the part is sent again.`,
+          ),
+        );
+        return;
+      }
+      markAt = now;
+      markSent = sent();
+    },
+    Math.max(50, Math.floor(stallMs / 4)),
+  );
+  timer.unref();
+  stream.once('close', () => clearInterval(timer));
 }
 
 /**

@@ -192,12 +192,27 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
 
   // Whether the store takes If-None-Match (see the top of this file).
   let conditional = true;
-  /** The write with If-None-Match: * where the store takes it; 'exists' when an object is already there. */
-  async function exclusive<T>(write: (ifNoneMatch: boolean) => Promise<T>): Promise<T | 'exists'> {
+  /**
+   * The write with If-None-Match: * where the store takes it; 'exists' when
+   * an object is already there. A bucket may refuse early, before the body
+   * is sent, and close the connection: the client then sees the connection
+   * cut (EPIPE, reset) instead of the 412. Such a cut is asked about (HEAD)
+   * before it is taken for the network: a refusal is never "the server
+   * cannot be reached".
+   */
+  async function exclusive<T>(
+    key: string,
+    signal: AbortSignal | undefined,
+    write: (ifNoneMatch: boolean) => Promise<T>,
+  ): Promise<T | 'exists'> {
     if (conditional) {
       try {
         return await write(true);
       } catch (err) {
+        if (err instanceof DmsError && err.kind === 'network' && signal?.aborted !== true) {
+          const found = await stat(key, signal).catch(() => null);
+          if (found !== null) return 'exists';
+        }
         if (!(err instanceof DmsError) || (err.status !== 412 && err.status !== 501)) throw err;
         if (err.status === 412) return 'exists';
         conditional = false;
@@ -239,12 +254,12 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
 
   const backend: StorageBackend = {
     async putObject(req, body, md5, onChunk) {
-      const etag = await exclusive((ifNoneMatch) =>
+      const etag = await exclusive(req.key, req.signal, (ifNoneMatch) =>
         call('PutObject', req.key, req.signal, (c, t) =>
           signedPut.send(c, t, {
             key: req.key,
             // A new paced stream per attempt: a credential retry sends the body again.
-            body: () => pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk }),
+            body: () => pacedBody(body, { throttle: opts.throttle, signal: req.signal, onChunk, stallMs }),
             length: body.length,
             md5,
             ifNoneMatch,
@@ -254,8 +269,11 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
         ),
       );
       return etag === 'exists'
-        ? alreadyThere('PutObject', req, Buffer.from(md5, 'base64').toString('hex'))
-        : etag;
+        ? {
+            etag: await alreadyThere('PutObject', req, Buffer.from(md5, 'base64').toString('hex')),
+            written: false,
+          }
+        : { etag, written: true };
     },
 
     async createMultipart(req) {
@@ -278,7 +296,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
           key: req.key,
           // Streamed even without a limit: undici takes a Buffer as sent once it is handed to the
           // socket, and its headers timeout then cuts a part still draining up a slow uplink.
-          body: () => pacedBody(body, { throttle: opts.throttle, signal, stream: true }),
+          body: () => pacedBody(body, { throttle: opts.throttle, signal, stream: true, stallMs }),
           length: body.length,
           md5,
           part: { uploadId, partNumber },
@@ -314,7 +332,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     },
 
     async completeMultipart(req, uploadId, parts) {
-      const out = await exclusive((ifNoneMatch) =>
+      const out = await exclusive(req.key, req.signal, (ifNoneMatch) =>
         call('CompleteMultipartUpload', req.key, req.signal, (c, t) =>
           c.send(
             new CompleteMultipartUploadCommand({

@@ -19,14 +19,20 @@ import {
 } from './parts.js';
 import type { FinishedPart, UploaderOptions, UploadRequest, UploadResult } from './types.js';
 
+/** A single PUT's answer: the ETag, and whether the body was written (false: this file was already there). */
+export interface PutAnswer {
+  etag: string | undefined;
+  written: boolean;
+}
+
 export interface StorageBackend {
-  /** One PUT with Content-Length and Content-MD5; `onChunk` gets bytes handed over so far. Returns the ETag. */
+  /** One PUT with Content-Length and Content-MD5; `onChunk` gets bytes handed over so far. */
   putObject(
     req: UploadRequest,
     body: Buffer,
     md5: string,
     onChunk: (sent: number) => void,
-  ): Promise<string | undefined>;
+  ): Promise<PutAnswer>;
   createMultipart(req: UploadRequest): Promise<string>;
   uploadPart(
     req: UploadRequest,
@@ -121,9 +127,19 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
       reported = sent;
     }
   };
-  const etag = await b.putObject(req, body, digest.toString('base64'), report);
-  report(req.size);
-  return { key: req.key, ...(etag !== undefined ? { etag } : {}), bytesSent: req.size, multipart: false };
+  const ticket = await req.slot?.(req.size, req.signal);
+  let answer: PutAnswer;
+  try {
+    answer = await b.putObject(req, body, digest.toString('base64'), report);
+  } catch (err) {
+    ticket?.release();
+    throw err;
+  }
+  // Refused because this file is already there: only what went before the refusal crossed the link.
+  if (answer.written) report(req.size);
+  ticket?.done(reported);
+  const { etag } = answer;
+  return { key: req.key, ...(etag !== undefined ? { etag } : {}), bytesSent: reported, multipart: false };
 }
 
 async function uploadMultipart(
@@ -220,17 +236,25 @@ async function sendParts(
   // Memory stays at partConcurrency × partSize: a part is read only when a lane is free.
   await runPool(missing(), cfg.partConcurrency, req.signal, async (n, signal) => {
     const { offset, length } = partRange(n, req.size, partSize);
-    const read = await readRangeWithMd5(req.filePath, offset, length, req.size);
-    const body = read.body;
-    const md5 = read.md5.toString('base64');
+    // Its turn on the link first (what goes first, as many as fill the link); read only then.
+    const ticket = await req.slot?.(length, signal);
     let etag: string;
     try {
-      etag = await b.uploadPart(req, uploadId, n, body, md5, signal);
+      const read = await readRangeWithMd5(req.filePath, offset, length, req.size);
+      const body = read.body;
+      const md5 = read.md5.toString('base64');
+      try {
+        etag = await b.uploadPart(req, uploadId, n, body, md5, signal);
+      } catch (err) {
+        if (signal.aborted || !isDmsError(err) || !TRANSIENT.has(err.kind)) throw err;
+        await sleep(250, undefined, { signal });
+        etag = await b.uploadPart(req, uploadId, n, body, md5, signal);
+      }
     } catch (err) {
-      if (signal.aborted || !isDmsError(err) || !TRANSIENT.has(err.kind)) throw err;
-      await sleep(250, undefined, { signal });
-      etag = await b.uploadPart(req, uploadId, n, body, md5, signal);
+      ticket?.release();
+      throw err;
     }
+    ticket?.done(length);
     const part: FinishedPart = { partNumber: n, etag, size: length };
     done.set(n, part);
     stats.bytesSent += length;

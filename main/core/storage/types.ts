@@ -65,15 +65,31 @@ export interface UploadRequest {
   onPartDone?: (part: FinishedPart) => void | Promise<void>;
   /** Called when a stored multipart upload turned out unusable and was dropped. */
   onMultipartReset?: () => void | Promise<void>;
+  /**
+   * Waits for this part's turn on the link (sync/part-slots.ts: lane by lane,
+   * as many in flight as fill the link), before it is read; the ticket is
+   * given back when the bucket answered. Default: no wait.
+   */
+  slot?: (bytes: number, signal?: AbortSignal) => Promise<SlotTicket>;
   /** Bytes acknowledged (or sent) since the last call; for progress bars. */
   onProgress?: (bytes: number) => void;
   signal?: AbortSignal;
 }
 
+/** A part's turn on the link: `done` with the bytes that crossed it, or `release` when it failed. */
+export interface SlotTicket {
+  done(bytes: number): void;
+  release(): void;
+}
+
 export interface UploadResult {
   key: string;
   etag?: string;
-  /** Bytes actually sent in this call (excludes parts reused from `resume`). */
+  /**
+   * Bytes that crossed the link in this call: parts and bodies the bucket
+   * took (excludes parts reused from `resume`); for a body refused because
+   * the object was already there, what went before the refusal.
+   */
   bytesSent: number;
   multipart: boolean;
 }

@@ -53,6 +53,8 @@ export class BucketAccess implements BucketPort {
         partSize: c.partSizeMiB * 1024 * 1024,
         partConcurrency: c.concurrency.parts,
         maxSockets: c.concurrency.files * c.concurrency.parts + 2,
+        // A connection moving less than 1 KiB/s this long is dropped and its part sent again.
+        stallTimeoutMs: c.stallSeconds * 1000,
         ...(c.bandwidthLimitKiBps > 0 ? { throttle: this.bandwidth.take } : {}),
         // A self-hosted bucket often shares the server's private CA.
         ...(c.caFile ? { ca: trustedCas(loadCaFile(c.caFile)) } : {}),

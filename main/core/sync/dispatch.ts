@@ -3,6 +3,7 @@
  * exactly one worker at a time, and a source that goes away stops its rows
  * at once.
  */
+import { LANE_NAMES, laneRank } from '../queue/lanes.js';
 import type { Queue } from '../queue/queue.js';
 import type { WorkingRow } from '../queue/rows.js';
 import type { WorkingState } from '../queue/states.js';
@@ -11,12 +12,14 @@ interface InFlight {
   promise: Promise<void>;
   controller: AbortController;
   sourceId: string;
+  /** Its lane's rank (0 goes first). */
+  rank: number;
 }
 
 export class Dispatcher {
   private readonly flying = new Map<number, InFlight>();
-  /** Due row ids listed by the last take and not handed out yet, oldest first. */
-  private candidates: number[] = [];
+  /** Due rows listed by the last take and not handed out yet, lane by lane, oldest first. */
+  private candidates: Array<{ id: number; lane: number }> = [];
 
   /** `states`: only rows in these (a lane of its own, the local copies); default every working state. */
   constructor(
@@ -34,13 +37,24 @@ export class Dispatcher {
   }
 
   /**
-   * Up to `width` rows in flight in all: the due rows not already flying,
-   * oldest first. `maxAttempts`: rows tried that often are left for the next run.
+   * Due rows not already flying, lane by lane (what goes first), oldest
+   * first: up to `width` in flight counting only rows of the same lane or a
+   * higher one, so a new card's first lane never waits for a slot held by
+   * an older card's videos (the part slots then decide whose bytes go next,
+   * part-slots.ts). `maxAttempts`: rows tried that often are left for the
+   * next run.
    */
   take(width: number, maxAttempts?: number): WorkingRow[] {
-    const room = width - this.flying.size;
-    if (room <= 0) return [];
     const rows: WorkingRow[] = [];
+    // Rows in flight per lane rank, those taken in this call included.
+    const load = new Map<number, number>();
+    for (const f of this.flying.values()) load.set(f.rank, (load.get(f.rank) ?? 0) + 1);
+    const ahead = (rank: number): number => {
+      let n = 0;
+      for (const [r, c] of load) if (r <= rank) n += c;
+      return n;
+    };
+    if (ahead(Number.MAX_SAFE_INTEGER) >= width * LANE_NAMES.length) return [];
     // Ids taken in this call are not flying yet: a second listing below
     // must not hand the same row out twice (two uploads of one file at once).
     const taken = new Set<number>();
@@ -48,20 +62,27 @@ export class Dispatcher {
     // Due ids are listed 64 at a time and each row is re-read when taken:
     // listing them on every file finished showed in profiles of small files.
     let listed = false;
-    while (rows.length < room) {
+    while (rows.length < width) {
       if (this.candidates.length === 0) {
         if (listed) break;
         listed = true;
         this.candidates = this.queue
-          .readyIds(64 + this.flying.size + taken.size, this.states)
-          .filter((id) => !busy(id));
+          .ready(64 + this.flying.size + taken.size, this.states)
+          .filter((c) => !busy(c.id));
         continue;
       }
-      const id = this.candidates.shift() as number;
+      const next = this.candidates[0] as { id: number; lane: number };
+      // Its lane and those before it fill the width: so do those of the rows listed after it
+      // (listed lane by lane). It stays listed, unread, for a later take.
+      if (ahead(next.lane) >= width) break;
+      this.candidates.shift();
+      const { id } = next;
       if (busy(id)) continue;
       const row = this.queue.dueRow(id);
       if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
       if (this.states && !this.states.includes(row.state)) continue;
+      const rank = laneRank(row.lane);
+      load.set(rank, (load.get(rank) ?? 0) + 1);
       taken.add(id);
       rows.push(row);
     }
@@ -70,7 +91,7 @@ export class Dispatcher {
 
   /** Runs `work` for a row with its own abort signal; `done` runs when it has left. */
   start(
-    row: Pick<WorkingRow, 'id' | 'sourceId'>,
+    row: Pick<WorkingRow, 'id' | 'sourceId' | 'lane'>,
     work: (signal: AbortSignal) => Promise<void>,
     done: () => void,
   ): void {
@@ -79,7 +100,7 @@ export class Dispatcher {
       this.flying.delete(row.id);
       done();
     });
-    this.flying.set(row.id, { promise, controller, sourceId: row.sourceId });
+    this.flying.set(row.id, { promise, controller, sourceId: row.sourceId, rank: laneRank(row.lane) });
   }
 
   /** Stops reading from a source that went away (the rows `which` says, default all of it). */

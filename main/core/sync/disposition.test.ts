@@ -39,6 +39,7 @@ function rowIn(state: WorkingState, attempts = 0): WorkingRow {
     createdAt: 1,
     updatedAt: 1,
     verified: null,
+    lane: 'photos' as const,
   };
   const id = {
     fingerprint: 'f'.repeat(32),

@@ -22,6 +22,10 @@ import { Dispatcher } from './dispatch.js';
 import { dispose, type Report } from './disposition.js';
 import { KeptBytes } from './kept.js';
 import { Limiter } from './limiter.js';
+import { LANE_NAMES, type LaneName } from '../queue/lanes.js';
+import { laneEtas, type LaneEta, type LaneLeft } from '../../shared/lanes.js';
+import type { PartGate } from './part-gate.js';
+import { PartSlots, type PartSlotsOptions } from './part-slots.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
@@ -87,6 +91,8 @@ export interface EngineOptions {
   backoff?: BackoffPolicy;
   /** The state to start in: a connection without a sign-in starts in 'auth-required'; a pause carried over. */
   initialState?: RunState;
+  /** Asked before every part: may this lane send now (the link module; default: always). */
+  gate?: PartGate;
 }
 
 export interface RunOptions {
@@ -140,7 +146,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private config: Config;
   private readonly hashLimiter: Limiter;
   private readonly apiLimiter: Limiter;
-  private readonly uploadLimiter: Limiter;
+  /** Files uploading at once, per lane: a new card's first lane never waits for a file slot held by videos. */
+  private readonly uploadLimiters: Record<LaneName, Limiter>;
+  /** Whose part goes next on the link: lane by lane, as many as fill it (part-slots.ts). */
+  readonly slots: PartSlots;
   private readonly dispatcher: Dispatcher;
   /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
   private readonly copyLane: Dispatcher;
@@ -164,6 +173,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     else if (!this.queue.target) this.queue.bindTarget(serverTarget(opts.api.baseUrl, opts.api.workspaceId));
     this.api = opts.api;
     this.config = opts.config;
+    this.queue.lanes.order(opts.config.lanes);
     this.log = opts.logger ?? silentLogger;
     this.backoff = opts.backoff ?? DEFAULT_BACKOFF;
     this.bucket = new BucketAccess(opts.api, opts.config, opts.createUploader);
@@ -178,7 +188,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     });
     this.hashLimiter = new Limiter(opts.hashConcurrency ?? 2);
     this.apiLimiter = new Limiter(opts.apiConcurrency ?? 8);
-    this.uploadLimiter = new Limiter(opts.config.concurrency.files);
+    const files = opts.config.concurrency.files;
+    this.uploadLimiters = Object.fromEntries(LANE_NAMES.map((l) => [l, new Limiter(files)])) as Record<
+      LaneName,
+      Limiter
+    >;
+    this.slots = new PartSlots(slotOptions(opts.config, opts.gate));
     this.copies = new LocalCopies(this.queue, opts.config, {
       stop: (stop) => {
         this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
@@ -210,8 +225,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
+    this.queue.lanes.order(config.lanes);
     this.copies.updateConfig(config);
-    this.uploadLimiter.setLimit(config.concurrency.files);
+    for (const l of LANE_NAMES) this.uploadLimiters[l].setLimit(config.concurrency.files);
+    this.slots.update(slotOptions(config));
     this.bucket.updateConfig(config);
   }
 
@@ -382,6 +399,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   close(): void {
+    this.slots.close();
     this.bucket.close();
   }
 
@@ -499,7 +517,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
       if (row.state === 'fast-upload-checked' || row.state === 'uploading') {
         const log = this.partLog(row, to);
-        to(await this.uploadLimiter.run(() => uploadStep(ctx, log)));
+        to(await this.uploadLimiters[row.lane].run(() => uploadStep(ctx, log)));
       }
       if (row.state === 'uploaded' && row.kind !== 'media') {
         const uploaded = row;
@@ -556,6 +574,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       signal,
       config: this.config,
       kept: this.kept,
+      slots: this.slots,
       onBytes: (n, sent) => {
         this.progress.moved(n, sent, id);
         this.emitProgress(false);
@@ -670,7 +689,35 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const t = Date.now();
     if (!force && t - this.lastProgressEmit < 250) return;
     this.lastProgressEmit = t;
-    this.emit('progress', this.progress.snapshot());
+    this.emit('progress', this.snapshot());
+  }
+
+  /** The progress, with each lane's work left and when it should be done at the link's rate. */
+  snapshot(): ProgressSnapshot {
+    const p = this.progress.snapshot();
+    return { ...p, lanes: this.laneEtas(p.rate) };
+  }
+
+  private lanesCache: { at: number; left: LaneLeft[] } | null = null;
+  private rateSavedAt = 0;
+
+  /** Per lane: what is left (read from the queue at most once a second) at the link's measured rate. */
+  private laneEtas(progressRate: number): LaneEta[] {
+    const t = Date.now();
+    if (!this.lanesCache || t - this.lanesCache.at >= 1000) {
+      try {
+        this.lanesCache = { at: t, left: this.queue.lanesLeft() };
+        // For `status`, which reads the queue without the engine: every 10 s at most.
+        if (this.slots.rate > 0 && t - this.rateSavedAt >= 10_000) {
+          this.rateSavedAt = t;
+          this.queue.saveRate(this.slots.rate);
+        }
+      } catch {
+        // A queue that cannot be read now: the last figures stand.
+        this.lanesCache ??= { at: t, left: [] };
+      }
+    }
+    return laneEtas(this.lanesCache.left, this.slots.rate > 0 ? this.slots.rate : progressRate);
   }
 }
 
@@ -683,6 +730,16 @@ function diskNow(row: QueueRow): 'changed' | 'gone' | 'same' {
     return 'gone';
   }
   return st.size !== row.size || Math.trunc(st.mtimeMs) !== row.mtimeMs ? 'changed' : 'same';
+}
+
+/** The part slots' settings: parts of every file in flight at most, the part size, the user's limit. */
+function slotOptions(config: Config, gate?: PartGate): PartSlotsOptions {
+  return {
+    max: config.concurrency.files * config.concurrency.parts,
+    partBytes: config.partSizeMiB * 1024 * 1024,
+    limitBytesPerSecond: config.bandwidthLimitKiBps * 1024,
+    ...(gate ? { gate } : {}),
+  };
 }
 
 function fileBase(row: QueueRow) {

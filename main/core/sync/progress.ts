@@ -1,3 +1,5 @@
+import type { LaneEta } from '../../shared/lanes.js';
+
 /** What the CLI's progress bar and the UI show. */
 export interface ProgressSnapshot {
   filesTotal: number;
@@ -12,6 +14,8 @@ export interface ProgressSnapshot {
   /** Seconds left at the current rate, or null when unknown (nothing moved yet, or nothing moves now). */
   etaSeconds: number | null;
   currentSource: string | null;
+  /** Per lane, what is left and when it should be in the workspace (the engine adds it; shared/lanes.ts). */
+  lanes?: LaneEta[];
 }
 
 /**

@@ -35,7 +35,10 @@ import type { Change } from '../queue/transitions.js';
 import { buildObjectKey, isUnderPrefix } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import { copyAndVerify, type CopyJob, type CopyResult } from '../copies/copy-file.js';
-import type { FinishedPart } from '../storage/types.js';
+import type { Destination } from '../queue/copies.js';
+import type { FinishedPart, SlotTicket, Uploader } from '../storage/types.js';
+import type { LaneName } from '../queue/lanes.js';
+import type { PartSlots } from './part-slots.js';
 import { fastUploadVerdict } from './answers.js';
 import type { BucketAccess } from './bucket.js';
 import type { KeptBytes } from './kept.js';
@@ -65,6 +68,8 @@ export interface StepContext {
   kept: KeptBytes;
   /** Where to read a row's file from: a verified local copy still intact, else the card. */
   place: (row: QueueRow) => Place;
+  /** Whose part goes next on the link (lane by lane, as many as fill it); none: no wait. */
+  slots?: PartSlots;
 }
 
 /**
@@ -454,6 +459,14 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
   if (log.row.state === 'uploading' && multipart && (await uploader.exists(key, ctx.signal))) {
     return { type: 'uploaded', objectKey: key, bytesSent: 0, verified: null };
   }
+  // Look first: files other than media (SRT logs, LRF previews, MISC/, RTK
+  // files) have no fast-upload, so a fresh queue would send them again. Their
+  // key is content-addressed: an object there of this size (and MD5, where
+  // its ETag is one) is this file. Media asked fast-upload already.
+  if (!multipart && row.kind !== 'media') {
+    const there = await alreadyAtKey(uploader, key, row.size, row.fingerprint, ctx.signal);
+    if (there) return { type: 'uploaded', objectKey: key, bytesSent: 0, verified: there };
+  }
   // (A small file's single PUT takes milliseconds and is simply sent again
   // after a crash: recording "uploading" first would cost a commit per file.)
   if (!content && log.row.objectKey !== key) log.record({ type: 'upload-begun', objectKey: key });
@@ -470,6 +483,7 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
     onPartDone: (p) => log.partDone(p),
     onMultipartReset: () => log.record({ type: 'multipart-reset' }),
     onProgress: (n) => ctx.onBytes(n, true),
+    ...(ctx.slots ? { slot: slotOf(ctx.slots, row.lane) } : {}),
     signal: ctx.signal,
   });
   // Changed during the upload: the object holds a mix or the old content.
@@ -485,6 +499,27 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
     bytesSent: result.bytesSent,
     verified: { at: Date.now(), by: 'bucket', found: true, size: row.size, checksum },
   };
+}
+
+/** A part's turn on the link, for a row of `lane`. */
+const slotOf =
+  (slots: PartSlots, lane: LaneName) =>
+  (bytes: number, signal?: AbortSignal): Promise<SlotTicket> =>
+    slots.take(lane, bytes, signal);
+
+/** The bucket's object at `key` when it is this file (size, and MD5 where the ETag is one), else null. */
+async function alreadyAtKey(
+  uploader: Uploader,
+  key: string,
+  size: number,
+  md5Hex: string,
+  signal: AbortSignal,
+): Promise<Verification | null> {
+  const found = await uploader.stat(key, signal);
+  if (!found || found.size !== size) return null;
+  const plain = found.etag !== null && /^[0-9a-f]{32}$/i.test(found.etag);
+  if (plain && found.etag?.toLowerCase() !== md5Hex.toLowerCase()) return null;
+  return { at: Date.now(), by: 'bucket', found: true, size, checksum: plain ? 'match' : 'not-given' };
 }
 
 /**

@@ -1,0 +1,200 @@
+/**
+ * Who sends the next part: the part slots every upload shares. A part (or a
+ * small file's single PUT) takes a slot before it is read and sent, and
+ * gives it back when the bucket answered. Waiting parts are served lane by
+ * lane (what goes first), then first come first served: a new card's first
+ * lane overtakes an older card's videos at the next part boundary; the part
+ * in flight finishes, nothing sent is cancelled.
+ *
+ * On a slow link that boundary must come soon, so only as many bytes are in
+ * flight as fill the link: the slots measure the rate the bucket takes
+ * bytes at and keep about PART_SECONDS of it in flight (at 8 Mbit/s and
+ * 8 MiB parts: one part, with small files beside it; on a fast link up to
+ * `max` parts). Before anything is measured the user's bandwidth limit, when
+ * set, says the rate; else two parts' worth go. Small files (a card of
+ * photos) go many at once within the same bytes.
+ *
+ * Before a part starts the link's gate is asked (part-gate.ts): a lane the
+ * gate holds waits without holding a slot; lanes it lets go pass it.
+ */
+import { laneRank, type LaneName } from '../queue/lanes.js';
+import { GATE_POLL_MS, OPEN_GATE, type PartGate } from './part-gate.js';
+
+/** A part in flight should take about this long at the measured rate. */
+export const PART_SECONDS = 8;
+/** Parts this small say little about the link's rate (their time is mostly round trips). */
+const MIN_SAMPLE_BYTES = 1024 * 1024;
+/** In flight before any rate is known and no limit is set. */
+const START_WIDTH = 2;
+
+export interface PartTicket {
+  /** The bucket took the part: `bytes` crossed the link. Gives the slot back. */
+  done(bytes: number): void;
+  /** The part failed or was cancelled: gives the slot back, nothing counted. */
+  release(): void;
+}
+
+interface Waiter {
+  lane: LaneName;
+  rank: number;
+  bytes: number;
+  seq: number;
+  grant: () => void;
+}
+
+export interface PartSlotsOptions {
+  /** Most parts in flight at once, whatever the rate. */
+  max: number;
+  /** The usual part size, bytes (the parallelism is sized to it). */
+  partBytes: number;
+  /** The user's bandwidth limit, bytes/s (0: none): the rate until one is measured. */
+  limitBytesPerSecond?: number;
+  gate?: PartGate;
+  now?: () => number;
+}
+
+export class PartSlots {
+  private active = 0;
+  private activeBytes = 0;
+  private readonly waiting: Waiter[] = [];
+  private seq = 0;
+  private measured = 0;
+  private gate: PartGate;
+  private unsubscribe: (() => void) | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private readonly now: () => number;
+
+  constructor(private opts: PartSlotsOptions) {
+    this.gate = opts.gate ?? OPEN_GATE;
+    this.now = opts.now ?? Date.now;
+    this.unsubscribe = this.gate.subscribe?.(() => this.drain());
+  }
+
+  /** New settings (limit, part size, most in flight) or a new gate. */
+  update(opts: Partial<PartSlotsOptions>): void {
+    this.opts = { ...this.opts, ...opts };
+    if (opts.gate && opts.gate !== this.gate) {
+      this.unsubscribe?.();
+      this.gate = opts.gate;
+      this.unsubscribe = this.gate.subscribe?.(() => this.drain());
+    }
+    this.drain();
+  }
+
+  /** The rate the bucket took bytes at lately (bytes/s), or the limit, or 0 when unknown. */
+  get rate(): number {
+    return this.measured > 0 ? this.measured : (this.opts.limitBytesPerSecond ?? 0);
+  }
+
+  /** Bytes that may be in flight at once now (one part always may). */
+  get budget(): number {
+    const rate = this.rate;
+    return rate > 0 ? rate * PART_SECONDS : START_WIDTH * Math.max(1, this.opts.partBytes);
+  }
+
+  /** How many full-size parts go at once now. */
+  get width(): number {
+    const fit = Math.floor(this.budget / Math.max(1, this.opts.partBytes));
+    return Math.max(1, Math.min(Math.max(1, this.opts.max), fit));
+  }
+
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** Waits for a slot for a part of `bytes` bytes of `lane` (its turn, and the gate's yes). */
+  take(lane: LaneName, bytes: number, signal?: AbortSignal): Promise<PartTicket> {
+    const aborted = (): Error =>
+      signal?.reason instanceof Error
+        ? signal.reason
+        : new DOMException('The operation was aborted', 'AbortError');
+    if (signal?.aborted === true) return Promise.reject(aborted());
+    return new Promise<PartTicket>((resolve, reject) => {
+      const waiter: Waiter = {
+        lane,
+        rank: laneRank(lane),
+        bytes,
+        seq: this.seq++,
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(this.ticket(lane, bytes));
+        },
+      };
+      const onAbort = (): void => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(aborted());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      // Lane by lane, then in arrival order.
+      let at = this.waiting.findIndex((w) => w.rank > waiter.rank);
+      if (at < 0) at = this.waiting.length;
+      this.waiting.splice(at, 0, waiter);
+      this.drain();
+    });
+  }
+
+  /** Stops listening to the gate. */
+  close(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    if (this.poll) clearInterval(this.poll);
+    this.poll = undefined;
+  }
+
+  private ticket(lane: LaneName, size: number): PartTicket {
+    const started = this.now();
+    const widthAtStart = this.active;
+    let open = true;
+    const give = (): void => {
+      open = false;
+      this.active--;
+      this.activeBytes -= size;
+      this.drain();
+    };
+    return {
+      done: (bytes) => {
+        if (!open) return;
+        this.learn(bytes, this.now() - started, Math.max(widthAtStart, this.active));
+        this.gate.sent(lane, bytes);
+        give();
+      },
+      release: () => {
+        if (open) give();
+      },
+    };
+  }
+
+  /** One part's time, with `sharing` parts in flight beside it: the link's rate, smoothed. */
+  private learn(bytes: number, ms: number, sharing: number): void {
+    if (bytes < MIN_SAMPLE_BYTES || ms <= 0) return;
+    const sample = (bytes * 1000 * Math.max(1, sharing)) / ms;
+    this.measured = this.measured === 0 ? sample : this.measured * 0.6 + sample * 0.4;
+  }
+
+  private drain(): void {
+    let held = false;
+    const max = Math.max(1, this.opts.max);
+    for (let i = 0; i < this.waiting.length && this.active < max;) {
+      const w = this.waiting[i] as Waiter;
+      if (!this.gate.mayStart(w.lane, w.bytes)) {
+        held = true;
+        i++;
+        continue;
+      }
+      // The best waiter the gate lets go must fit the bytes in flight (one part always fits):
+      // those behind it wait too, so a big part of the first lane is not overtaken by small ones.
+      if (this.active > 0 && this.activeBytes + w.bytes > this.budget) break;
+      this.waiting.splice(i, 1);
+      this.active++;
+      this.activeBytes += w.bytes;
+      w.grant();
+    }
+    // A gate that said no is asked again, even if it never says it changed.
+    if (held && !this.poll) this.poll = setInterval(() => this.drain(), GATE_POLL_MS);
+    if (!held && this.poll) {
+      clearInterval(this.poll);
+      this.poll = undefined;
+    }
+  }
+}
