@@ -187,6 +187,7 @@ export class LinkGate
       this.link.cost !== before.cost ||
       this.link.answer !== before.answer
     ) {
+      this.held.clear(); // what waits is counted afresh for the new state's question
       this.emit('state', this.link);
       for (const w of this.watchers) w();
     }
@@ -214,8 +215,10 @@ export class LinkGate
   }
 
   private askIfNeeded(): void {
-    if (!needsAnswer(this.link) || this.asked.has(this.network.key)) return;
-    this.asked.add(this.network.key);
+    // Once per network and kind of link: a network pinned anew is a new question.
+    const asked = `${this.network.key} ${this.link.cost}`;
+    if (!needsAnswer(this.link) || this.asked.has(asked)) return;
+    this.asked.add(asked);
     const held = [...this.held].filter((l) => !laneMayGo(this.link.name, l === 'first' ? 0 : 1));
     const waiting = this.opts.waiting?.(held);
     const what = andList((waiting?.lanes ?? held).map((l) => LANE_WORDS[l]));
