@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultConfig, saveConfig, type Config } from '../../main/core/config.js';
-import { LinkController } from '../../main/core/link/controller.js';
+import { LinkController, startLink } from '../../main/core/link/controller.js';
 import { NetworkManagerWatcher } from '../../main/core/link/nm-dbus.js';
 import { dbusDaemonMissing, startNetworkManager, startPrivateBus, type PrivateBus } from './dbus-bus.js';
 
@@ -84,4 +84,21 @@ describe.skipIf(missing !== null)('the link controller (real dbus-daemon, settin
       nm.stop();
     }
   }, 60_000);
+
+  it("startLink: this computer's watcher (NetworkManager on the system bus) and its default route", async () => {
+    const nm = await startNetworkManager(bus.address, 1);
+    const saved = process.env.DBUS_SYSTEM_BUS_ADDRESS;
+    process.env.DBUS_SYSTEM_BUS_ADDRESS = bus.address;
+    const ctl = await startLink({ stateDir: dir, config: defaultConfig() });
+    try {
+      await within(5000, () => ctl.detected.cost === 'metered');
+      expect(ctl.detected.source).toBe('NetworkManager');
+      expect(ctl.gate.state.name).toBe('first-lane');
+    } finally {
+      await ctl.stop();
+      nm.stop();
+      if (saved === undefined) delete process.env.DBUS_SYSTEM_BUS_ADDRESS;
+      else process.env.DBUS_SYSTEM_BUS_ADDRESS = saved;
+    }
+  }, 30_000);
 });

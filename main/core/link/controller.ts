@@ -128,3 +128,17 @@ export class LinkController {
 function defaultNetwork(): NetworkId {
   return process.platform === 'linux' ? linuxNetwork() : NO_NETWORK;
 }
+
+/**
+ * The link of this computer, started: the OS's watcher (watcher.ts), the
+ * network of its default route. What an agent runs: give `gate` to the
+ * engine (EngineOptions.gate) and route `onSettings` to its updateConfig.
+ */
+export async function startLink(
+  opts: Omit<LinkControllerOptions, 'watcher'> & { watcher?: LinkWatcher },
+): Promise<LinkController> {
+  const { linkWatcherFor } = await import('./watcher.js');
+  const ctl = new LinkController({ ...opts, watcher: opts.watcher ?? (await linkWatcherFor()) });
+  await ctl.start();
+  return ctl;
+}
