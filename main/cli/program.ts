@@ -7,6 +7,7 @@ import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
 import type { WaylineFlags } from './commands/waylines.js';
+import { registerLink } from './commands/link.js';
 
 // Commands are loaded when run: `serve` need not load the AWS SDK, `status`
 // need not load the service, so every command starts quickly.
@@ -234,6 +235,7 @@ export function buildProgram(): Command {
       ).importWaylinesCommand(file, opts);
     });
 
+  registerLink(program);
   return program;
 }
 

@@ -6,6 +6,7 @@ import { DmsError } from './errors.js';
 import { LANE_NAMES } from './queue/lanes.js';
 
 const laneSetting = z.enum(LANE_NAMES).optional();
+import { parseTimetable } from './link/timetable.js';
 
 const httpUrl = z
   .string()
@@ -123,6 +124,46 @@ export const ConfigSchema = z.object({
   stallSeconds: z.number().int().min(1).max(3600).default(30),
   /** 0 = unlimited. */
   bandwidthLimitKiBps: z.number().int().min(0).max(10_000_000).default(0),
+  /**
+   * The link (docs/link.md). `timetable`: a bandwidth timetable in rclone's
+   * --bwlimit syntax ("08:00,512k 12:00,10M 23:00,off"); when set it rules
+   * instead of bandwidthLimitKiBps, and a change is in effect within 10 s.
+   * `networks`, by network key (`link status`): the crew's pin (metered /
+   * unmetered / ask, over what the OS says) and a data budget per day or month.
+   */
+  link: z
+    .object({
+      timetable: z
+        .string()
+        .trim()
+        .superRefine((v, ctx) => {
+          try {
+            parseTimetable(v);
+          } catch (err) {
+            ctx.addIssue({ code: 'custom', message: `cannot be read: ${(err as Error).message}` });
+          }
+        })
+        .optional(),
+      networks: z
+        .record(
+          z.string(),
+          z
+            .object({
+              label: z.string().trim().max(128).optional(),
+              pin: z.enum(['metered', 'unmetered', 'ask']).optional(),
+              budget: z
+                .object({
+                  mib: z.number().int().min(1, 'at least 1 MiB').max(1e9),
+                  per: z.enum(['day', 'month']),
+                })
+                .strict()
+                .optional(),
+            })
+            .strict(),
+        )
+        .default({}),
+    })
+    .default({ networks: {} }),
   aircraftDefault: deviceKey.optional(),
   /**
    * The aircraft's serial, sent as `sn` for files that do not carry it

@@ -4,7 +4,8 @@
 // against the reference service and its embedded bucket, started as a
 // separate process. See test/bench/README.md; results in test/bench/RESULTS.md.
 //
-//   npm run bench [-- --rounds N] [-- --quick] [-- --json] [-- --only survey,small,big,reinsert,offload]
+//   npm run bench [-- --rounds N] [-- --quick] [-- --json] [-- --only survey,small,big,reinsert,offload,link]
+//   (link: the agent and rclone through a shaped link, test/bench/lib/link.mjs; root only, not in the default set)
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -924,6 +925,20 @@ async function main() {
   log(
     `${m.cores} cores, ${m.ram_gib} GiB, node ${m.node}; ${ROUNDS} round(s)${opt.quick ? ', quick' : ''}; scenario 2 page cache: ${cache}; temp ${TMP}`,
   );
+  if (ONLY.has('link')) {
+    const { linkScenario, linkText } = await import('./lib/link.mjs');
+    const link = await linkScenario({
+      tmp: TMP,
+      bin: BIN,
+      quick: opt.quick,
+      log,
+      rclone: peers.rclone?.path ?? null,
+      rcloneEnv,
+    });
+    process.stdout.write(`\n${linkText(link)}\n`);
+    if (opt.json) process.stdout.write(JSON.stringify({ link }) + '\n');
+    if (ONLY.size === 1) return;
+  }
   const svc = await startService();
   log(`service pid ${svc.pid} at ${svc.baseUrl}`);
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parseTimetable } from '../link/timetable.js';
 import { BandwidthLimiter } from './bandwidth.js';
 
 describe('BandwidthLimiter', () => {
@@ -43,5 +44,48 @@ describe('BandwidthLimiter', () => {
     const waiting = limiter.take(200_000);
     limiter.setLimit(0);
     expect(await waiting).toBe(200_000);
+  });
+});
+
+describe('BandwidthLimiter with a timetable (link/timetable.ts)', () => {
+  it('follows the slot in force, and no limit at `off` lets uploads go at once', async () => {
+    // The week's clock set to a Friday 10:00, running at real speed.
+    const realStart = Date.now();
+    let base = new Date(2026, 10, 27, 10, 0).getTime();
+    const limiter = new BandwidthLimiter(0, () => base + Date.now() - realStart);
+    expect(limiter.rate).toBe(0);
+    limiter.setTimetable(parseTimetable('08:00,1M 12:00,off'));
+    expect(limiter.rate).toBe(1024 * 1024);
+    // 1 MiB/s: slices of 32 KiB.
+    expect(await limiter.take(256 * 1024)).toBe(32 * 1024);
+    base = new Date(2026, 10, 27, 13, 0).getTime();
+    expect(limiter.rate).toBe(0);
+    expect(await limiter.take(256 * 1024)).toBe(256 * 1024);
+    limiter.setTimetable(null);
+    expect(limiter.rate).toBe(0);
+  });
+
+  it('a timetable set while an upload is in flight slows that upload from its next slice', async () => {
+    const limiter = new BandwidthLimiter(0);
+    let granted = 0;
+    let stop = false;
+    const upload = (async () => {
+      // Each slice handed to a socket takes a moment (without a limit, take resolves at once).
+      while (!stop) {
+        granted += await limiter.take(64 * 1024);
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(granted).toBeGreaterThan(0);
+    limiter.setTimetable(parseTimetable('32k'));
+    await new Promise((r) => setTimeout(r, 20));
+    const from = granted;
+    await new Promise((r) => setTimeout(r, 1000));
+    stop = true;
+    await upload;
+    // At most a second's worth saved up plus a second's worth (and one slice).
+    expect(granted - from).toBeLessThanOrEqual(2 * 32 * 1024 + 1024);
+    expect(granted - from).toBeGreaterThan(0);
   });
 });

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { rateAt, type Timetable } from '../link/timetable.js';
 
 /** A grant is at most this share of a second's worth of the limit... */
 const GRANTS_PER_SECOND = 32;
@@ -26,6 +27,8 @@ const MAX_GRANT = 256 * 1024;
 export class BandwidthLimiter {
   private tokens: number;
   private last: number;
+  /** When set, it rules instead of the fixed limit: the rate of its slot, looked at before every slice. */
+  private timetable: Timetable | null = null;
   /** Settles when the last upload in line has had its turn. */
   private line: Promise<void> = Promise.resolve();
 
@@ -42,13 +45,23 @@ export class BandwidthLimiter {
     this.tokens = Math.min(this.tokens, bytesPerSecond);
   }
 
+  /** A timetable (link/timetable.ts) that rules from now on, also for uploads in flight; null: the fixed limit again. */
+  setTimetable(table: Timetable | null): void {
+    this.timetable = table;
+  }
+
+  /** The limit in force now, bytes per second (0 = none). */
+  get rate(): number {
+    return this.timetable ? rateAt(this.timetable, new Date(this.now())) : this.bytesPerSecond;
+  }
+
   /**
    * Waits for this caller's turn, then for the tokens; resolves with how many
    * of `upTo` bytes may be sent now (at least 1 when upTo is). Rejects when
    * `signal` aborts, at once, without holding up the callers behind it.
    */
   take = async (upTo: number, signal?: AbortSignal): Promise<number> => {
-    if (this.bytesPerSecond <= 0) return upTo;
+    if (this.rate <= 0) return upTo;
     const turn = this.line;
     let done!: () => void;
     this.line = new Promise((resolve) => (done = resolve));
@@ -63,7 +76,7 @@ export class BandwidthLimiter {
 
   private async grant(upTo: number, signal: AbortSignal | undefined): Promise<number> {
     for (;;) {
-      const rate = this.bytesPerSecond;
+      const rate = this.rate;
       if (rate <= 0) return upTo; // the limit was lifted meanwhile
       const n = Math.min(
         upTo,

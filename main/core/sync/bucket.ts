@@ -14,6 +14,7 @@ import type { BucketPort, ObjectStat, Uploader, UploaderOptions } from '../stora
 import { loadCaFile, trustedCas } from '../tls.js';
 import { StsCache } from './sts-cache.js';
 import { BandwidthLimiter } from './bandwidth.js';
+import { parseTimetable } from '../link/timetable.js';
 
 export type UploaderFactory = (provider: StorageProvider, opts: UploaderOptions) => Uploader;
 
@@ -29,13 +30,23 @@ export class BucketAccess implements BucketPort {
   ) {
     this.sts = new StsCache((signal) => api.getSts(signal ? { signal } : {}));
     this.bandwidth = new BandwidthLimiter(config.bandwidthLimitKiBps * 1024);
+    this.bandwidth.setTimetable(config.link.timetable ? parseTimetable(config.link.timetable) : null);
   }
 
-  /** New settings: uploaders are rebuilt on next use with the new part size, concurrency and limit. */
+  /**
+   * New settings: uploaders are rebuilt on next use with the new part size,
+   * concurrency and limit; a change of the link settings alone (the
+   * timetable, once there is one) keeps them: it rules the uploads in flight
+   * at their next slice.
+   */
   updateConfig(config: Config): void {
+    const linkOnly =
+      JSON.stringify({ ...this.config, link: null }) === JSON.stringify({ ...config, link: null }) &&
+      !this.config.link.timetable === !config.link.timetable;
     this.config = config;
     this.bandwidth.setLimit(config.bandwidthLimitKiBps * 1024);
-    this.close();
+    this.bandwidth.setTimetable(config.link.timetable ? parseTimetable(config.link.timetable) : null);
+    if (!linkOnly) this.close();
   }
 
   close(): void {
@@ -55,7 +66,8 @@ export class BucketAccess implements BucketPort {
         maxSockets: c.concurrency.files * c.concurrency.parts + 2,
         // A connection moving less than 1 KiB/s this long is dropped and its part sent again.
         stallTimeoutMs: c.stallSeconds * 1000,
-        ...(c.bandwidthLimitKiBps > 0 ? { throttle: this.bandwidth.take } : {}),
+        // With a timetable the throttle is always there: its next slot (or a live change) rules at once.
+        ...(c.bandwidthLimitKiBps > 0 || c.link.timetable ? { throttle: this.bandwidth.take } : {}),
         // A self-hosted bucket often shares the server's private CA.
         ...(c.caFile ? { ca: trustedCas(loadCaFile(c.caFile)) } : {}),
       });
