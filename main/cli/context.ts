@@ -2,7 +2,9 @@ import path from 'node:path';
 import type { ApiClient } from '../core/api/client.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
-import { createLogger, createPlainLogger, type Logger } from '../core/log.js';
+import pino from 'pino';
+import { agentLogDir, createFileLogger } from '../core/log-file.js';
+import { createLogger, createPlainLogger, plainStream, type Logger } from '../core/log.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
 import {
   resolveConnection,
@@ -41,6 +43,13 @@ export interface CliContext {
 /** A context that also holds the one-agent lock and the queue, bound to the target (sync, watch). */
 export interface AgentContext extends CliContext {
   session: Session;
+  /** The folder of the agent's log file, when it writes one (`watch`). */
+  logDir: string | null;
+}
+
+export interface AgentOptions {
+  /** Write the agent's log file, the one the app writes (the headless agent: `watch`). */
+  logFile?: boolean;
 }
 
 export function resolveStateDir(flags: { state?: string }, env = process.env): string {
@@ -79,14 +88,25 @@ async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
  * file + stored sign-in; with none, the built-in local service is started
  * in-process (data in the state dir), so everything works out of the box.
  */
-async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
+async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv, agent?: AgentOptions) {
   const paths = statePaths(resolveStateDir(flags, env));
   const config = loadConfig(paths.config);
   // A person at a terminal reads plain warnings; the JSON log is for -v and DMS_LOG_LEVEL.
+  const jsonOnStderr = flags.verbose || env.DMS_LOG_LEVEL !== undefined;
+  const level = flags.verbose ? 'debug' : env.DMS_LOG_LEVEL;
+  const skip = agent ? saidByTheCommand : undefined;
+  // The headless agent (`watch`) writes the app's log file too, and still says its warnings here.
+  const file = agent?.logFile
+    ? await createFileLogger(agentLogDir(env), {
+        level: env.DMS_LOG_LEVEL ?? 'info',
+        echo: jsonOnStderr
+          ? { level: level ?? 'info', stream: pino.destination({ fd: 2, sync: true }) }
+          : { level: 'warn', stream: plainStream(process.stderr, skip) },
+      })
+    : null;
   const logger =
-    flags.verbose || env.DMS_LOG_LEVEL !== undefined
-      ? createLogger({ level: flags.verbose ? 'debug' : env.DMS_LOG_LEVEL })
-      : createPlainLogger('warn');
+    file?.logger ??
+    (jsonOnStderr ? createLogger({ level }) : createPlainLogger('warn', process.stderr, skip));
   const token = await tokenFlag(flags);
   let local: RunningService | null = null;
   const inputs: ConnectionInputs = {
@@ -113,7 +133,27 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
       };
     },
   };
-  return { paths, config, logger, inputs, closeLocal: async () => local?.close() };
+  return {
+    paths,
+    config,
+    logger,
+    inputs,
+    logDir: file?.dir ?? null,
+    closeLocal: async () => {
+      file?.flush();
+      await local?.close();
+    },
+  };
+}
+
+/**
+ * The engine's warnings that `sync` and `watch` say themselves, from the
+ * agent's events: a destination that stopped ('destination-stopped'), a file
+ * that failed or a copy missing (the file's outcome, the card's verdict).
+ * In the plain log too, they would be said twice.
+ */
+export function saidByTheCommand(entry: Record<string, unknown>): boolean {
+  return 'destination' in entry || 'file' in entry;
 }
 
 /** The CLI works with a server or the local service; a sign-in that is missing is said plainly. */
@@ -151,10 +191,14 @@ export async function openContext(flags: ServerFlags, env = process.env): Promis
 }
 
 /** For the commands that drain the queue (sync, watch): the lock, the queue, the server; one way, in core. */
-export async function openAgentContext(flags: ServerFlags, env = process.env): Promise<AgentContext> {
+export async function openAgentContext(
+  flags: ServerFlags,
+  env = process.env,
+  opts: AgentOptions = {},
+): Promise<AgentContext> {
   const root = statePaths(resolveStateDir(flags, env)).root;
   requireWritable(root, 'the upload queue');
-  const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
+  const { paths, config, logger, logDir, inputs, closeLocal } = await cliInputs(flags, env, opts);
   let session: Session | null = null;
   try {
     session = await openSession({ ...inputs, stateDir: paths.root });
@@ -164,6 +208,7 @@ export async function openAgentContext(flags: ServerFlags, env = process.env): P
       paths,
       config,
       logger,
+      logDir,
       session: s,
       ...fromConnection(c),
       close: async () => {

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { DmsError, plainMessage, toDmsError, type Moment } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { visible } from '../shared/visible.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
 import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
@@ -9,7 +10,6 @@ import type { WaylineFlags } from './commands/waylines.js';
 
 // Commands are loaded when run: `serve` need not load the AWS SDK, `status`
 // need not load the service, so every command starts quickly.
-const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
 
 const int = (name: string) => (v: string) => {
   const n = Number(v);
@@ -45,6 +45,7 @@ export function buildProgram(): Command {
 
   serverOptions(program.command('sync').argument('<dir...>', 'folders (or card mount points) to sync'))
     .description('upload everything under the folders, then exit (0 = all done)')
+    .addHelpText('after', exitCodesHelp())
     .option('--json', 'one JSON line per file outcome and a final summary line')
     .option(
       '--aircraft <key>',
