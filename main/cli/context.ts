@@ -15,6 +15,7 @@ import {
 import { openSession, type Session } from '../core/session/open.js';
 import { TokenFile } from '../core/session/token-file.js';
 import type { RunningService } from '../service/index.js';
+import { invokedAs } from './invocation.js';
 import { requireWritable } from './state-access.js';
 
 /** Options every command that talks to a server accepts. */
@@ -77,7 +78,7 @@ async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
   }
   if (flags.token !== undefined) {
     process.stderr.write(
-      'Warning: --token is visible to other users in the process list. Prefer DMS_TOKEN, --token-stdin, or `drone-media-sync login`.\n',
+      `Warning: --token is visible to other users in the process list. Prefer DMS_TOKEN, --token-stdin, or \`${invokedAs()} login\`.\n`,
     );
   }
   return flags.token;

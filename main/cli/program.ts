@@ -3,6 +3,7 @@ import { DmsError, plainMessage, toDmsError, type Moment } from '../core/errors.
 import { VERSION } from '../core/version.js';
 import { visible } from '../shared/visible.js';
 import { EXIT, exitCodesHelp } from './exit-codes.js';
+import { asRun, invokedAs } from './invocation.js';
 import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
@@ -37,7 +38,7 @@ function serverOptions(cmd: Command): Command {
 }
 
 export function buildProgram(): Command {
-  const program = new Command('drone-media-sync')
+  const program = new Command(invokedAs())
     .description('Uploads DJI drone media to your workspace: once, with the right positions.')
     .version(VERSION, '-V, --version', 'the version of Drone Media Sync')
     .showHelpAfterError()
@@ -212,7 +213,7 @@ export function errorLines(err: unknown, argv: string[], env = process.env): str
   const verbose = argv.includes('-v') || argv.includes('--verbose') || env.DMS_LOG_LEVEL === 'debug';
   const lines = [`drone-media-sync: ${plain}`];
   if (verbose || (e.kind === 'server' && e.status === undefined)) lines.push(`  Details: ${e.message}`);
-  return lines.map((l) => visible(l));
+  return lines.map((l) => asRun(visible(l)));
 }
 
 /** Runs the CLI; returns the exit code. Errors become one plain sentence. */

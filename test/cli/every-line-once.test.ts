@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, runCli } from '../support/cli.js';
+import { BIN, runCli, stateUnder } from '../support/cli.js';
 import { makeCard, tempDir } from '../support/harness.js';
 
 let dir: string;
@@ -86,6 +86,34 @@ describe('sync: each verdict and warning once; the exit code says whether the co
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/Exit codes:/);
     for (const code of [0, 1, 2, 3, 4]) expect(help.out).toMatch(new RegExp(`^ {2}${code} {2}\\S`, 'm'));
+  });
+});
+
+describe('the built-in local service: "safe to format" says it rests on a folder of this laptop', () => {
+  it('the verdict names the folder, and the documented reset warns that deleting it deletes those media', async () => {
+    const home = path.join(dir, 'home-local');
+    fs.mkdirSync(home);
+    const card = makeCard(path.join(dir, 'card-local'));
+    const r = await runCli(['sync', card], { home });
+    expect(r.code, r.err).toBe(0);
+    const folder = path.join(stateUnder(home), 'local-service');
+    const where = `in the built-in workspace on this laptop, ${folder}`;
+    expect(nonBlank(r.out)[0]).toBe(`card-local: 4 files verified ${where} — safe to format`);
+    const json = await runCli(['sync', card, '--json'], { home });
+    // Synced before: its verdict again, the same words.
+    const verdict = nonBlank(json.out)
+      .map((l) => JSON.parse(l) as { type: string; message?: string })
+      .find((o) => o.type === 'verdict');
+    expect(verdict?.message).toBe(`card-local: 4 files verified ${where} — safe to format`);
+    // The reset the docs give for that folder says it deletes those media.
+    const doc = fs.readFileSync(path.resolve('docs/logs-and-reset.md'), 'utf8');
+    // As read: without the quote marks and line breaks of the Markdown.
+    const reset = doc
+      .slice(doc.indexOf('## Starting over'), doc.indexOf('## Removing'))
+      .replace(/^> ?/gm, '')
+      .replace(/\s+/g, ' ');
+    expect(reset).toContain('in the built-in workspace on this laptop, <folder>');
+    expect(reset).toContain('Deleting the state folder, or `local-service/` in it, deletes those media');
   });
 });
 

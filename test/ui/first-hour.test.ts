@@ -376,7 +376,9 @@ describe('a card’s two verdicts (issue 20)', () => {
     await tab(page, 'Overview').click();
     await expect
       .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 25_000 })
-      .toMatch(/^DJI_CARD: 4 files verified in workspace .+ — safe to format$/);
+      .toMatch(
+        /^DJI_CARD: 4 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/,
+      );
     expect(await workspace.locator('.state').innerText()).toBe('Verified');
     expect(await text(page, '[data-testid=workspace-amount]')).toBe('4.5 MB of 4.5 MB in the workspace');
     expect(await local.locator('.state').innerText()).toBe('Locally safe');
@@ -407,7 +409,9 @@ describe('a card’s two verdicts (issue 20)', () => {
     expect(await warning.getAttribute('class')).toContain('tone-warn');
     await expect
       .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 20_000 })
-      .toMatch(/^DJI_CARD: 4 files verified in workspace .+ — safe to format$/);
+      .toMatch(
+        /^DJI_CARD: 4 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/,
+      );
     const local = page.getByTestId('local-verdict');
     expect(await local.locator('.state').innerText()).toBe('Not yet');
     expect(await text(page, '[data-testid=local-reasons]')).toContain('T7_BACKUP is not there any more');
