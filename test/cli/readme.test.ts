@@ -82,10 +82,12 @@ describe('README: every command it shows runs as written', () => {
     const media = path.join(dir, 'media');
     const failures: string[] = [];
     for (const line of lines) {
-      const words = line.split(/\s+/).slice(2);
+      // The program as the line writes it: a bare name is run bare (and is "command not found" here).
+      const as = line.startsWith('npx ') ? `npx ${PROGRAM}` : PROGRAM;
+      const words = line.split(/\s+/).slice(as === PROGRAM ? 1 : 2);
       const command = words[0] ?? '';
       let run = line;
-      if (command === 'sync' && (!words[1] || words[1].startsWith('<'))) run = `npx ${PROGRAM} sync --help`;
+      if (command === 'sync' && (!words[1] || words[1].startsWith('<'))) run = `${as} sync --help`;
       else if (command === 'sync') {
         run = line.replace(/\/media\//g, `${media}/`);
         makeCard(words[1]!.replace(/^\/media\//, `${media}/`));
@@ -99,7 +101,7 @@ describe('README: every command it shows runs as written', () => {
           if (words[i - 1] === '--copy-to' && w.startsWith('~/'))
             fs.mkdirSync(path.join(home, w.slice(2)), { recursive: true });
       } else if (!['--version', '-V', '--help', 'report', 'status'].includes(command) || line.includes('<'))
-        run = command.startsWith('<') ? `npx ${PROGRAM} --help` : `npx ${PROGRAM} ${command} --help`;
+        run = command.startsWith('<') ? `${as} --help` : `${as} ${command} --help`;
       const r = sh(run, home);
       if (r.code !== 0) failures.push(`${run}\n  exit ${r.code}\n${r.out}${r.err}`);
     }
