@@ -395,13 +395,15 @@ describe('a card’s two verdicts (issue 20)', () => {
     const ssd = path.join(root, 'stopped', 'SSD');
     fs.mkdirSync(ssd, { recursive: true });
     const unplugged = path.join(root, 'stopped', 'T7-unplugged');
-    const { page, mnt } = await app('stopped', {
+    const { c, page, mnt } = await app('stopped', {
       useLocalService: true,
       destinations: [
         { path: ssd, label: 'SSD', role: 'archive' },
         { path: unplugged, label: 'T7_BACKUP', role: 'archive' },
       ],
     });
+    const activity: Activity[] = [];
+    c.on('activity', (a) => activity.push(a));
     // Every change of the page, from before the card is in: never "Safe to format" beside "No card
     // has been synced yet" (the history was asked again at most every 3 s, so it said so meanwhile).
     await page.evaluate(() => {
@@ -437,6 +439,14 @@ describe('a card’s two verdicts (issue 20)', () => {
     await expect.poll(() => page.locator('tr[data-folder]').count(), { timeout: 10_000 }).toBeGreaterThan(0);
     const bothSaid = await page.evaluate(() => (window as unknown as { bothSaid: string[] }).bothSaid);
     expect(bothSaid.slice(0, 1)).toEqual([]);
+    // The notifications: the stop once, the verdict once, no sentence twice; the tray says the verdict.
+    const policy = new NotificationPolicy();
+    const notices = activity.flatMap((a) => policy.handle(a));
+    const bodies = notices.map((n) => n.body);
+    expect(bodies.filter((b, i) => bodies.indexOf(b) !== i)).toEqual([]);
+    expect(bodies.filter((b) => b.includes('T7_BACKUP is not there any more'))).toHaveLength(1);
+    expect(notices.filter((n) => n.kind === 'safe')).toHaveLength(1);
+    expect(trayView(c.state()).activityLine).not.toMatch(/all synced/i);
     // Each drive's own count: the stopped one is not blamed on the other.
     expect(await text(page, '[data-testid=local-amount]')).toBe(
       '0 of 4 files verified on every drive: SSD 4, T7_BACKUP 0',
