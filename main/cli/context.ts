@@ -2,7 +2,9 @@ import path from 'node:path';
 import type { ApiClient } from '../core/api/client.js';
 import { loadConfig, type Config } from '../core/config.js';
 import { DmsError } from '../core/errors.js';
-import { createLogger, createPlainLogger, type Logger } from '../core/log.js';
+import pino from 'pino';
+import { agentLogDir, createFileLogger } from '../core/log-file.js';
+import { createLogger, createPlainLogger, plainStream, type Logger } from '../core/log.js';
 import { defaultStateDir, statePaths, type StatePaths } from '../core/paths.js';
 import {
   resolveConnection,
@@ -13,6 +15,7 @@ import {
 import { openSession, type Session } from '../core/session/open.js';
 import { TokenFile } from '../core/session/token-file.js';
 import type { RunningService } from '../service/index.js';
+import { invokedAs } from './invocation.js';
 import { requireWritable } from './state-access.js';
 
 /** Options every command that talks to a server accepts. */
@@ -43,6 +46,13 @@ export interface AgentContext extends CliContext {
   session: Session;
   /** Opened with `signedOut: 'allow'` and no sign-in: why nothing can be sent (local copies still can be made). */
   signInMissing: DmsError | null;
+  /** The folder of the agent's log file, when it writes one (`watch`). */
+  logDir: string | null;
+}
+
+export interface AgentOptions {
+  /** Write the agent's log file, the one the app writes (the headless agent: `watch`). */
+  logFile?: boolean;
 }
 
 /** Why a server connection without a sign-in cannot send anything, in the words the CLI says it. */
@@ -76,7 +86,7 @@ async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
   }
   if (flags.token !== undefined) {
     process.stderr.write(
-      'Warning: --token is visible to other users in the process list. Prefer DMS_TOKEN, --token-stdin, or `drone-media-sync login`.\n',
+      `Warning: --token is visible to other users in the process list. Prefer DMS_TOKEN, --token-stdin, or \`${invokedAs()} login\`.\n`,
     );
   }
   return flags.token;
@@ -87,14 +97,25 @@ async function tokenFlag(flags: ServerFlags): Promise<string | undefined> {
  * file + stored sign-in; with none, the built-in local service is started
  * in-process (data in the state dir), so everything works out of the box.
  */
-async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
+async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv, agent?: AgentOptions) {
   const paths = statePaths(resolveStateDir(flags, env));
   const config = loadConfig(paths.config);
   // A person at a terminal reads plain warnings; the JSON log is for -v and DMS_LOG_LEVEL.
+  const jsonOnStderr = flags.verbose || env.DMS_LOG_LEVEL !== undefined;
+  const level = flags.verbose ? 'debug' : env.DMS_LOG_LEVEL;
+  const skip = agent ? saidByTheCommand : undefined;
+  // The headless agent (`watch`) writes the app's log file too, and still says its warnings here.
+  const file = agent?.logFile
+    ? await createFileLogger(agentLogDir(env), {
+        level: env.DMS_LOG_LEVEL ?? 'info',
+        echo: jsonOnStderr
+          ? { level: level ?? 'info', stream: pino.destination({ fd: 2, sync: true }) }
+          : { level: 'warn', stream: plainStream(process.stderr, skip) },
+      })
+    : null;
   const logger =
-    flags.verbose || env.DMS_LOG_LEVEL !== undefined
-      ? createLogger({ level: flags.verbose ? 'debug' : env.DMS_LOG_LEVEL })
-      : createPlainLogger('warn');
+    file?.logger ??
+    (jsonOnStderr ? createLogger({ level }) : createPlainLogger('warn', process.stderr, skip));
   const token = await tokenFlag(flags);
   let local: RunningService | null = null;
   const inputs: ConnectionInputs = {
@@ -121,7 +142,27 @@ async function cliInputs(flags: ServerFlags, env: NodeJS.ProcessEnv) {
       };
     },
   };
-  return { paths, config, logger, inputs, closeLocal: async () => local?.close() };
+  return {
+    paths,
+    config,
+    logger,
+    inputs,
+    logDir: file?.dir ?? null,
+    closeLocal: async () => {
+      file?.flush();
+      await local?.close();
+    },
+  };
+}
+
+/**
+ * The engine's warnings that `sync` and `watch` say themselves, from the
+ * agent's events: a destination that stopped ('destination-stopped'), a file
+ * that failed or a copy missing (the file's outcome, the card's verdict).
+ * In the plain log too, they would be said twice.
+ */
+export function saidByTheCommand(entry: Record<string, unknown>): boolean {
+  return 'destination' in entry || 'file' in entry;
 }
 
 /** The CLI works with a server or the local service; a sign-in that is missing is said plainly. */
@@ -166,10 +207,11 @@ export async function openAgentContext(
   env = process.env,
   /** 'allow' (`sync` with local copies): no sign-in is not an error here; `signInMissing` says it. */
   signedOut: 'refuse' | 'allow' = 'refuse',
+  opts: AgentOptions = {},
 ): Promise<AgentContext> {
   const root = statePaths(resolveStateDir(flags, env)).root;
   requireWritable(root, 'the upload queue');
-  const { paths, config, logger, inputs, closeLocal } = await cliInputs(flags, env);
+  const { paths, config, logger, logDir, inputs, closeLocal } = await cliInputs(flags, env, opts);
   let session: Session | null = null;
   try {
     session = await openSession({ ...inputs, stateDir: paths.root });
@@ -179,6 +221,7 @@ export async function openAgentContext(
       paths,
       config,
       logger,
+      logDir,
       session: s,
       signInMissing: c.kind === 'server' && !c.signedIn ? notSignedIn(c.serverUrl) : null,
       ...fromConnection(c),

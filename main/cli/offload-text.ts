@@ -29,13 +29,15 @@ export function unlabelled(message: string, label: string): string {
 export const reportFile = (manifestDir: string): string => path.join(manifestDir, 'report.html');
 
 /**
- * The verdict, its reasons and the flights, for a terminal. Card, folder and
- * file names come from the card: each line is made visible-safe, so a name
- * can neither forge a line nor send escapes.
+ * The verdict, its reasons and the flights, for a terminal, one visible-safe
+ * line each. Card, folder and file names come from the card: each line is
+ * made visible-safe, so a name can neither forge a line nor send escapes.
+ * `localSaid`: the copies' verdict was just said on its own (`localLines`),
+ * so it is not said again here.
  */
-export function offloadText(o: CardOffload, manifestDir?: string): string {
+export function offloadLines(o: CardOffload, manifestDir?: string, localSaid = false): string[] {
   const lines = [o.message];
-  if (o.local) {
+  if (o.local && !localSaid) {
     // Two verdicts, each with its reasons: the local copies, then the workspace.
     lines.push(`  Local copies: ${unlabelled(o.local.message, o.card.label)}`);
     for (const r of o.local.reasons) lines.push(`    - ${r}`);
@@ -45,14 +47,48 @@ export function offloadText(o: CardOffload, manifestDir?: string): string {
   for (const n of o.verdict.notes) lines.push(`  Note: ${n}`);
   for (const f of o.flights) lines.push(...flightLines(f));
   if (manifestDir) lines.push(`  Report: ${reportFile(manifestDir)}`);
-  return `${lines.map((l) => visible(l)).join('\n')}\n`;
+  return lines.map((l) => visible(l));
+}
+
+export function offloadText(o: CardOffload, manifestDir?: string): string {
+  return `${offloadLines(o, manifestDir).join('\n')}\n`;
 }
 
 /** A card's local verdict, when its copies came to rest (before the upload is done). */
-export function localText(o: CardOffload): string {
-  if (!o.local) return '';
-  const lines = [o.local.message, ...o.local.reasons.map((r) => `  - ${r}`)];
-  return `${lines.map((l) => visible(l)).join('\n')}\n`;
+export function localLines(o: CardOffload): string[] {
+  if (!o.local) return [];
+  return [o.local.message, ...o.local.reasons.map((r) => `  - ${r}`)].map((l) => visible(l));
+}
+
+/**
+ * What a run has said about each card's copies, so that each verdict is said
+ * once: the copies' verdict when they come to rest, and the card's verdict
+ * later without the copies' part again when it has not changed since.
+ */
+export class VerdictsSaid {
+  private readonly local = new Map<string, string>();
+
+  /** The copies' verdict lines, or none when this very verdict was said already. */
+  localLines(o: CardOffload): string[] {
+    const lines = localLines(o);
+    const key = lines.join('\n');
+    if (lines.length === 0 || this.local.get(o.card.sourceId) === key) return [];
+    this.local.set(o.card.sourceId, key);
+    return lines;
+  }
+
+  /** Whether the copies' verdict in `o` is the one said last for its card. */
+  localSaid(o: CardOffload): boolean {
+    const lines = localLines(o);
+    return lines.length > 0 && this.local.get(o.card.sourceId) === lines.join('\n');
+  }
+
+  /** The card's verdict lines (the copies' part only when it is news). */
+  offloadLines(o: CardOffload, manifestDir?: string): string[] {
+    const said = this.localSaid(o);
+    if (o.local) this.local.set(o.card.sourceId, localLines(o).join('\n'));
+    return offloadLines(o, manifestDir, said);
+  }
 }
 
 export function localJson(o: CardOffload): Record<string, unknown> {

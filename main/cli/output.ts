@@ -1,6 +1,7 @@
 import type { ProgressSnapshot } from '../core/sync/progress.js';
 import { formatBytes } from '../shared/sizes.js';
 import { safeJsonText, visible } from '../shared/visible.js';
+import { asRun, invokedAs } from './invocation.js';
 
 // One way to say a size everywhere (shared/sizes.ts): the CLI's lines sit beside the card's
 // verdict lines, made in core with it ("4.9 KB in the workspace" beside "4.9 KB copied").
@@ -68,5 +69,7 @@ export function printJson(value: unknown): void {
  * (colours, clear screen, window title) nor turn the text around (U+202E).
  */
 export function writeLines(lines: readonly string[], stream: NodeJS.WritableStream = process.stdout): void {
-  if (lines.length > 0) stream.write(lines.map((l) => visible(l)).join('\n') + '\n');
+  // A hint to run a command names it as the user runs it (`npx drone-media-sync …` in a checkout).
+  const as = invokedAs();
+  if (lines.length > 0) stream.write(lines.map((l) => asRun(visible(l), as)).join('\n') + '\n');
 }

@@ -3,6 +3,8 @@ import { DmsError, plainMessage, toDmsError, type Moment } from '../core/errors.
 import { VERSION } from '../core/version.js';
 import { visible } from '../shared/visible.js';
 import type { ForgetFlags } from './commands/forget.js';
+import { EXIT, exitCodesHelp } from './exit-codes.js';
+import { asRun, invokedAs } from './invocation.js';
 import type { ServeFlags } from './commands/serve.js';
 import type { SyncFlags } from './commands/sync.js';
 import type { WatchFlags } from './commands/watch.js';
@@ -11,7 +13,6 @@ import { registerLink } from './commands/link.js';
 
 // Commands are loaded when run: `serve` need not load the AWS SDK, `status`
 // need not load the service, so every command starts quickly.
-const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
 
 const int = (name: string) => (v: string) => {
   const n = Number(v);
@@ -39,7 +40,7 @@ function serverOptions(cmd: Command): Command {
 }
 
 export function buildProgram(): Command {
-  const program = new Command('drone-media-sync')
+  const program = new Command(invokedAs())
     .description('Uploads DJI drone media to your workspace: once, with the right positions.')
     .version(VERSION, '-V, --version', 'the version of Drone Media Sync')
     .showHelpAfterError()
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
 
   serverOptions(program.command('sync').argument('<dir...>', 'folders (or card mount points) to sync'))
     .description('upload everything under the folders, then exit (0 = all done)')
+    .addHelpText('after', exitCodesHelp())
     .option('--json', 'one JSON line per file outcome and a final summary line')
     .option(
       '--aircraft <key>',
@@ -260,7 +262,7 @@ export function errorLines(err: unknown, argv: string[], env = process.env): str
   const verbose = argv.includes('-v') || argv.includes('--verbose') || env.DMS_LOG_LEVEL === 'debug';
   const lines = [`drone-media-sync: ${plain}`];
   if (verbose || (e.kind === 'server' && e.status === undefined)) lines.push(`  Details: ${e.message}`);
-  return lines.map((l) => visible(l));
+  return lines.map((l) => asRun(visible(l)));
 }
 
 /** Runs the CLI; returns the exit code. Errors become one plain sentence. */

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { invokedAs } from './invocation.js';
 
 const require = createRequire(import.meta.url);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -55,7 +56,7 @@ export function ensureElectron(): { binary: string } | { reason: string } {
 
 function runHeadless(reason: string): void {
   process.stderr.write(
-    `Desktop app not started: ${reason}. Running the headless agent instead (drone-media-sync watch --cards).\n`,
+    `Desktop app not started: ${reason}. Running the headless agent instead (${invokedAs()} watch --cards).\n`,
   );
   const child = spawn(
     process.execPath,

@@ -290,6 +290,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   /** A source at rest: its objects checked in the bucket, its verdict, its manifest written and uploaded. */
   /** The cards and folders this agent follows (or syncs once), by id. */
   private readonly known = new Map<string, Source>();
+  /** Sources said removed and not seen since: a removal is said once, whoever notices it (watcher, monitor, a scan). */
+  private readonly gone = new Set<string>();
 
   private sourceById(sourceId: string): Source | undefined {
     return this.known.get(sourceId);
@@ -398,11 +400,16 @@ export class Agent extends EventEmitter<AgentEvents> {
 
   /** A source went away: its unfinished files wait for it, nothing is lost or marked deleted. */
   sourceGone(source: Source): number {
+    if (this.gone.has(source.sourceId)) return 0;
+    this.gone.add(source.sourceId);
     const waiting = this.engine.sourceRemoved(
       source.sourceId,
       `${source.label} was removed; its files will continue when it is back.`,
     );
-    const message = `${source.label} was removed; ${waiting} file${waiting === 1 ? '' : 's'} will continue when it is inserted again.`;
+    const message =
+      waiting === 0
+        ? `${source.label} was removed; nothing of it waits for the card.`
+        : `${source.label} was removed; ${waiting} file${waiting === 1 ? '' : 's'} will continue when it is inserted again.`;
     this.emit('source', { type: 'source-removed', source, waiting, message });
     return waiting;
   }
@@ -459,6 +466,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   private async rescan(source: Source, signal: AbortSignal = this.controller.signal): Promise<void> {
     try {
       const r = await this.engine.scan(source, signal, { quietMs: this.runOnce ? 0 : this.quietMs });
+      this.gone.delete(source.sourceId);
       // Files too fresh to read (still being written when we looked) get
       // another look once the quiet period is over: the watcher only reports
       // files that change after it started.

@@ -50,24 +50,38 @@ export function createLogger(
  * For a person at a terminal: warnings and errors as plain lines on stderr
  * ("warning: The manifest of … could not be uploaded: …"), made visible-safe;
  * no JSON, no debug chatter. The JSON log (createLogger) is for -v and
- * DMS_LOG_LEVEL, and for the app's log file.
+ * DMS_LOG_LEVEL, and for the agent's log file (log-file.ts).
  */
-export function createPlainLogger(level = 'warn', out: NodeJS.WritableStream = process.stderr): Logger {
-  const words: Record<number, string> = { 40: 'warning', 50: 'error', 60: 'error' };
+export function createPlainLogger(
+  level = 'warn',
+  out: NodeJS.WritableStream = process.stderr,
+  /** Lines the caller says itself, from the events they come with: not printed twice. */
+  skip: (entry: Record<string, unknown>) => boolean = () => false,
+): Logger {
   return pino(
     { level, redact: { paths: REDACT_PATHS, censor: '[secret]' }, base: undefined },
-    {
-      write(line: string): void {
-        try {
-          const o = JSON.parse(line) as { level?: number; msg?: unknown };
-          const msg = typeof o.msg === 'string' ? o.msg : JSON.stringify(o.msg ?? '');
-          out.write(`${words[o.level ?? 40] ?? 'note'}: ${visible(msg)}\n`);
-        } catch {
-          out.write(visible(line.trimEnd()) + '\n');
-        }
-      },
-    },
+    plainStream(out, skip),
   );
+}
+
+/** The stream under createPlainLogger: each JSON log line as one plain, visible-safe line. */
+export function plainStream(
+  out: NodeJS.WritableStream,
+  skip: (entry: Record<string, unknown>) => boolean = () => false,
+): { write(line: string): void } {
+  const words: Record<number, string> = { 40: 'warning', 50: 'error', 60: 'error' };
+  return {
+    write(line: string): void {
+      try {
+        const o = JSON.parse(line) as { level?: number; msg?: unknown };
+        if (skip(o)) return;
+        const msg = typeof o.msg === 'string' ? o.msg : JSON.stringify(o.msg ?? '');
+        out.write(`${words[o.level ?? 40] ?? 'note'}: ${visible(msg)}\n`);
+      } catch {
+        out.write(visible(line.trimEnd()) + '\n');
+      }
+    },
+  };
 }
 
 export const silentLogger: Logger = pino({ level: 'silent' });

@@ -133,7 +133,11 @@ function LocalPart({ card, state }: { card: CardView; state: AppStateView }) {
       <p class="verdict-amount" data-testid="local-amount">
         {visible(text)}
       </p>
-      <Reasons reasons={l.reasons} testid="local-reasons" />
+      {/* A destination that stopped is said in its warning above: once, not again here. */}
+      <Reasons
+        reasons={l.reasons.filter((r) => !card.stopped.some((x) => x.message === r))}
+        testid="local-reasons"
+      />
     </div>
   );
 }

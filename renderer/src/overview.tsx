@@ -164,7 +164,7 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
         )}
       </section>
 
-      <History />
+      <History cards={cardsSeen(state)} />
     </div>
   );
 }
@@ -325,10 +325,27 @@ function QueueTable(props: { items: QueueItemView[]; engine: RunStateName }) {
   );
 }
 
-function History() {
-  // A finished card shows up in the history: refresh when the queue moves, at most every 3 s.
-  const listHistory = () => call('history:list', { limit: HISTORY_LIMIT });
-  const { value: entries, error, reload: load } = usePushed('push:queue-changed', 3000, listHistory, []);
+/**
+ * What the cards on screen have said so far (each card's verdict): the
+ * history is asked again at once when it changes, so it never says "No card
+ * has been synced yet" beside a card's verdict read after it.
+ */
+function cardsSeen(state: AppStateView | null): string {
+  return (state?.cards ?? []).map((c) => `${c.id}\0${c.headline?.message ?? ''}`).join('\n');
+}
+
+function History({ cards }: { cards: string }) {
+  // A finished card shows up in the history: refresh when the queue moves, at most every 3 s,
+  // and at once when a card's verdict changes; each answer knows which verdicts it was asked after.
+  const listHistory = async () => {
+    const asked = cards;
+    const r = await call('history:list', { limit: HISTORY_LIMIT });
+    return r.ok ? { ok: true as const, value: { asked, list: r.value } } : r;
+  };
+  const { value: answer, error, reload: load } = usePushed('push:queue-changed', 3000, listHistory, [cards]);
+  // An answer from before the cards' last verdict is not news about them: "No card…" waits for a new one.
+  const entries =
+    answer === null || (answer.list.length === 0 && answer.asked !== cards) ? null : answer.list;
   const [waylines, setWaylines] = useState<WaylineView[]>([]);
   const [saving, setSaving] = useState<string | null>(null);
   const [notes, setNotes] = useState<Record<string, { tone: 'ok' | 'error'; text: string }>>({});

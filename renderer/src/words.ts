@@ -132,7 +132,8 @@ export function banners(s: AppStateView): Banner[] {
       });
       break;
     case 'idle':
-      if (failed === 0 && s.waitingForCard === 0) {
+      // Not beside a card's copy that stopped (its warning below): two bars about one card never disagree.
+      if (failed === 0 && s.waitingForCard === 0 && !s.cards.some((c) => c.stopped.length > 0)) {
         out.push({
           tone: 'ok',
           title: 'All synced',

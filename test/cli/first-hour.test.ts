@@ -9,8 +9,11 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { readOnlyFor, runCli, stateUnder, type CliRun } from '../support/cli.js';
+import { BIN, readOnlyFor, runCli, stateUnder, type CliRun } from '../support/cli.js';
 import { makeCard, tempDir } from '../support/harness.js';
+
+/** The command as these tests run it: the CLI's hints name it so. */
+const AS_RUN = `node ${path.relative(process.cwd(), BIN)}`;
 
 const VERSION = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { version: string }).version;
 
@@ -272,12 +275,14 @@ describe('what every tool has', () => {
     const out = await runCli(['logout'], { home: h });
     expect(out.code, said(out)).toBe(0);
     expect(out.out).toBe(
-      `Signed out of ${svc.baseUrl}: the stored sign-in is deleted. To sign in again: drone-media-sync login --server ${svc.baseUrl} --username <name>\n`,
+      `Signed out of ${svc.baseUrl}: the stored sign-in is deleted. To sign in again: ${AS_RUN} login --server ${svc.baseUrl} --username <name>\n`,
     );
     expect(fs.existsSync(path.join(stateUnder(h), 'token'))).toBe(false);
     const after = await runCli(['waylines'], { home: h });
     expect(after.code).toBe(3);
-    expect(after.err).toMatch(/^drone-media-sync: Not signed in to http:.* Run: drone-media-sync login/);
+    // The hint names the command as it was run (here `node dist/main/cli/bin.js`; in a checkout's shell `npx drone-media-sync`).
+    expect(after.err).toMatch(/^drone-media-sync: Not signed in to http:.* Run: (.*) login/);
+    expect(/ Run: (.*) login/.exec(after.err)?.[1]).toBe(AS_RUN);
     const again = await runCli(['logout'], { home: h });
     expect(again.out).toMatch(/^Not signed in: there is no stored sign-in to delete\.\n$/);
   });

@@ -103,7 +103,9 @@ describe('the desktop app process (runApp)', () => {
     expect(sent).toEqual(new Set(['push:state', 'push:progress', 'push:queue-changed']));
     // Idle again, saying the card's verdict.
     await until('tray idle again', () =>
-      /^Drone Media Sync: DJI_CARD: 4 files verified in workspace .* — safe to format$/.test(tray.tooltip),
+      /^Drone Media Sync: DJI_CARD: 4 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/.test(
+        tray.tooltip,
+      ),
     );
 
     // Not a packaged app: start at login is left alone.

@@ -143,7 +143,9 @@ describe('controller with the built-in local service', () => {
       const policy = new NotificationPolicy();
       const notices: Notice[] = activity.flatMap((a) => policy.handle(a));
       expect(notices.map((n) => n.kind)).toEqual(['card', 'synced', 'safe']);
-      expect(notices[2]!.body).toMatch(/^DJI_CARD: 4 files verified in workspace .* — safe to format$/);
+      expect(notices[2]!.body).toMatch(
+        /^DJI_CARD: 4 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/,
+      );
       expect(notices[0]!.body).toContain('wayline “Waypoint1”');
       expect(notices[1]!.body).toMatch(/^4 files synced \(.+ uploaded\)\.$/);
     } finally {
@@ -507,7 +509,7 @@ describe('verified offload in the app', () => {
       expect(c.acceptFlight(flight!.cardId, flight!.folder)).toMatchObject({ accepted: true });
       await until('safe', () => c.state().cards[0]?.workspace?.safe === true, 15_000);
       expect(c.state().cards[0]!.headline!.message).toMatch(
-        /^M3E_CARD: 9 files verified in workspace .* — safe to format$/,
+        /^M3E_CARD: 9 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/,
       );
       const manifests = fs.readdirSync(path.join(stateDir, 'manifests'));
       expect(manifests).toHaveLength(1);

@@ -376,7 +376,9 @@ describe('a card’s two verdicts (issue 20)', () => {
     await tab(page, 'Overview').click();
     await expect
       .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 25_000 })
-      .toMatch(/^DJI_CARD: 4 files verified in workspace .+ — safe to format$/);
+      .toMatch(
+        /^DJI_CARD: 4 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/,
+      );
     expect(await workspace.locator('.state').innerText()).toBe('Verified');
     expect(await text(page, '[data-testid=workspace-amount]')).toBe('4.5 MB of 4.5 MB in the workspace');
     expect(await local.locator('.state').innerText()).toBe('Locally safe');
@@ -393,12 +395,29 @@ describe('a card’s two verdicts (issue 20)', () => {
     const ssd = path.join(root, 'stopped', 'SSD');
     fs.mkdirSync(ssd, { recursive: true });
     const unplugged = path.join(root, 'stopped', 'T7-unplugged');
-    const { page, mnt } = await app('stopped', {
+    const { c, page, mnt } = await app('stopped', {
       useLocalService: true,
       destinations: [
         { path: ssd, label: 'SSD', role: 'archive' },
         { path: unplugged, label: 'T7_BACKUP', role: 'archive' },
       ],
+    });
+    const activity: Activity[] = [];
+    c.on('activity', (a) => activity.push(a));
+    // Every change of the page, from before the card is in: never "Safe to format" beside "No card
+    // has been synced yet" (the history was asked again at most every 3 s, so it said so meanwhile).
+    await page.evaluate(() => {
+      const w = window as unknown as { bothSaid: string[] };
+      w.bothSaid = [];
+      const look = () => {
+        const t = document.body.innerText;
+        if (t.includes('Safe to format') && t.includes('No card has been synced yet')) w.bothSaid.push(t);
+      };
+      new MutationObserver(look).observe(document.body, {
+        subtree: true,
+        childList: true,
+        characterData: true,
+      });
     });
     insertCard(path.join(mnt, 'DJI_CARD'));
     const warning = banner(page).filter({ hasText: 'DJI_CARD is not copied to T7_BACKUP' });
@@ -407,10 +426,27 @@ describe('a card’s two verdicts (issue 20)', () => {
     expect(await warning.getAttribute('class')).toContain('tone-warn');
     await expect
       .poll(() => text(page, '[data-testid=card-headline]'), { timeout: 20_000 })
-      .toMatch(/^DJI_CARD: 4 files verified in workspace .+ — safe to format$/);
+      .toMatch(
+        /^DJI_CARD: 4 files verified in the built-in workspace on this laptop, \/.+\/local-service — safe to format$/,
+      );
     const local = page.getByTestId('local-verdict');
     expect(await local.locator('.state').innerText()).toBe('Not yet');
-    expect(await text(page, '[data-testid=local-reasons]')).toContain('T7_BACKUP is not there any more');
+    // Said once on the screen: in its warning, not again among the card's reasons (issue 29).
+    const body = async () => page.locator('body').innerText();
+    expect((await body()).split('T7_BACKUP is not there any more').length - 1).toBe(1);
+    // Never "All synced" beside a warning about the same card's copy (two bars that disagree).
+    expect(await banner(page).filter({ hasText: 'All synced' }).count()).toBe(0);
+    await expect.poll(() => page.locator('tr[data-folder]').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    const bothSaid = await page.evaluate(() => (window as unknown as { bothSaid: string[] }).bothSaid);
+    expect(bothSaid.slice(0, 1)).toEqual([]);
+    // The notifications: the stop once, the verdict once, no sentence twice; the tray says the verdict.
+    const policy = new NotificationPolicy();
+    const notices = activity.flatMap((a) => policy.handle(a));
+    const bodies = notices.map((n) => n.body);
+    expect(bodies.filter((b, i) => bodies.indexOf(b) !== i)).toEqual([]);
+    expect(bodies.filter((b) => b.includes('T7_BACKUP is not there any more'))).toHaveLength(1);
+    expect(notices.filter((n) => n.kind === 'safe')).toHaveLength(1);
+    expect(trayView(c.state()).activityLine).not.toMatch(/all synced/i);
     // Each drive's own count: the stopped one is not blamed on the other.
     expect(await text(page, '[data-testid=local-amount]')).toBe(
       '0 of 4 files verified on every drive: SSD 4, T7_BACKUP 0',

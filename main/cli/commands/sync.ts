@@ -3,13 +3,15 @@ import path from 'node:path';
 import { Agent } from '../../core/agent.js';
 import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
+import type { CardOffload } from '../../core/offload/card.js';
 import { count, listOf } from '../../core/offload/plain.js';
 import { NOT_DONE_STATES } from '../../core/queue/states.js';
 import type { Source } from '../../core/sources/source.js';
 import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { forgetDestinations } from './copies.js';
-import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
+import { EXIT } from '../exit-codes.js';
+import { localJson, offloadJson, VerdictsSaid } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
 import { laneLines } from '../lanes.js';
 
@@ -25,9 +27,6 @@ export interface SyncFlags extends ServerFlags {
 
 /** How often `sync` says where it is when there is no terminal to draw a bar on. */
 const PLAIN_PROGRESS_MS = 5_000;
-
-/** Exit codes (also in program.ts, which must not load this module to know them). */
-export const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3 } as const;
 
 /**
  * `sync <dir>...`: processes everything under the folders and exits 0 when
@@ -162,10 +161,20 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         }, PLAIN_PROGRESS_MS)
       : null;
   plainProgress?.unref();
+  // Each verdict said once: the copies' when they come to rest, the card's later without them again.
+  const said = new VerdictsSaid();
+  // The copies asked for, per card, as their last verdict left them: the exit code says whether they were made.
+  const copies = new Map<string, { label: string; safe: boolean; message: string }>();
+  const noteCopies = (o: CardOffload) => {
+    if (o.local)
+      copies.set(o.card.sourceId, { label: o.card.label, safe: o.local.safe, message: o.local.message });
+  };
   // Copied to every local destination and read back: the card may be pulled; said at once.
   agent.on('local', ({ offload }) => {
-    if (flags.json) printJson(localJson(offload));
-    else process.stdout.write(localText(offload));
+    noteCopies(offload);
+    const lines = said.localLines(offload);
+    if (lines.length > 0 && flags.json) printJson(localJson(offload));
+    else writeLines(lines);
   });
   // A destination folder created (it was not there yet) or made again: said once, where it happened.
   agent.on('destination', ({ look, message }) => {
@@ -177,10 +186,15 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     if (flags.json) printJson({ type: 'destination-stopped', message });
     else writeLines([message], process.stderr);
   });
+  agent.on('warning', (message) => {
+    if (flags.json) printJson({ type: 'warning', message });
+    else writeLines([message], process.stderr);
+  });
   // Each folder at rest: checked in the bucket, its verdict and manifest.
   agent.on('offload', (done) => {
+    noteCopies(done.offload);
     if (flags.json) printJson(offloadJson(done.offload, done.manifest.dir));
-    else process.stdout.write(offloadText(done.offload, done.manifest.dir));
+    else writeLines(said.offloadLines(done.offload, done.manifest.dir));
   });
 
   let sources: readonly Source[];
@@ -218,6 +232,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     files: m.files,
     bytes: m.bytes,
   }));
+  // Copies asked for and not made and verified: the run did not do what was asked (exit code 4).
+  const copiesShort = [...copies.values()].filter((c) => !c.safe);
   const summary = {
     type: 'summary',
     server: ctx.serverLabel,
@@ -228,6 +244,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     pending: counts.pending,
     bytes_sent: engine.progress.bytesSent,
     copied,
+    ...(copiesShort.length > 0 ? { copies_not_done: copiesShort.map((c) => c.message) } : {}),
     ...(authError ? { error: { kind: authError.kind, message: plainMessage(authError) } } : {}),
     files: leftovers.map((r) => ({
       path: r.absPath,
@@ -251,6 +268,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
             )}.`,
           ]
         : []),
+      // The reason is the card's copies verdict above: named, not said again.
+      ...copiesShort.map((c) => `Copies not done: ${c.label} (why: its copies' verdict above); exit code 4.`),
       ...(authError ? [plainMessage(authError)] : []),
       ...(offline && counts.pending > 0
         ? [
@@ -276,6 +295,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   await agent.stop();
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
+  if (copiesShort.length > 0) return EXIT.copies;
   // Halted (disk full...): not everything may even be recorded yet.
   return leftovers.length === 0 && lost === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
 }

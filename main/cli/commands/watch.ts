@@ -4,7 +4,7 @@ import { parseConfig } from '../../core/config.js';
 import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
-import { localJson, localText, offloadJson, offloadText } from '../offload-text.js';
+import { localJson, offloadJson, VerdictsSaid } from '../offload-text.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 
 export interface WatchFlags extends ServerFlags {
@@ -20,7 +20,7 @@ export interface WatchFlags extends ServerFlags {
  * summary (or JSON lines with --json); runs until SIGINT/SIGTERM.
  */
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
-  const ctx = await openAgentContext(flags);
+  const ctx = await openAgentContext(flags, process.env, 'refuse', { logFile: true });
   const { queue, notice } = ctx.session;
   // --copy-to: archive destinations for this run, beside the settings' own.
   const config = flags.copyTo?.length
@@ -39,8 +39,12 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     logger: ctx.logger,
     manifestsDir: ctx.paths.manifests,
   });
-  const say = (json: Record<string, unknown>, text: string) =>
-    flags.json ? printJson(json) : writeLines([text]);
+  // One event, one JSON line or its lines of text (each made visible-safe, never a literal \n).
+  const say = (json: Record<string, unknown>, text: string | readonly string[]) => {
+    if (flags.json) printJson(json);
+    else writeLines(typeof text === 'string' ? [text] : text);
+  };
+  const verdicts = new VerdictsSaid();
   let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
   const said = new Set<string>();
   const firstTime = (key: string): boolean => !said.has(key) && said.add(key).size > 0;
@@ -138,7 +142,10 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
   });
   agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
-  agent.on('local', ({ offload }) => say(localJson(offload), localText(offload).trimEnd()));
+  agent.on('local', ({ offload }) => {
+    const lines = verdicts.localLines(offload);
+    if (lines.length > 0) say(localJson(offload), lines);
+  });
   agent.on('destination-stopped', ({ message }) => say({ type: 'destination-stopped', message }, message));
   agent.on('cleaned', (c) =>
     say(
@@ -147,7 +154,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     ),
   );
   agent.on('offload', (o) =>
-    say(offloadJson(o.offload, o.manifest.dir), offloadText(o.offload, o.manifest.dir).trimEnd()),
+    say(offloadJson(o.offload, o.manifest.dir), verdicts.offloadLines(o.offload, o.manifest.dir)),
   );
   agent.on('wayline', ({ source, folder, match }) =>
     say(
@@ -176,8 +183,9 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
       server: ctx.serverLabel,
       folders,
       cards: Boolean(flags.cards || flags.mountRoot?.length),
+      log: ctx.logDir,
     },
-    `Watching (${ctx.serverLabel}). Press Ctrl+C to stop.`,
+    `Watching (${ctx.serverLabel}). Press Ctrl+C to stop.${ctx.logDir ? ` Log: ${ctx.logDir}` : ''}`,
   );
 
   // Every timer of the agent is unref'd (they must never keep a finished

@@ -16,6 +16,7 @@ import { formatBytes } from '../../shared/sizes.js';
 import { analyseFlight } from './flight.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import { safeToFormat } from './safe-to-format.js';
+import { workspaceLabelOf } from '../session/target.js';
 import type {
   CardFileFact,
   FileQueueState,
@@ -175,7 +176,7 @@ export function cardOffload(
   const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
   const files = rows.map((r) => fileOf(r, target.key));
   const flights = flightsOf(queue, card.sourceId, rows);
-  const workspaceLabel = target.workspaceId ? `workspace ${target.workspaceId}` : target.label;
+  const workspaceLabel = workspaceLabelOf(target);
   const facts: CardFileFact[] = files.map((f) => ({
     relPath: f.relPath,
     kind: f.kind,

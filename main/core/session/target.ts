@@ -37,3 +37,14 @@ export function serverTarget(serverUrl: string, workspaceId: string): TargetRef 
 export function localTarget(dataDir: string, workspaceId: string): TargetRef {
   return { key: `local:${path.resolve(dataDir)}#${workspaceId}`, label: LOCAL_LABEL, workspaceId };
 }
+
+/**
+ * How a verdict names the target's workspace: "workspace <id>" on a server;
+ * for the built-in local service, where its media are (a folder of this
+ * laptop), since "safe to format" then rests on that folder.
+ */
+export function workspaceLabelOf(target: TargetRef): string {
+  const local = /^local:(.*)#[^#]*$/.exec(target.key);
+  if (local) return `the built-in workspace on this laptop, ${local[1]}`;
+  return target.workspaceId ? `workspace ${target.workspaceId}` : target.label;
+}

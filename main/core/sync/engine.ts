@@ -30,7 +30,7 @@ import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
 import type { Destination } from '../queue/copies.js';
-import type { WorkingState } from '../queue/states.js';
+import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
 import { LocalCopies, type CopiesMade, type DestinationSeen } from './local-copies.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
@@ -290,9 +290,13 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       const row = this.queue.get(id);
       return !row || !this.copies.hasCopy(row);
     });
-    const n = this.queue.parkSource(sourceId, message, (row) => this.copies.hasCopy(row));
+    this.queue.parkSource(sourceId, message, (row) => this.copies.hasCopy(row));
     this.wake();
-    return n;
+    // Every unfinished file that waits for the card, whoever parked it (a read that found the card
+    // gone parks its file first): not only those this call parked, which may be none.
+    return this.queue
+      .list({ sourceId, states: UNFINISHED_STATES, limit: 1_000_000 })
+      .filter((row) => !this.copies.hasCopy(row)).length;
   }
 
   /** The local destinations cards are copied to (settings and `--copy-to`). */

@@ -1,4 +1,4 @@
-// pino-roll 4 ships no types. Only what app-log.ts uses is declared.
+// pino-roll 4 ships no types. Only what log-file.ts uses is declared.
 declare module 'pino-roll' {
   interface PinoRollOptions {
     file: string;
