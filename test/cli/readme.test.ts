@@ -95,11 +95,7 @@ describe('README: every command it shows runs as written', () => {
         for (const [i, w] of words.entries())
           if (words[i - 1] === '--copy-to' && w.startsWith('/media/'))
             fs.mkdirSync(w.replace(/^\/media\//, `${media}/`), { recursive: true });
-        // A folder in HOME that is not there yet (~/DroneCopies) is created by the copy lane: that is
-        // branch `copies`' (issue 29 §2, "not created yet"); until it lands it is made here.
-        for (const [i, w] of words.entries())
-          if (words[i - 1] === '--copy-to' && w.startsWith('~/'))
-            fs.mkdirSync(path.join(home, w.slice(2)), { recursive: true });
+        // A folder in HOME that is not there yet (~/DroneCopies) is left so: the copy lane creates it.
       } else if (!['--version', '-V', '--help', 'report', 'status'].includes(command) || line.includes('<'))
         run = command.startsWith('<') ? `${as} --help` : `${as} ${command} --help`;
       const r = sh(run, home);
