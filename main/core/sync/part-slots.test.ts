@@ -1,0 +1,100 @@
+/**
+ * The part slots alone (pure scheduling, no network; the engine tests in
+ * test/sync/lanes.test.ts and stall.test.ts run them against the real
+ * service and bucket): who goes next, how much goes at once, and the gate.
+ */
+import { describe, expect, it } from 'vitest';
+import type { LaneName } from '../queue/lanes.js';
+import type { PartGate } from './part-gate.js';
+import { PartSlots, type PartTicket } from './part-slots.js';
+
+const MiB = 1024 * 1024;
+
+describe('the part slots', () => {
+  it('hand the next slot to the best lane waiting, then in arrival order, never cancelling one in flight', async () => {
+    // 1 MiB/s and 8 MiB parts: one part in flight; each part takes 8 s on the clock.
+    let clock = 0;
+    const slots = new PartSlots({ max: 12, partBytes: 8 * MiB, limitBytesPerSecond: MiB, now: () => clock });
+    expect(slots.width).toBe(1);
+    const order: string[] = [];
+    const tickets = new Map<string, PartTicket>();
+    const take = (name: string, lane: LaneName): void =>
+      void slots.take(lane, 8 * MiB).then((t) => {
+        order.push(name);
+        tickets.set(name, t);
+      });
+    const tick = () => new Promise((r) => setImmediate(r));
+    take('video 1', 'videos');
+    await tick();
+    take('video 2', 'videos');
+    take('photo', 'photos');
+    take('log', 'first');
+    take('preview', 'previews');
+    take('rtk', 'first');
+    await tick();
+    expect(order).toEqual(['video 1']);
+    // One at a time: the next slot only once the part in flight is answered.
+    for (let i = 0; i < 5; i++) {
+      clock += 8000;
+      tickets.get(order.at(-1) as string)?.done(8 * MiB);
+      await tick();
+      expect(order).toHaveLength(i + 2);
+    }
+    expect(order).toEqual(['video 1', 'log', 'rtk', 'photo', 'video 2', 'preview']);
+    // The measured rate, 1 MiB/s, keeps one part in flight.
+    expect(slots.rate).toBe(MiB);
+    expect(slots.width).toBe(1);
+    slots.close();
+  });
+
+  it('let small files go beside a big part, within the bytes that fill the link', async () => {
+    const slots = new PartSlots({ max: 12, partBytes: 8 * MiB, limitBytesPerSecond: 2 * MiB });
+    const part = await slots.take('videos', 8 * MiB);
+    const small = await Promise.all([slots.take('first', 40_000), slots.take('first', 40_000)]);
+    expect(slots.inFlight).toBe(3);
+    let second = false;
+    void slots.take('videos', 8 * MiB).then(() => (second = true));
+    await new Promise((r) => setImmediate(r));
+    // 16 MiB would pass 2 MiB/s x 8 s: the second part waits for the first.
+    expect(second).toBe(false);
+    part.done(8 * MiB);
+    await new Promise((r) => setImmediate(r));
+    expect(second).toBe(true);
+    for (const s of small) s.done(40_000);
+    slots.close();
+  });
+
+  it('ask the gate before every part: a held lane waits without a slot, others pass, a change wakes it', async () => {
+    let metered = true;
+    const listeners: Array<() => void> = [];
+    const sent: Array<[LaneName, number]> = [];
+    const gate: PartGate = {
+      mayStart: (lane) => !metered || lane === 'first',
+      sent: (lane, bytes) => sent.push([lane, bytes]),
+      subscribe: (fn) => {
+        listeners.push(fn);
+        return () => listeners.splice(listeners.indexOf(fn), 1);
+      },
+    };
+    const slots = new PartSlots({ max: 4, partBytes: 8 * MiB, gate });
+    let video = false;
+    const held = slots.take('videos', 8 * MiB).then((t) => {
+      video = true;
+      return t;
+    });
+    const log = await slots.take('first', 30_000);
+    await new Promise((r) => setImmediate(r));
+    expect(video).toBe(false);
+    log.done(30_000);
+    metered = false;
+    for (const l of listeners) l();
+    (await held).done(8 * MiB);
+    expect(video).toBe(true);
+    expect(sent).toEqual([
+      ['first', 30_000],
+      ['videos', 8 * MiB],
+    ]);
+    slots.close();
+    expect(listeners).toHaveLength(0);
+  });
+});
