@@ -485,6 +485,14 @@ export class Agent extends EventEmitter<AgentEvents> {
         alreadyDone: r.alreadyDone,
         skipped: r.skipped,
       });
+      // Destinations stopped for the card at this scan (unplugged, too small): said after 'scanned' (a
+      // scan starts each destination afresh for the crew, so its stops come after it).
+      for (const stop of r.destinationsStopped)
+        this.emit('destination-stopped', {
+          source,
+          destination: stop.destination.label,
+          message: stop.message,
+        });
       this.log.debug({ source: source.sourceId, pending: r.pending.length }, 'scanned');
     } catch (err) {
       const e = toDmsError(err);

@@ -32,7 +32,7 @@ import { scanSource, type ScanResult } from './scan.js';
 import type { Destination } from '../queue/copies.js';
 import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
-import { LocalCopies, type CopiesMade, type DestinationSeen } from './local-copies.js';
+import { LocalCopies, type CopiesMade, type DestinationSeen, type DestinationStop } from './local-copies.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
@@ -237,20 +237,27 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    * queue that cannot record what was found (disk full) halts the engine with
    * the reason, as during a sync.
    */
-  async scan(source: Source, signal?: AbortSignal, opts: { quietMs?: number } = {}): Promise<ScanResult> {
+  async scan(
+    source: Source,
+    signal?: AbortSignal,
+    opts: { quietMs?: number } = {},
+  ): Promise<ScanResult & { destinationsStopped: DestinationStop[] }> {
     let result: ScanResult;
+    let destinationsStopped: DestinationStop[];
     try {
       this.queue.sources.seen(source.sourceId, source.label);
       result = await scanSource(this.queue, source, this.config, signal, opts);
       // The destinations of this run count for the card; what each lacks is wanted there.
-      this.copies.prepare(source.sourceId);
+      destinationsStopped = this.copies.prepare(source.sourceId);
+      for (const stop of destinationsStopped)
+        this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
-      return { pending: [], alreadyDone: 0, failed: 0, deferred: 0, skipped: [] };
+      return { pending: [], alreadyDone: 0, failed: 0, deferred: 0, skipped: [], destinationsStopped: [] };
     }
     this.track(result.pending, source.label);
-    return result;
+    return { ...result, destinationsStopped };
   }
 
   /**

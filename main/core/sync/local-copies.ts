@@ -91,10 +91,11 @@ export class LocalCopies {
    * parent is; stopped when its drive is gone); every file a destination
    * lacks as written is wanted there (first copies, and copies again); a
    * destination that cannot hold what is wanted is stopped before a byte is
-   * written.
+   * written. Returns the destinations stopped now, to be said after the scan.
    */
-  prepare(sourceId: string): void {
-    if (!this.enabled) return;
+  prepare(sourceId: string): DestinationStop[] {
+    const said: DestinationStop[] = [];
+    if (!this.enabled) return said;
     const copies = this.queue.copies;
     copies.setCounting(
       sourceId,
@@ -105,7 +106,7 @@ export class LocalCopies {
     for (const destination of this.destinations) {
       const look = this.look(destination, sourceId);
       if (look !== 'ready' && look !== 'gone-made-again' && look !== 'created') {
-        this.stopFor(sourceId, destination, lookMessage(destination, look), rows, card);
+        this.stopFor(sourceId, destination, lookMessage(destination, look), rows, card, said);
         continue;
       }
       const root = cardRootOn(destination, card);
@@ -123,8 +124,9 @@ export class LocalCopies {
         destination,
         wanted.reduce((n, f) => n + f.size, 0),
       );
-      if (problem) this.stop(sourceId, destination, problem);
+      if (problem) this.stop(sourceId, destination, problem, said);
     }
+    return said;
   }
 
   /**
@@ -342,7 +344,7 @@ export class LocalCopies {
    * small): every copy of the card still wanted there is stopped with the
    * reason; said once (when it is the first stop of that card there).
    */
-  private stop(sourceId: string, destination: Destination, message: string): void {
+  private stop(sourceId: string, destination: Destination, message: string, said?: DestinationStop[]): void {
     const copies = this.queue.copies;
     const already = copies.inState('stopped', sourceId).some((c) => c.destinationId === destination.id);
     copies.together(() => {
@@ -350,7 +352,10 @@ export class LocalCopies {
         if (c.destinationId === destination.id)
           copies.apply(c, destination.id, { type: 'stopped', reason: message });
     });
-    if (!already) this.tell.stop({ sourceId, destination, message });
+    // At a scan, handed back with the scan's result (said after it); else said now.
+    if (already) return;
+    if (said) said.push({ sourceId, destination, message });
+    else this.tell.stop({ sourceId, destination, message });
   }
 
   /** A destination that cannot be written at all for a card (its drive gone): each file not verified there is stopped. */
@@ -360,6 +365,7 @@ export class LocalCopies {
     message: string,
     rows: readonly QueueRow[],
     card: { label: string; sourceId: string },
+    said: DestinationStop[],
   ): void {
     const copies = this.queue.copies;
     const root = cardRootOn(destination, card);
@@ -377,7 +383,7 @@ export class LocalCopies {
         if (c.destinationId === destination.id)
           copies.apply(c, destination.id, { type: 'want', path: c.path });
     });
-    this.stop(sourceId, destination, message);
+    this.stop(sourceId, destination, message, said);
   }
 }
 
