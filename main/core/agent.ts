@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ApiClient } from './api/client.js';
 import type { Config } from './config.js';
-import { toDmsError } from './errors.js';
+import { isServerWide, plainMessage, toDmsError } from './errors.js';
 import { silentLogger, type Logger } from './log.js';
 import type { History } from './queue/history.js';
 import { flightFolderOf } from './media/flight-folder.js';
@@ -457,8 +457,18 @@ export class Agent extends EventEmitter<AgentEvents> {
       }
     } catch (err) {
       const e = toDmsError(err);
-      if (e.kind !== 'cancelled')
-        this.emit('warning', `Waylines could not be listed to name the flights: ${e.message}`);
+      // The server down as a whole is said once by the run state (issue 30): only the log gets it here.
+      if (e.kind === 'cancelled') return;
+      if (isServerWide(e))
+        this.log.info(
+          { kind: e.kind, detail: e.message },
+          'waylines could not be listed to name the flights',
+        );
+      else
+        this.emit(
+          'warning',
+          `Waylines could not be listed to name the flights: ${plainMessage(e, 'request')}`,
+        );
     }
   }
 

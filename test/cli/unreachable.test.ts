@@ -146,3 +146,37 @@ describe('a one-shot sync against a server that cannot take anything', () => {
     });
   }, 200_000);
 });
+
+describe('watch against a server that does not answer', () => {
+  it('keeps trying: the reason once, then when the next try comes (growing waits, never "1 s" over and over)', async () => {
+    const server = await closedPort();
+    const home = path.join(dir, 'home-watch');
+    fs.mkdirSync(home);
+    const card = makeCard(path.join(dir, 'card-watch'));
+    const started = Date.now();
+    const child = spawn(process.execPath, [BIN, 'watch', card, '--server', server, '--workspace', 'ws-1'], {
+      env: { ...process.env, HOME: home, DMS_STATE_DIR: '', DMS_TOKEN: 'a-token' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let text = '';
+    child.stdout.on('data', (d: Buffer) => (text += String(d)));
+    child.stderr.on('data', (d: Buffer) => (text += String(d)));
+    const closed = new Promise((r) => child.on('close', r));
+    // Long enough for three rounds of the offline wait (about 1-2, 2-4, 4-8 s), bounded.
+    const stop = setTimeout(() => child.kill('SIGINT'), 25_000);
+    const hard = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    await closed;
+    clearTimeout(stop);
+    clearTimeout(hard);
+    const shown = `${Date.now() - started} ms\n${text}`;
+    const lines = text.split('\n');
+    expect(
+      lines.filter((l) => /Nothing answers at this address/.test(l)),
+      shown,
+    ).toHaveLength(1);
+    const waits = lines.filter((l) => /still no answer; next try in \d+ s\.$/.test(l));
+    expect(waits.length, shown).toBeGreaterThanOrEqual(1);
+    expect(lines.filter((l) => /next try in 1 s/.test(l)).length, shown).toBeLessThanOrEqual(1);
+    expect(text).not.toMatch(/\/api\/v1\/|ECONNREFUSED/);
+  }, 90_000);
+});

@@ -104,6 +104,14 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
         `${ctx.serverLabel}: ${plainMessage(to.error, 'request')} Trying again in ${inS} s and after that by itself; nothing is lost.`,
       );
     }
+    // Each later round: the reason is not said again, only when the next try comes (the wait grows).
+    if (to.name === 'offline' && from.name === 'offline' && to.failures > from.failures) {
+      const inS = Math.max(1, Math.round((to.until - Date.now()) / 1000));
+      say(
+        { type: 'offline-wait', retry_in_s: inS },
+        `${ctx.serverLabel}: still no answer; next try in ${inS} s.`,
+      );
+    }
     if (from.name === 'offline' && to.name === 'syncing')
       say({ type: 'online' }, `${ctx.serverLabel} answers again; continuing.`);
     if (state === 'halted' && err) {
