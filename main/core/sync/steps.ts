@@ -35,7 +35,6 @@ import type { Change } from '../queue/transitions.js';
 import { buildObjectKey, isUnderPrefix } from '../storage/keys.js';
 import { DEFAULT_MULTIPART_THRESHOLD, readRangeWithMd5 } from '../storage/parts.js';
 import { copyAndVerify, type CopyJob, type CopyResult } from '../copies/copy-file.js';
-import type { Destination } from '../queue/copies.js';
 import type { FinishedPart, SlotTicket, Uploader } from '../storage/types.js';
 import type { LaneName } from '../queue/lanes.js';
 import type { PartSlots } from './part-slots.js';
