@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DmsError } from '../errors.js';
-import { copyFileTo, readBackMd5, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
+import { copyFileTo, readBackDigest, SourceChangedSignal, type CopyTarget } from '../hash/hash-worker.js';
 import { copyInWorker, readBackInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
 import type { CopyRecord, Destination } from '../queue/copies.js';
 import { destinationProblem } from './destinations.js';
@@ -32,6 +32,8 @@ export interface CopyJob {
 export interface CopyResult {
   /** MD5 of the card file as read. */
   md5: string;
+  /** XXH3-64 of the card file as read (each copy's read-back was compared with it). */
+  xxh3: string;
   /** One per target: verified, or failed with its reason. */
   records: CopyRecord[];
   /** Destinations that failed for a reason that stops the whole card there (full, unplugged, read-only). */
@@ -45,11 +47,11 @@ type Fail = (i: number, err: unknown, stops: boolean) => void;
 
 /**
  * Each copy written, read back from the disk and compared with the card's
- * MD5: verified (its size and time as it now is on the disk), or failed.
+ * bytes as they were read (XXH3 of both; the record keeps the card's MD5): verified (its size and time as it now is on the disk), or failed.
  */
 export async function readBack(
   job: Pick<CopyJob, 'targets' | 'size'>,
-  md5: string,
+  digest: { md5: string; xxh3: string },
   written: ReadonlyArray<{ i: number; final: string }>,
   records: Array<CopyRecord | null>,
   fail: Fail,
@@ -59,12 +61,12 @@ export async function readBack(
     try {
       const back = useHashWorkers(job.size)
         ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
-            if (err instanceof WorkersUnavailable) return readBackMd5(final, BUFFER);
+            if (err instanceof WorkersUnavailable) return readBackDigest(final, BUFFER);
             throw err;
           })
-        : readBackMd5(final, BUFFER);
+        : readBackDigest(final, BUFFER);
       const st = fs.statSync(final);
-      if (back.md5 !== md5 || st.size !== job.size) {
+      if (back.xxh3 !== digest.xxh3 || st.size !== job.size) {
         fail(i, null, false);
         continue;
       }
@@ -72,7 +74,7 @@ export async function readBack(
         destinationId: dest.destination.id,
         path: final,
         state: 'verified',
-        md5,
+        md5: digest.md5,
         copySize: st.size,
         copyMtimeMs: Math.trunc(st.mtimeMs),
         readBack: back.readBack,
@@ -126,11 +128,12 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   });
   const expected = { size: job.size, mtimeMs: job.mtimeMs };
   let md5: string;
+  let xxh3: string;
   let errors: Array<unknown>;
   try {
     if (useHashWorkers(job.size)) {
       try {
-        ({ md5, errors } = await copyInWorker(job.source, targets, expected, {
+        ({ md5, xxh3, errors } = await copyInWorker(job.source, targets, expected, {
           bufferSize: BUFFER,
           ...(job.signal ? { signal: job.signal } : {}),
           ...(job.onBytes ? { onBytes: job.onBytes } : {}),
@@ -138,9 +141,9 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
         }));
       } catch (err) {
         if (!(err instanceof WorkersUnavailable)) throw err;
-        ({ md5, errors } = await copyHere(job, targets));
+        ({ md5, xxh3, errors } = await copyHere(job, targets));
       }
-    } else ({ md5, errors } = await copyHere(job, targets));
+    } else ({ md5, xxh3, errors } = await copyHere(job, targets));
   } catch (err) {
     if (err instanceof SourceChangedSignal)
       throw new DmsError(
@@ -153,15 +156,15 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   const written = targets.flatMap((t, k) =>
     records[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
   );
-  await readBack(job, md5, written, records, fail);
-  return { md5, records: records as CopyRecord[], stopped: halt };
+  await readBack(job, { md5, xxh3 }, written, records, fail);
+  return { md5, xxh3, records: records as CopyRecord[], stopped: halt };
 }
 
 /** The same copy on this thread (small files, or no worker). */
 async function copyHere(
   job: CopyJob,
   targets: CopyTarget[],
-): Promise<{ md5: string; errors: Array<unknown> }> {
+): Promise<{ md5: string; xxh3: string; errors: Array<unknown> }> {
   const out = await copyFileTo(job.source, targets, {
     size: job.size,
     mtimeMs: job.mtimeMs,
@@ -170,5 +173,5 @@ async function copyHere(
     ...(job.onBytes ? { onBytes: job.onBytes } : {}),
   });
   if (out === null) throw stopped(job.signal?.reason)();
-  return { md5: out.md5, errors: out.errors };
+  return { md5: out.md5, xxh3: out.xxh3, errors: out.errors };
 }
