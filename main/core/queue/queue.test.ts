@@ -351,6 +351,11 @@ describe('Queue', () => {
     db.close();
     expect(() => q.get(rows[0]!.id)).toThrow(QueueDamagedError);
     expect(() => q.get(rows[0]!.id)).toThrow(QueueDamagedError);
+    // A damaged bucket check is read (and reported) by a list of the rows due for a check.
+    const db2 = new Database(file);
+    db2.prepare(`UPDATE files SET verified_json = '{not json' WHERE id = ?`).run(rows[1]!.id);
+    db2.close();
+    expect(() => q.list({ sourceId: 'card-1', checkDueBefore: 0 })).toThrow(QueueDamagedError);
     q.close();
   });
 

@@ -482,7 +482,14 @@ export class Queue {
 
   /** Rows of the bound target, oldest first (or newest first). */
   list(
-    opts: { states?: readonly FileState[]; sourceId?: string; limit?: number; newestFirst?: boolean } = {},
+    opts: {
+      states?: readonly FileState[];
+      sourceId?: string;
+      limit?: number;
+      newestFirst?: boolean;
+      /** Only rows whose bucket check is due: never checked, vouched for by the server alone, or checked at or before this time (a damaged record is read, and reported). */
+      checkDueBefore?: number;
+    } = {},
   ): QueueRow[] {
     const clauses = ['target_id = ?'];
     const params: unknown[] = [this.targetId];
@@ -493,6 +500,12 @@ export class Queue {
     if (opts.sourceId !== undefined) {
       clauses.push('source_id = ?');
       params.push(opts.sourceId);
+    }
+    if (opts.checkDueBefore !== undefined) {
+      clauses.push(
+        "(verified_json IS NULL OR NOT json_valid(verified_json) OR json_extract(verified_json, '$.by') = 'server' OR json_extract(verified_json, '$.at') <= ?)",
+      );
+      params.push(opts.checkDueBefore);
     }
     return this.db
       .prepare<unknown[], RawRow>(
