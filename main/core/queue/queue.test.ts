@@ -323,6 +323,23 @@ describe('Queue', () => {
     q.close();
   });
 
+  it('lists rows by id whatever their state, the first ones when limited, newest first when asked', () => {
+    const q = open();
+    const rows = q.observe(['a', 'b', 'c', 'd', 'e'].map((n) => f(`${n}.JPG`))).pending;
+    // States out of id order (the index that finds a card's rows is by state).
+    hashed(q, rows[1]!, '1'.repeat(32), info('b.JPG'));
+    hashed(q, rows[3]!, '3'.repeat(32), info('d.JPG'));
+    const ids = rows.map((r) => r.id);
+    const listed = (o: Parameters<Queue['list']>[0]) => q.list({ sourceId: 'card-1', ...o }).map((r) => r.id);
+    expect(listed({})).toEqual(ids);
+    expect(listed({ limit: 1_000_000 })).toEqual(ids);
+    expect(listed({ limit: 2 })).toEqual(ids.slice(0, 2));
+    expect(listed({ newestFirst: true })).toEqual([...ids].reverse());
+    expect(listed({ newestFirst: true, limit: 3 })).toEqual([...ids].reverse().slice(0, 3));
+    expect(listed({ states: ['discovered'] })).toEqual([ids[0], ids[2], ids[4]]);
+    q.close();
+  });
+
   it("checks a file's info once however often its card is read (the verdict reads it several times)", () => {
     const q = open();
     const run = `run-${process.pid}-${Date.now()}`; // texts of their own: none checked by another test

@@ -507,12 +507,27 @@ export class Queue {
       );
       params.push(opts.checkDueBefore);
     }
-    return this.db
-      .prepare<unknown[], RawRow>(
-        `SELECT * FROM files WHERE ${clauses.join(' AND ')} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`,
-      )
-      .all(...params, opts.limit ?? 1000)
-      .map((r) => this.parse(r));
+    const where = clauses.join(' AND ');
+    const limit = opts.limit ?? 1000;
+    // SQLite sorts whole rows in a temporary b-tree for ORDER BY (the index is by state):
+    // 0.4-1.1 s for a 10,000-file card on a loaded 2-core machine, three times the read
+    // itself. When every row matching is wanted (counted on the index), they are sorted here.
+    const all =
+      this.db
+        .prepare<unknown[], { n: number }>(`SELECT count(*) AS n FROM files WHERE ${where}`)
+        .get(...params)!.n <= limit;
+    const raw = all
+      ? this.db.prepare<unknown[], RawRow>(`SELECT * FROM files WHERE ${where}`).all(...params)
+      : this.db
+          .prepare<unknown[], RawRow>(
+            `SELECT * FROM files WHERE ${where} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`,
+          )
+          .all(...params, limit);
+    if (all) {
+      raw.sort(opts.newestFirst ? (a, b) => b.id - a.id : (a, b) => a.id - b.id);
+      if (raw.length > limit) raw.length = limit; // rows another process added since the count
+    }
+    return raw.map((r) => this.parse(r));
   }
 
   /** The key of an object of this target holding the same content (our own upload of a twin), if any. */
