@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import tls from 'node:tls';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { DmsError } from './errors.js';
+import { undici } from './undici.js';
 
 /**
  * Reads the PEM file of a custom certificate authority (self-hosted servers
@@ -34,7 +35,11 @@ export function loadCaFile(file: string): string {
  * CAs plus the given ones.
  */
 export function dispatcherWithCa(extraCa: string): Dispatcher {
-  return new Agent({ connect: { ca: trustedCas(extraCa) }, keepAliveTimeout: 10_000, allowH2: false });
+  return new (undici().Agent)({
+    connect: { ca: trustedCas(extraCa) },
+    keepAliveTimeout: 10_000,
+    allowH2: false,
+  });
 }
 
 /** Node's default CA list plus the extra one: a `ca` option replaces the defaults otherwise. */

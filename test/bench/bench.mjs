@@ -588,7 +588,8 @@ function figures(res) {
     };
   }
   if (res.offload) {
-    const { files, bytes, runs, proof, device, cache, uplinkKiBps, throttle } = res.offload;
+    const { files, bytes, runs, proof, device, cache, uplinkKiBps, throttle, fastReader } = res.offload;
+    const perGiB = (list) => pick(list, (r) => r.cpuS / (bytes / (1024 * MiB)));
     out.offload = {
       files,
       bytes,
@@ -612,6 +613,24 @@ function figures(res) {
       agent_fast: runFigures(runs.agent_fast, bytes, files),
       cp_fast: runFigures(runs.cp_fast, bytes, files),
       agent_fast_over_cp_fast: ratios(runs.agent_fast, runs.cp_fast, (r) => r.wallS),
+      // Issue 33: a 200 MB/s reader; the card unthrottled and in the page cache against standard tools.
+      fast_reader: fastReader,
+      agent_200: runFigures(runs.agent_200 ?? [], bytes, files),
+      cp_200: runFigures(runs.cp_200 ?? [], bytes, files),
+      agent_200_over_cp_200: ratios(runs.agent_200 ?? [], runs.cp_200 ?? [], (r) => r.wallS),
+      std_fast: runFigures(runs.std_fast ?? [], bytes, files),
+      agent_fast_over_std_fast: ratios(runs.agent_fast, runs.std_fast ?? [], (r) => r.wallS),
+      agent_warm: runFigures(runs.agent_warm ?? [], bytes, files),
+      std_warm: runFigures(runs.std_warm ?? [], bytes, files),
+      agent_warm_over_std_warm: ratios(runs.agent_warm ?? [], runs.std_warm ?? [], (r) => r.wallS),
+      cpu_s_per_gib: {
+        agent: perGiB(runs.agent),
+        agent_fast: perGiB(runs.agent_fast),
+        std_fast: perGiB(runs.std_fast ?? []),
+        agent_warm: perGiB(runs.agent_warm ?? []),
+        std_warm: perGiB(runs.std_warm ?? []),
+        cp: perGiB(runs.cp),
+      },
       proof,
     };
   }
@@ -655,6 +674,24 @@ function targets(f) {
         +(f.survey.agent_over_rclone.median + 0.1).toFixed(2),
       );
     t.push({ id: '6e', name: 'offload: every card byte read once', value: null, met: readOnce(o) });
+    if (o.agent_200_over_cp_200)
+      add(
+        '6g',
+        'offload, 200 MB/s reader: time to locally safe / (cp -r + sync)',
+        o.agent_200_over_cp_200,
+        '<=',
+        1.3,
+      );
+    if (o.agent_fast_over_std_fast)
+      add('6h', 'offload, card unthrottled: agent / standard tools', o.agent_fast_over_std_fast, '<=', 1.3);
+    if (o.agent_warm_over_std_warm)
+      add(
+        '6i',
+        'offload, card in the page cache: agent / standard tools',
+        o.agent_warm_over_std_warm,
+        '<=',
+        1.3,
+      );
   }
   return t;
 }
@@ -781,6 +818,12 @@ function markdown(f, tg, meta) {
     addCpu('6 offload: rclone copy ×2 + check ×2', f.offload.rclone);
     addCpu('6 offload, card unthrottled: agent until locally safe', f.offload.agent_fast);
     addCpu('6 offload, card unthrottled: cp -r + sync', f.offload.cp_fast);
+    if (f.offload.std_fast?.wall_s) addCpu('6 offload, card unthrottled: standard tools', f.offload.std_fast);
+    if (f.offload.agent_warm?.wall_s)
+      addCpu('6 offload, card in the page cache: agent', f.offload.agent_warm);
+    if (f.offload.std_warm?.wall_s)
+      addCpu('6 offload, card in the page cache: standard tools', f.offload.std_warm);
+    if (f.offload.agent_200?.wall_s) addCpu('6 offload, 200 MB/s reader: agent', f.offload.agent_200);
     addCpu('6 offload, no destination: agent', f.offload.plain_agent);
     addCpu('6 offload, no destination: rclone', f.offload.plain_rclone);
   }
@@ -855,6 +898,37 @@ function offloadRows(o, f, met) {
       met('6e'),
     ],
   ];
+  const cpuGiB = (k) => `${fmt(o.cpu_s_per_gib?.[k])} CPU s/GiB`;
+  if (o.agent_200?.wall_s)
+    rows.push([
+      '6g',
+      `Offload from a ${o.fast_reader.bps / 1e6} MB/s reader (fast microSD): time to locally safe, s`,
+      rate(o.agent_200),
+      `cp -r + sync (1 destination) ${rate(o.cp_200)}`,
+      fmt(o.agent_200_over_cp_200),
+      '≤ 1.30',
+      met('6g'),
+    ]);
+  if (o.std_fast?.wall_s)
+    rows.push([
+      '6h',
+      'Offload, card unthrottled (cold): time to locally safe, s',
+      `${rate(o.agent_fast)}; ${cpuGiB('agent_fast')}`,
+      `md5sum + cp -r ×2 + sync + O_DIRECT read-back into md5sum ×2: ${rate(o.std_fast)}; ${cpuGiB('std_fast')}`,
+      fmt(o.agent_fast_over_std_fast),
+      '≤ 1.30',
+      met('6h'),
+    ]);
+  if (o.std_warm?.wall_s)
+    rows.push([
+      '6i',
+      'Offload, card in the page cache: time to locally safe, s',
+      `${rate(o.agent_warm)}; ${cpuGiB('agent_warm')}`,
+      `the same standard tools: ${rate(o.std_warm)}; ${cpuGiB('std_warm')}`,
+      fmt(o.agent_warm_over_std_warm),
+      '≤ 1.30',
+      met('6i'),
+    ]);
   if (o.agent_fast?.wall_s)
     rows.push([
       '6f',

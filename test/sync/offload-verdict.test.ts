@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { ApiClient } from '../../main/core/api/client.js';
 import { parseConfig } from '../../main/core/config.js';
 import { cardOffload } from '../../main/core/offload/card.js';
@@ -57,6 +57,20 @@ it('not while a file is still on its way; safe once all are done and checked', a
   await engine.run({ mode: 'until-idle' });
   await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
   expect(verdict()).toMatchObject({ safe: true, reasons: [] });
+  // Checked a moment ago: the next look reads none of the card's rows (issue 33: before, all 10
+  // were read and parsed, then left by a filter), and the verdict is unchanged.
+  const list = vi.spyOn(queue, 'list');
+  const bucketStat = vi.spyOn(engine.bucket, 'stat');
+  expect(await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 60_000 })).toBe(
+    0,
+  );
+  expect(list.mock.results.map((r) => (r.value as unknown[]).length)).toEqual([0]);
+  expect(bucketStat).not.toHaveBeenCalled();
+  list.mockRestore();
+  bucketStat.mockRestore();
+  expect(verdict()).toMatchObject({ safe: true, reasons: [] });
+  // Due again (0 = every time): every file is read and looked at.
+  expect(await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 })).toBe(10);
   engine.close();
   queue.close();
 });

@@ -8,7 +8,8 @@
  * two server calls per file on cards of thousands of photos. A fetch can
  * still be given (tests wrap one to count or to lose answers).
  */
-import { Agent, request, type Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
+import { undici } from '../undici.js';
 import type { AnswerHeaders } from './envelope.js';
 
 export interface ExchangeRequest {
@@ -37,13 +38,13 @@ let sharedAgent: Agent | undefined;
  * only, as tested: undici 8 would otherwise take HTTP/2 when a server offers it.
  */
 function defaultDispatcher(): Dispatcher {
-  sharedAgent ??= new Agent({ keepAliveTimeout: 10_000, connections: 32, allowH2: false });
+  sharedAgent ??= new (undici().Agent)({ keepAliveTimeout: 10_000, connections: 32, allowH2: false });
   return sharedAgent;
 }
 
 export function undiciExchange(dispatcher?: Dispatcher): Exchange {
   return async (req) => {
-    const res = await request(req.url, {
+    const res = await undici().request(req.url, {
       method: req.method,
       headers: req.headers,
       ...(req.body === undefined ? {} : { body: req.body }),

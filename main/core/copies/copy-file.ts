@@ -11,7 +11,7 @@ import path from 'node:path';
 import { DmsError } from '../errors.js';
 import {
   copyFileTo,
-  readBackMd5,
+  readBackDigest,
   SourceChangedSignal,
   type CopyTarget as WorkerTarget,
 } from '../hash/hash-worker.js';
@@ -47,6 +47,8 @@ export type PlacedOutcome = CopyOutcome & { path: string };
 export interface CopyResult {
   /** MD5 of the card file as read. */
   md5: string;
+  /** XXH3-64 of the card file as read (each copy's read-back was compared with it). */
+  xxh3: string;
   /** One per target: verified, its bytes other than the card's, or its destination stopped. */
   outcomes: PlacedOutcome[];
   /** Destinations that failed for a reason that stops the whole card there (full, unplugged, read-only). */
@@ -60,11 +62,11 @@ type Fail = (i: number, err: unknown, stops: boolean) => void;
 
 /**
  * Each copy written, read back from the disk and compared with the card's
- * MD5: verified (its size and time as it now is on the disk), or failed.
+ * bytes as they were read (XXH3 of both; the record keeps the card's MD5): verified (its size and time as it now is on the disk), or failed.
  */
 export async function readBack(
   job: Pick<CopyJob, 'targets' | 'size'>,
-  md5: string,
+  digest: { md5: string; xxh3: string },
   written: ReadonlyArray<{ i: number; final: string }>,
   outcomes: Array<PlacedOutcome | null>,
   fail: Fail,
@@ -74,12 +76,12 @@ export async function readBack(
     try {
       const back = useHashWorkers(job.size)
         ? await readBackInWorker(final, BUFFER).catch((err: unknown) => {
-            if (err instanceof WorkersUnavailable) return readBackMd5(final, BUFFER);
+            if (err instanceof WorkersUnavailable) return readBackDigest(final, BUFFER);
             throw err;
           })
-        : readBackMd5(final, BUFFER);
+        : readBackDigest(final, BUFFER);
       const st = fs.statSync(final);
-      if (back.md5 !== md5 || st.size !== job.size) {
+      if (back.xxh3 !== digest.xxh3 || st.size !== job.size) {
         fail(i, null, false);
         continue;
       }
@@ -87,7 +89,12 @@ export async function readBack(
         destinationId: dest.destination.id,
         type: 'verified',
         path: final,
-        copy: { md5, copySize: st.size, copyMtimeMs: Math.trunc(st.mtimeMs), readBack: back.readBack },
+        copy: {
+          md5: digest.md5,
+          copySize: st.size,
+          copyMtimeMs: Math.trunc(st.mtimeMs),
+          readBack: back.readBack,
+        },
       };
     } catch (err) {
       // Gone with its drive (or unreadable): the destination stopped, never "other bytes".
@@ -135,11 +142,12 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   });
   const expected = { size: job.size, mtimeMs: job.mtimeMs };
   let md5: string;
+  let xxh3: string;
   let errors: Array<unknown>;
   try {
     if (useHashWorkers(job.size)) {
       try {
-        ({ md5, errors } = await copyInWorker(job.source, targets, expected, {
+        ({ md5, xxh3, errors } = await copyInWorker(job.source, targets, expected, {
           bufferSize: BUFFER,
           ...(job.signal ? { signal: job.signal } : {}),
           ...(job.onBytes ? { onBytes: job.onBytes } : {}),
@@ -147,9 +155,9 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
         }));
       } catch (err) {
         if (!(err instanceof WorkersUnavailable)) throw err;
-        ({ md5, errors } = await copyHere(job, targets));
+        ({ md5, xxh3, errors } = await copyHere(job, targets));
       }
-    } else ({ md5, errors } = await copyHere(job, targets));
+    } else ({ md5, xxh3, errors } = await copyHere(job, targets));
   } catch (err) {
     if (err instanceof SourceChangedSignal)
       throw new DmsError(
@@ -162,15 +170,15 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   const written = targets.flatMap((t, k) =>
     outcomes[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
   );
-  await readBack(job, md5, written, outcomes, fail);
-  return { md5, outcomes: outcomes as PlacedOutcome[], stopped: halt };
+  await readBack(job, { md5, xxh3 }, written, outcomes, fail);
+  return { md5, xxh3, outcomes: outcomes as PlacedOutcome[], stopped: halt };
 }
 
 /** The same copy on this thread (small files, or no worker). */
 async function copyHere(
   job: CopyJob,
   targets: WorkerTarget[],
-): Promise<{ md5: string; errors: Array<unknown> }> {
+): Promise<{ md5: string; xxh3: string; errors: Array<unknown> }> {
   const out = await copyFileTo(job.source, targets, {
     size: job.size,
     mtimeMs: job.mtimeMs,
@@ -179,5 +187,5 @@ async function copyHere(
     ...(job.onBytes ? { onBytes: job.onBytes } : {}),
   });
   if (out === null) throw stopped(job.signal?.reason)();
-  return { md5: out.md5, errors: out.errors };
+  return { md5: out.md5, xxh3: out.xxh3, errors: out.errors };
 }

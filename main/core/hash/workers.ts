@@ -253,7 +253,7 @@ export function copyInWorker(
   targets: CopyTarget[],
   expected: { size: number; mtimeMs: number },
   opts: { bufferSize: number; signal?: AbortSignal; onBytes?: (n: number) => void; abortReason: () => Error },
-): Promise<{ md5: string; errors: Array<Error | null> }> {
+): Promise<{ md5: string; xxh3: string; errors: Array<Error | null> }> {
   return new Promise((resolve, reject) => {
     const flag = new Int32Array(new SharedArrayBuffer(4));
     const onAbort = (): void => {
@@ -276,6 +276,7 @@ export function copyInWorker(
         else
           resolve({
             md5: r.md5 as string,
+            xxh3: r.xxh3 as string,
             errors: (r.copyErrors ?? []).map((e) => (e === null ? null : rebuildError(e))),
           });
         return true;
@@ -288,18 +289,18 @@ export function copyInWorker(
   });
 }
 
-/** readBackMd5 in a worker (the copy pool): the MD5 of a copy read from the disk, and how it was read. */
+/** readBackDigest in a worker (the copy pool): the XXH3 of a copy read from the disk, and how it was read. */
 export function readBackInWorker(
   path: string,
   bufferSize: number,
-): Promise<{ md5: string; readBack: ReadBack }> {
+): Promise<{ xxh3: string; readBack: ReadBack }> {
   return new Promise((resolve, reject) => {
     copyPool ??= new Pool(COPY_WORKERS);
     copyPool.run({
       message: { op: 'readback', id: nextId++, path, bufferSize },
       onMessage: (r) => {
         if (r.error) reject(rebuildError(r.error));
-        else resolve({ md5: r.md5 as string, readBack: r.readBack as ReadBack });
+        else resolve({ xxh3: r.xxh3 as string, readBack: r.readBack as ReadBack });
         return true;
       },
       fail: reject,

@@ -27,7 +27,9 @@ export async function verifySource(
   opts: { olderThanMs: number; signal?: AbortSignal },
 ): Promise<number> {
   const before = Date.now() - opts.olderThanMs;
-  const rows = o.queue.list({ sourceId, states: ['done'], limit: 1_000_000 }).filter(
+  // Only the rows due are read: a card re-inserted soon after its upload reads none (the whole
+  // card read and parsed here was a third of a 10,000-file card's "nothing to do").
+  const rows = o.queue.list({ sourceId, states: ['done'], checkDueBefore: before, limit: 1_000_000 }).filter(
     (r): r is DoneRow & { fingerprint: string } =>
       r.state === 'done' &&
       r.fingerprint !== undefined &&

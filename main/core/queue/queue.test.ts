@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DmsError, QueueDamagedError } from '../errors.js';
 import { SCHEMA_VERSION } from './db.js';
-import type { FileInfo } from './file-info.js';
+import { FileInfoSchema, type FileInfo } from './file-info.js';
 import { backoffDelay, Queue, type QueueRow, type TargetRef } from './queue.js';
 import { IllegalTransition } from './transitions.js';
 
@@ -320,6 +320,59 @@ describe('Queue', () => {
     ).run(row!.id);
     expect(() => q.get(row!.id)).toThrow(QueueDamagedError);
     db.close();
+    q.close();
+  });
+
+  it('lists rows by id whatever their state, the first ones when limited, newest first when asked', () => {
+    const q = open();
+    const rows = q.observe(['a', 'b', 'c', 'd', 'e'].map((n) => f(`${n}.JPG`))).pending;
+    // States out of id order (the index that finds a card's rows is by state).
+    hashed(q, rows[1]!, '1'.repeat(32), info('b.JPG'));
+    hashed(q, rows[3]!, '3'.repeat(32), info('d.JPG'));
+    const ids = rows.map((r) => r.id);
+    const listed = (o: Parameters<Queue['list']>[0]) => q.list({ sourceId: 'card-1', ...o }).map((r) => r.id);
+    expect(listed({})).toEqual(ids);
+    expect(listed({ limit: 1_000_000 })).toEqual(ids);
+    expect(listed({ limit: 2 })).toEqual(ids.slice(0, 2));
+    expect(listed({ newestFirst: true })).toEqual([...ids].reverse());
+    expect(listed({ newestFirst: true, limit: 3 })).toEqual([...ids].reverse().slice(0, 3));
+    expect(listed({ states: ['discovered'] })).toEqual([ids[0], ids[2], ids[4]]);
+    q.close();
+  });
+
+  it("checks a file's info once however often its card is read (the verdict reads it several times)", () => {
+    const q = open();
+    const run = `run-${process.pid}-${Date.now()}`; // texts of their own: none checked by another test
+    const rows = q.observe(Array.from({ length: 50 }, (_, i) => f(`DJI_${i}.JPG`))).pending;
+    for (const [i, row] of rows.entries())
+      hashed(q, row, i.toString(16).padStart(32, '0'), info(`DJI_${i}.JPG`, { fileGroupId: run }));
+    const check = vi.spyOn(FileInfoSchema, 'safeParse');
+    try {
+      const first = q.list({ sourceId: 'card-1' });
+      const second = q.list({ sourceId: 'card-1' });
+      expect(second).toEqual(first);
+      expect(second.map((r) => ('info' in r ? r.info?.fileGroupId : undefined))).toEqual(rows.map(() => run));
+      // Before: 100 (each read checked every row's info again).
+      expect(check).toHaveBeenCalledTimes(50);
+      // Shared by every read, so never changed by one of them.
+      const r = second[0]!;
+      expect(() => {
+        if ('info' in r && r.info) r.info.metadata.created_time = 'changed';
+      }).toThrow(TypeError);
+    } finally {
+      check.mockRestore();
+    }
+    // Damage is still damage on every read (a failed check is never kept).
+    const db = new Database(file);
+    db.prepare(`UPDATE files SET info_json = '{"name":1}' WHERE id = ?`).run(rows[0]!.id);
+    db.close();
+    expect(() => q.get(rows[0]!.id)).toThrow(QueueDamagedError);
+    expect(() => q.get(rows[0]!.id)).toThrow(QueueDamagedError);
+    // A damaged bucket check is read (and reported) by a list of the rows due for a check.
+    const db2 = new Database(file);
+    db2.prepare(`UPDATE files SET verified_json = '{not json' WHERE id = ?`).run(rows[1]!.id);
+    db2.close();
+    expect(() => q.list({ sourceId: 'card-1', checkDueBefore: 0 })).toThrow(QueueDamagedError);
     q.close();
   });
 

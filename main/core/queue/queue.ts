@@ -600,7 +600,14 @@ export class Queue {
 
   /** Rows of the bound target, oldest first (or newest first). */
   list(
-    opts: { states?: readonly FileState[]; sourceId?: string; limit?: number; newestFirst?: boolean } = {},
+    opts: {
+      states?: readonly FileState[];
+      sourceId?: string;
+      limit?: number;
+      newestFirst?: boolean;
+      /** Only rows whose bucket check is due: never checked, vouched for by the server alone, or checked at or before this time (a damaged record is read, and reported). */
+      checkDueBefore?: number;
+    } = {},
   ): QueueRow[] {
     const clauses = ['target_id = ?'];
     const params: unknown[] = [this.targetId];
@@ -612,12 +619,33 @@ export class Queue {
       clauses.push('source_id = ?');
       params.push(opts.sourceId);
     }
-    return this.db
-      .prepare<unknown[], RawRow>(
-        `SELECT * FROM files WHERE ${clauses.join(' AND ')} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`,
-      )
-      .all(...params, opts.limit ?? 1000)
-      .map((r) => this.parse(r));
+    if (opts.checkDueBefore !== undefined) {
+      clauses.push(
+        "(verified_json IS NULL OR NOT json_valid(verified_json) OR json_extract(verified_json, '$.by') = 'server' OR json_extract(verified_json, '$.at') <= ?)",
+      );
+      params.push(opts.checkDueBefore);
+    }
+    const where = clauses.join(' AND ');
+    const limit = opts.limit ?? 1000;
+    // SQLite sorts whole rows in a temporary b-tree for ORDER BY (the index is by state):
+    // 0.4-1.1 s for a 10,000-file card on a loaded 2-core machine, three times the read
+    // itself. When every row matching is wanted (counted on the index), they are sorted here.
+    const all =
+      this.db
+        .prepare<unknown[], { n: number }>(`SELECT count(*) AS n FROM files WHERE ${where}`)
+        .get(...params)!.n <= limit;
+    const raw = all
+      ? this.db.prepare<unknown[], RawRow>(`SELECT * FROM files WHERE ${where}`).all(...params)
+      : this.db
+          .prepare<unknown[], RawRow>(
+            `SELECT * FROM files WHERE ${where} ORDER BY id ${opts.newestFirst ? 'DESC' : ''} LIMIT ?`,
+          )
+          .all(...params, limit);
+    if (all) {
+      raw.sort(opts.newestFirst ? (a, b) => b.id - a.id : (a, b) => a.id - b.id);
+      if (raw.length > limit) raw.length = limit; // rows another process added since the count
+    }
+    return raw.map((r) => this.parse(r));
   }
 
   /** The key of an object of this target holding the same content (our own upload of a twin), if any. */

@@ -88,7 +88,7 @@ const BLKIO = '/sys/fs/cgroup/blkio';
 export function throttleReads(device, bps) {
   if (!fs.existsSync(path.join(BLKIO, 'blkio.throttle.read_bps_device')))
     return { throttle: null, reason: `no cgroup v1 blkio hierarchy at ${BLKIO}` };
-  const group = path.join(BLKIO, `dms-bench-card-${process.pid}`);
+  const group = path.join(BLKIO, `dms-bench-card-${process.pid}-${bps}`);
   try {
     fs.mkdirSync(group);
     fs.writeFileSync(path.join(group, 'blkio.throttle.read_bps_device'), `${device.number} ${bps}`);

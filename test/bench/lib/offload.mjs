@@ -9,8 +9,13 @@
 // the card to one destination then `sync`, and `rclone copy --checksum` to
 // both destinations then `rclone check` of each. The same card with no
 // destination: the agent's whole `sync` against `rclone copy` to the bucket.
-// For context, the agent and cp again with the card as fast as the disk (not
-// throttled): there the figure is bound by the CPU. See test/bench/README.md.
+// Issue 33, the card at the speed of any reader: the agent and cp again with
+// the card read at 200 MB/s (a fast microSD reader); then the card as fast as
+// the disk (cold), and in the page cache, against the same work done by
+// standard tools in one script (md5sum of the card, cp -r to each
+// destination, sync, each copy read back with O_DIRECT into md5sum), with
+// the CPU seconds per GiB of each. See test/bench/README.md.
+import { Buffer } from 'node:buffer';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,6 +37,28 @@ export const UPLINK_KIBPS = 5120;
 
 /** The card's read speed (bytes/s): "64 GB at 92 MB/s, a real UHS-I reader" (issue 20). */
 export const CARD_READ_BPS = 92_000_000;
+
+/** A fast microSD reader's speed (bytes/s): SanDisk's QuickFlow-class readers, 160-200 MB/s (issue 33). */
+export const FAST_READER_BPS = 200_000_000;
+
+/**
+ * The agent's work done by standard tools in one script: the card's MD5
+ * (md5sum), cp -r to each destination, sync, then each copy read back from
+ * the disk (dd iflag=direct) into md5sum and compared with the card's.
+ */
+const STD_TOOLS = `set -e
+card="$1"; shift
+cd "$card"; find . -type f | sort > /tmp/dms-std-files.$$
+xargs -d '\\n' md5sum < /tmp/dms-std-files.$$ > /tmp/dms-std-card.$$
+for d in "$@"; do cp -r "$card" "$d/card"; done
+sync
+for d in "$@"; do
+  cd "$d/card"
+  while IFS= read -r f; do
+    printf '%s  %s\\n' "$(dd if="$f" iflag=direct bs=4M status=none | md5sum | cut -d' ' -f1)" "$f"
+  done < /tmp/dms-std-files.$$ | cmp -s - /tmp/dms-std-card.$$
+done
+rm -f /tmp/dms-std-files.$$ /tmp/dms-std-card.$$`;
 
 const rotate = (list, n) => list.map((_, i) => list[(i + n) % list.length]);
 
@@ -99,16 +126,18 @@ export async function offloadScenario(h) {
     : { throttle: null, reason: 'no card device' };
   if (!throttle)
     h.log(`offload: the card's reads are NOT throttled (${why}): every run reads it at disk speed`);
+  const fast = throttle ? throttleReads(device, FAST_READER_BPS).throttle : null;
   try {
-    return await rounds(h, mount, device, throttle);
+    return await rounds(h, mount, device, throttle, fast);
   } finally {
+    fast?.close();
     throttle?.close();
     device?.close();
     fs.rmSync(mount, { recursive: true, force: true });
   }
 }
 
-async function rounds(h, mount, device, throttle) {
+async function rounds(h, mount, device, throttle, fast) {
   const card = makeCard(mount, h.spec);
   execFileSync('sync');
   const n = card.files.length;
@@ -125,13 +154,20 @@ async function rounds(h, mount, device, throttle) {
     rclone: [],
     agent_fast: [],
     cp_fast: [],
+    agent_200: [],
+    cp_200: [],
+    std_fast: [],
+    agent_warm: [],
+    std_warm: [],
     plain_agent: [],
     plain_rclone: [],
   };
   // Throttled: the card read as through a card reader. Fast: as fast as the disk (context rows).
   const inReader = throttle ? throttle.wrap : (cmd, args) => [cmd, args];
   const direct = (cmd, args) => [cmd, args];
-  const readerCheck = throttle ? checkThrottle(h, card, inReader) : null;
+  const readerCheck = throttle ? checkThrottle(h, card, inReader, CARD_READ_BPS) : null;
+  const inFastReader = fast ? fast.wrap : null;
+  const fastCheck = fast ? checkThrottle(h, card, inFastReader, FAST_READER_BPS) : null;
 
   /** Destinations emptied, the bucket wiped, the page cache dropped, the tool's own code read again. */
   const cold = (warm) => {
@@ -160,6 +196,14 @@ async function rounds(h, mount, device, throttle) {
     h.describe(label, res, card.bytes, n);
     runs[key].push(res);
   };
+  const stdBlock = (key, label) => async () => {
+    const r = await withCard(() =>
+      chain([['bash', ['-c', STD_TOOLS, 'std-tools', root, ...dests]]], { svcPid: h.svc.pid }, direct),
+    );
+    const res = { ...r, ok: r.code === 0, error: r.code === 0 ? undefined : r.stderrTail.slice(-500) };
+    h.describe(label, res, card.bytes, n);
+    runs[key].push(res);
+  };
   const cpBlock = (wrap, key, label) => async () => {
     const r = await withCard(() =>
       chain(
@@ -180,6 +224,15 @@ async function rounds(h, mount, device, throttle) {
     cp: cpBlock(inReader, 'cp', 'cp -r + sync'),
     agent_fast: agentBlock(direct, 'agent_fast', 'agent (safe), card unthrottled'),
     cp_fast: cpBlock(direct, 'cp_fast', 'cp -r + sync, card unthrottled'),
+    std_fast: stdBlock('std_fast', 'md5sum + cp -r ×2 + sync + read-back ×2, card unthrottled'),
+    agent_warm: agentBlock(direct, 'agent_warm', 'agent (safe), card in the page cache'),
+    std_warm: stdBlock('std_warm', 'md5sum + cp -r ×2 + sync + read-back ×2, card in the page cache'),
+    ...(inFastReader
+      ? {
+          agent_200: agentBlock(inFastReader, 'agent_200', 'agent (safe), 200 MB/s reader'),
+          cp_200: cpBlock(inFastReader, 'cp_200', 'cp -r + sync, 200 MB/s reader'),
+        }
+      : {}),
     rclone: async () => {
       if (!h.peers.rclone) return;
       const rc = h.peers.rclone.path;
@@ -212,6 +265,9 @@ async function rounds(h, mount, device, throttle) {
     agent_fast: h.nodeWarm,
     cp: ['cp', '--version'],
     cp_fast: ['cp', '--version'],
+    cp_200: ['cp', '--version'],
+    agent_200: h.nodeWarm,
+    std_fast: ['md5sum', '--version'],
     rclone: h.peers.rclone ? [h.peers.rclone.path, 'version'] : ['true'],
   };
   let cache = 'cold';
@@ -221,11 +277,23 @@ async function rounds(h, mount, device, throttle) {
       if (!cold(warmOf[k])) cache = 'warm';
       await blocks[k]();
     }
-    if (throttle)
-      for (const k of round % 2 ? ['agent_fast', 'cp_fast'] : ['cp_fast', 'agent_fast']) {
+    if (inFastReader)
+      for (const k of round % 2 ? ['agent_200', 'cp_200'] : ['cp_200', 'agent_200']) {
         if (!cold(warmOf[k])) cache = 'warm';
         await blocks[k]();
       }
+    if (throttle)
+      for (const k of rotate(['agent_fast', 'cp_fast', 'std_fast'], round - 1)) {
+        if (!cold(warmOf[k])) cache = 'warm';
+        await blocks[k]();
+      }
+    // The card in the page cache (a staging SSD read again, or a card just read): CPU-bound work.
+    for (const k of round % 2 ? ['agent_warm', 'std_warm'] : ['std_warm', 'agent_warm']) {
+      for (const d of dests) emptyDir(d);
+      h.wipeBucket(t0);
+      warmCard(card);
+      await blocks[k]();
+    }
     // The same card, no destination: the whole sync to the workspace, against rclone to the bucket.
     for (const k of round % 2 ? ['plain_agent', 'plain_rclone'] : ['plain_rclone', 'plain_agent']) {
       if (k === 'plain_rclone' && !h.peers.rclone) continue;
@@ -251,6 +319,7 @@ async function rounds(h, mount, device, throttle) {
     cache,
     uplinkKiBps: UPLINK_KIBPS,
     throttle: throttle ? { bps: throttle.bps, check: readerCheck } : null,
+    fastReader: fast ? { bps: fast.bps, check: fastCheck } : null,
     runs,
     proof,
   };
@@ -260,7 +329,7 @@ async function rounds(h, mount, device, throttle) {
  * The throttle checked before the rounds: the card's biggest file read cold
  * in the card reader's cgroup with dd, buffered then O_DIRECT: MB/s of each.
  */
-function checkThrottle(h, card, inReader) {
+function checkThrottle(h, card, inReader, bps) {
   const big = card.files.reduce((a, b) => (b.size > a.size ? b : a));
   const rate = (flags) => {
     h.dropCaches();
@@ -277,10 +346,23 @@ function checkThrottle(h, card, inReader) {
     direct_mb_s: rate(['iflag=direct']),
   };
   h.log(
-    `offload: card reads throttled to ${CARD_READ_BPS / 1e6} MB/s; dd of ${out.file} (${sizeText(big.size)}) cold in the reader: ` +
+    `offload: card reads throttled to ${bps / 1e6} MB/s; dd of ${out.file} (${sizeText(big.size)}) cold in the reader: ` +
       `${out.buffered_mb_s.toFixed(1)} MB/s buffered, ${out.direct_mb_s.toFixed(1)} MB/s O_DIRECT`,
   );
   return out;
+}
+
+/** Every card file read once through the page cache (and left there). */
+function warmCard(card) {
+  for (const f of card.files) {
+    const fd = fs.openSync(f.path, 'r');
+    const buf = Buffer.allocUnsafe(4 * 1024 * 1024);
+    try {
+      while (fs.readSync(fd, buf, 0, buf.length, null) > 0);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
 }
 
 function loadText() {
