@@ -13,6 +13,7 @@ import type { CardOffload } from './offload/card.js';
 import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
+import type { PartGate } from './sync/part-gate.js';
 import { SyncEngine, type FileEvent, type RunState, type RunStateChange } from './sync/engine.js';
 import type { ProgressSnapshot } from './sync/progress.js';
 import type { DiscoverWarning } from './media/discover.js';
@@ -62,6 +63,8 @@ export interface AgentOptions {
   manifestsDir?: string;
   /** The run state to start in (a connection without a sign-in: 'auth-required'; a pause carried over). */
   initialState?: RunState;
+  /** Asked before every part (the link's policy: metered, budget); default: every part may go. */
+  gate?: PartGate;
 }
 
 /** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
@@ -110,6 +113,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         logger: this.log,
         ...(opts.backoff ? { backoff: opts.backoff } : {}),
         ...(opts.initialState ? { initialState: opts.initialState } : {}),
+        ...(opts.gate ? { gate: opts.gate } : {}),
       });
     if (!opts.queue.target) throw new Error('The agent needs a queue bound to a target.');
     this.waylines = new WaylineCatalog(opts.api);

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { startLink } from '../../core/link/controller.js';
 import { Agent } from '../../core/agent.js';
 import { parseConfig } from '../../core/config.js';
 import { plainMessage } from '../../core/errors.js';
@@ -32,13 +33,24 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
         'options',
       )
     : ctx.config;
+  // The link (docs/link.md): what the OS says, the crew's pins, budgets and timetable, asked before
+  // every part; `link pin/budget/limit/answer` from another terminal are followed within seconds.
+  const live: { agent?: Agent } = {};
+  const link = await startLink({
+    stateDir: ctx.paths.root,
+    configFile: ctx.paths.config,
+    config,
+    onSettings: (next) => live.agent?.updateConfig({ ...config, link: next.link }),
+  });
   const agent = new Agent({
     queue,
     api: ctx.api,
     config,
     logger: ctx.logger,
     manifestsDir: ctx.paths.manifests,
+    gate: link.gate,
   });
+  live.agent = agent;
   // One event, one JSON line or its lines of text (each made visible-safe, never a literal \n).
   const say = (json: Record<string, unknown>, text: string | readonly string[]) => {
     if (flags.json) printJson(json);
@@ -206,6 +218,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
   clearInterval(keepAlive);
   if (tokenWatch) clearInterval(tokenWatch);
   await agent.stop();
+  await link.stop();
   await ctx.close();
   return 0;
 }
