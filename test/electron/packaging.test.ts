@@ -321,6 +321,30 @@ describe.skipIf(!onLinux)('the packaged app (Linux --dir build with a stand-in E
     }
   });
 
+  it('the packed hash worker reads a copy back, with XXH3 where its binary is there, else MD5', async () => {
+    // electron-builder leaves napi-rs's per-platform packages out (@node-rs/xxhash-linux-x64-gnu):
+    // the packed worker must still verify a copy, with MD5, and say which digest it made.
+    const js = asar
+      .extractFile(path.join(resources, 'app.asar'), 'dist/main/core/hash/hash-worker.js')
+      .toString();
+    const file = path.join(work, 'hash-worker-readback.mjs');
+    fs.writeFileSync(file, js);
+    const worker = new Worker(file, { workerData: 'dms-hash-worker' });
+    try {
+      const reply = new Promise<{ xxh3?: string; error?: unknown }>((resolve, reject) => {
+        worker.on('message', (m: { xxh3?: string; error?: unknown }) => resolve(m));
+        worker.on('error', reject);
+      });
+      worker.postMessage({ op: 'readback', id: 1, path: file, bufferSize: 4096 });
+      const r = await reply;
+      expect(r.error).toBeUndefined();
+      const md5 = `md5:${createHash('md5').update(fs.readFileSync(file)).digest('hex')}`;
+      expect(r.xxh3 === md5 || /^[0-9a-f]{16}$/.test(r.xxh3 ?? '')).toBe(true);
+    } finally {
+      await worker.terminate();
+    }
+  });
+
   it('the packed preload runs in a sandbox and exposes every channel', () => {
     const js = asar
       .extractFile(path.join(resources, 'app.asar'), 'dist/main/electron/preload.cjs')

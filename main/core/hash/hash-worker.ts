@@ -7,12 +7,15 @@
  * no worker. The errors are the file system's own (code, errno, syscall):
  * what they mean is decided by the callers.
  *
- * Node built-ins and packages only, no relative import: the worker thread
- * loads this file by itself, compiled (dist/) or, when the sources run as
- * they are (tests), as TypeScript with the types stripped by Node.
+ * Node built-ins only, no relative import: the worker thread loads this file
+ * by itself, compiled (dist/) or, when the sources run as they are (tests),
+ * as TypeScript with the types stripped by Node. The one package it uses
+ * (XXH3, a copy's read-back) is required when first needed, from where the
+ * file lies (the app's node_modules; unpacked beside the asar).
  */
 import { createHash } from 'node:crypto';
-import xxhash from '@node-rs/xxhash';
+import { createRequire } from 'node:module';
+import type XxHash from '@node-rs/xxhash';
 import {
   closeSync,
   constants,
@@ -347,8 +350,27 @@ export function readBackDigest(path: string, bufferSize: number): { xxh3: string
  * Why XXH3-64: the fastest streaming XXH3 for Node (a native N-API module,
  * which Electron loads as it is), and a random corruption of a copy slips
  * through with a chance of 2^-64: a copy is not an adversary.
+ *
+ * Where its platform binary is not there (an installer that left the
+ * module's per-platform package out: electron-builder does not collect
+ * napi-rs's optional packages), the read-back is checked with MD5 as before,
+ * slower and as sure; the digest then says so ("md5:<hex>"), so a copy is
+ * never compared with a digest of the other kind.
  */
+let xxhash: typeof XxHash | null | undefined;
+
 export function xxh3(): { update(chunk: Uint8Array): void; hex(): string } {
+  if (xxhash === undefined) {
+    try {
+      xxhash = createRequire(import.meta.url)('@node-rs/xxhash') as typeof XxHash;
+    } catch {
+      xxhash = null;
+    }
+  }
+  if (xxhash === null) {
+    const md5 = createHash('md5');
+    return { update: (chunk) => void md5.update(chunk), hex: () => `md5:${md5.digest('hex')}` };
+  }
   const h = xxhash.xxh3.Xxh3.withSeed(0n);
   return {
     update: (chunk) => void h.update(chunk),
