@@ -287,7 +287,7 @@ describe('the restart nobody waits for', () => {
 });
 
 describe('one row per content in flight', () => {
-  it('the card and a copy of it in another folder: bytes and callback once per content, the copy by fast-upload', async () => {
+  it('the card and a copy of it in another folder: bytes and callback once per content', async () => {
     const card = makeCard(path.join(dir, 'card-twin'), 'DJI_202209021517_001_Waypoint1', DJI_FILES);
     const copy = makeCard(path.join(dir, 'copy-twin'), 'DJI_202209021517_001_Waypoint1', DJI_FILES);
     const svc = await startService({ dataDir: path.join(dir, 'server-twin'), logger: false });
@@ -316,7 +316,9 @@ describe('one row per content in flight', () => {
         fast_uploaded: number;
         bytes_sent: number;
       };
-      expect(summary).toMatchObject({ uploaded: DJI_FILES.length, fast_uploaded: DJI_FILES.length });
+      // A plain folder is known by its content (issue 29): the copy is the same card, its files the
+      // same rows, recognised; before that, a copy in another folder went up by fast-upload.
+      expect(summary).toMatchObject({ uploaded: DJI_FILES.length, failed: 0, pending: 0 });
       expect(summary.bytes_sent).toBe(
         DJI_FILES.reduce((n, f) => n + fs.statSync(path.join(FIXTURES, f)).size, 0),
       );
