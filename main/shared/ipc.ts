@@ -313,6 +313,14 @@ export const Channels = {
   'waylines:list': { request: WaylineQuerySchema, response: null as unknown as WaylinePageView },
   'settings:get': { request: Empty, response: null as unknown as SettingsAnswer },
   'settings:save': { request: SettingsSchema, response: null as unknown as SettingsAnswer },
+  /**
+   * The crew forgets a local destination (issue 29): out of the settings, and it no longer counts
+   * for any card (its copy records are forgotten, as `copies forget DIR` does); its files stay.
+   */
+  'copies:forget': {
+    request: z.object({ path: z.string().trim().min(1).max(4096) }).strict(),
+    response: null as unknown as SettingsAnswer,
+  },
   'auth:login': {
     request: z
       .object({

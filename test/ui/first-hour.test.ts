@@ -9,6 +9,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AppController } from '../../main/electron/controller.js';
@@ -560,5 +561,101 @@ describe('the waylines page', () => {
     expect(said).not.toMatch(/upload/i);
     expect(said).toMatch(/Nothing answers at this address|cannot be reached/);
     await shot(page, 'waylines-error.png');
+  });
+});
+
+describe('forgetting a local destination (issue 29)', () => {
+  it('Settings says first what forgetting drops, asks, then the queue, config.json and the card verdict drop it; its files stay', async () => {
+    const ssd = path.join(root, 'forget', 'SSD');
+    const t7 = path.join(root, 'forget', 'T7');
+    fs.mkdirSync(ssd, { recursive: true });
+    fs.mkdirSync(t7, { recursive: true });
+    const { c, page, w, stateDir, mnt } = await app('forget', {
+      useLocalService: true,
+      destinations: [
+        { path: ssd, label: 'SSD', role: 'archive' },
+        { path: t7, label: 'T7_BACKUP', role: 'archive' },
+      ],
+    });
+    insertCard(path.join(mnt, 'DJI_CARD'));
+    await until('locally safe', () => c.state().cards[0]?.local?.safe === true, 20_000);
+    await expect
+      .poll(() => text(page, '[data-testid=local-amount]'))
+      .toBe('4 of 4 files verified on SSD and T7_BACKUP');
+    const onT7 = () =>
+      fs.readdirSync(t7, { recursive: true }).filter((f) => String(f).endsWith('.JPG')).length;
+    expect(onT7()).toBeGreaterThan(0);
+    const copiesOnT7 = onT7();
+
+    await tab(page, 'Settings').click();
+    await page.getByRole('button', { name: 'Forget T7_BACKUP…' }).click();
+    // Said first, in the crew's words: what it drops, what stays; nothing is forgotten yet.
+    expect(await text(page, '[data-testid=forget-words]')).toBe(
+      `T7_BACKUP no longer counts for any card: no card waits for a copy there, and no verdict names it. Its files stay on the drive (${t7}); nothing there is deleted.`,
+    );
+    expect(w.calls.filter((x) => x.channel === 'copies:forget')).toEqual([]);
+    await noHorizontalScroll(page);
+    await shot(page, 'settings-forget-destination-ask.png');
+    // "Keep it" keeps it.
+    await page.getByRole('button', { name: 'Keep it' }).click();
+    expect(await page.getByTestId('forget-words').count()).toBe(0);
+    expect(w.calls.filter((x) => x.channel === 'copies:forget')).toEqual([]);
+
+    await page.getByRole('button', { name: 'Forget T7_BACKUP…' }).click();
+    await page.getByRole('button', { name: 'Forget T7_BACKUP', exact: true }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=forget-done]'))
+      .toBe('T7_BACKUP forgotten: it no longer counts for any card. Its files stay on the drive.');
+    // One typed call, with the folder.
+    expect(w.calls.filter((x) => x.channel === 'copies:forget')).toEqual([
+      { channel: 'copies:forget', request: { path: t7 } },
+    ]);
+    expect(await page.locator(`[data-destination="${t7}"]`).count()).toBe(0);
+    expect(await page.locator(`[data-destination="${ssd}"]`).count()).toBe(1);
+    await shot(page, 'settings-forget-destination-done.png');
+
+    // Real state: config.json, the queue file's destinations, the files on the drive.
+    const config = JSON.parse(fs.readFileSync(path.join(stateDir, 'config.json'), 'utf8'));
+    expect(config.destinations).toEqual([{ path: ssd, label: 'SSD', role: 'archive' }]);
+    const db = new Database(path.join(stateDir, 'queue.db'), { readonly: true, fileMustExist: true });
+    try {
+      const rows = db.prepare('SELECT path, forgotten_at FROM destinations ORDER BY id').all() as Array<{
+        path: string;
+        forgotten_at: number | null;
+      }>;
+      expect(rows.map((r) => [r.path, r.forgotten_at !== null])).toEqual([
+        [ssd, false],
+        [t7, true],
+      ]);
+      expect(
+        db
+          .prepare(
+            "SELECT count(*) AS n FROM copies c JOIN destinations d ON d.id = c.destination_id WHERE d.path = ? AND c.state <> 'forgotten'",
+          )
+          .get(t7),
+      ).toEqual({ n: 0 });
+      expect(
+        db
+          .prepare(
+            'SELECT count(*) AS n FROM card_destinations cd JOIN destinations d ON d.id = cd.destination_id WHERE d.path = ?',
+          )
+          .get(t7),
+      ).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+    expect(onT7()).toBe(copiesOnT7);
+
+    // The card's verdict no longer names it.
+    await tab(page, 'Overview').click();
+    await expect
+      .poll(() => text(page, '[data-testid=local-amount]'), { timeout: 20_000 })
+      .toBe('4 of 4 files verified on SSD');
+    expect(await page.locator('main').innerText()).not.toContain('T7_BACKUP');
+    await shot(page, 'cards-after-forgetting-destination.png');
+
+    // Forgetting it again (another window, the CLI did it): plain words, nothing changes.
+    const again = await c.forgetDestination(t7).catch((e: Error) => e.message);
+    expect(again).toBe(`${t7} is not a copy destination: there is nothing to forget.`);
   });
 });
