@@ -80,6 +80,8 @@ export interface CardView {
   workspace: WorkspaceVerdictView | null;
   /** Local destinations that stopped for this card (full, unplugged, too small), until its next scan. */
   stopped: Array<{ destination: string; message: string }>;
+  /** Destination folders made for this card (not there yet, or gone from a plugged-in drive): said once. */
+  created: Array<{ destination: string; message: string }>;
 }
 
 /** Where uploads go, as the first-run steps and the sign-in panel say it. Never a secret. */

@@ -182,6 +182,7 @@ export function installTestBridge(options: BridgeOptions): void {
         local: null,
         workspace: null,
         stopped: [],
+        created: [],
       },
     ],
   };
