@@ -529,10 +529,13 @@ describe('local destinations in Settings (issue 20)', () => {
       .toBe('The folder /proc/sys cannot be written to: choose a folder on a drive you can write to.');
     await page.getByRole('button', { name: 'Remove /proc/sys' }).click();
 
-    // Removing one is saved as well; the file keeps what the window does not show.
-    await page.getByRole('button', { name: 'Remove SSD' }).click();
-    await page.getByRole('button', { name: 'Save settings' }).click();
-    await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
+    // A saved one is forgotten (issue 29: asked first, saved at once); the file keeps what the window does not show.
+    expect(await page.getByRole('button', { name: 'Remove SSD' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Forget SSD…' }).click();
+    await page.getByRole('button', { name: 'Forget SSD', exact: true }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=forget-done]'))
+      .toBe('SSD forgotten: it no longer counts for any card. Its files stay on the drive.');
     expect(config().destinations).toEqual([{ path: t7, label: 'T7_BACKUP', role: 'staging', keepDays: 7 }]);
     expect(config().mountRoots).toHaveLength(1);
   });
