@@ -49,13 +49,29 @@ function offload(o: { done: number; files: number; local: boolean | null; safe?:
 describe('a card’s two verdicts, kept from the agent’s events', () => {
   it('nothing before the first verdict; a destination that stopped is said until the card’s next scan', () => {
     const l = new CardLedger();
-    expect(l.view('card:1')).toEqual({ headline: null, local: null, workspace: null, stopped: [] });
+    expect(l.view('card:1')).toEqual({
+      headline: null,
+      local: null,
+      workspace: null,
+      stopped: [],
+      created: [],
+    });
     l.stopped('card:1', 'T7_BACKUP', 'T7_BACKUP is not there any more (unplugged?).');
     expect(l.view('card:1').stopped).toEqual([
       { destination: 'T7_BACKUP', message: 'T7_BACKUP is not there any more (unplugged?).' },
     ]);
     l.scanned('card:1');
     expect(l.view('card:1').stopped).toEqual([]);
+  });
+
+  it('a destination folder made for a card is said once, and a new scan does not clear it (it is news, not a stop)', () => {
+    const l = new CardLedger();
+    const said = 'NEW_SSD: the folder /media/NEW_SSD/DroneCopies did not exist yet; it was created.';
+    l.created('card:1', 'NEW_SSD', said);
+    l.created('card:1', 'NEW_SSD', said);
+    l.scanned('card:1');
+    expect(l.view('card:1').created).toEqual([{ destination: 'NEW_SSD', message: said }]);
+    expect(l.view('card:2').created).toEqual([]);
   });
 
   it('locally safe: the headline says so and how far the upload is, moved on by every file that gets there', () => {

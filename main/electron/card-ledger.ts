@@ -20,9 +20,9 @@ interface Entry {
   bytesThere: number;
 }
 
-export type CardVerdicts = Pick<CardView, 'headline' | 'local' | 'workspace' | 'stopped'>;
+export type CardVerdicts = Pick<CardView, 'headline' | 'local' | 'workspace' | 'stopped' | 'created'>;
 
-const NONE: CardVerdicts = { headline: null, local: null, workspace: null, stopped: [] };
+const NONE: CardVerdicts = { headline: null, local: null, workspace: null, stopped: [], created: [] };
 
 function localView(o: CardOffload): LocalVerdictView | null {
   const l = o.local;
@@ -51,6 +51,8 @@ export class CardLedger {
   private readonly cards = new Map<string, Entry>();
   /** Destinations stopped per card (label -> reason), until the card's next scan. */
   private readonly stops = new Map<string, Map<string, string>>();
+  /** Destination folders made per card (label -> what was said). */
+  private readonly made = new Map<string, Map<string, string>>();
 
   /** A card's copies came to rest: its local verdict; the upload goes on from the copies. */
   local(sourceId: string, o: CardOffload): void {
@@ -89,6 +91,13 @@ export class CardLedger {
     this.stops.set(sourceId, m);
   }
 
+  /** A destination's folder was made for a card (not there yet, or gone): said once, a scan does not clear it. */
+  created(sourceId: string, destination: string, message: string): void {
+    const m = this.made.get(sourceId) ?? new Map<string, string>();
+    m.set(destination, message);
+    this.made.set(sourceId, m);
+  }
+
   /** A new scan of the card tries every destination again (the engine forgets its stops then). */
   scanned(sourceId: string): void {
     this.stops.delete(sourceId);
@@ -104,8 +113,12 @@ export class CardLedger {
       destination,
       message,
     }));
+    const created = [...(this.made.get(sourceId) ?? [])].map(([destination, message]) => ({
+      destination,
+      message,
+    }));
     const e = this.cards.get(sourceId);
-    if (!e) return { ...NONE, stopped };
+    if (!e) return { ...NONE, stopped, created };
     // The sizes as the progress beside them says them (1 KB = 1024 bytes), so the two never disagree.
     const amount = `${formatBytes(e.bytesThere)} of ${formatBytes(e.bytesTotal)}`;
     const workspace: WorkspaceVerdictView = e.final
@@ -119,7 +132,7 @@ export class CardLedger {
           amount,
           final: false,
         };
-    return { headline: headline(e, workspace), local: e.local, workspace, stopped };
+    return { headline: headline(e, workspace), local: e.local, workspace, stopped, created };
   }
 }
 

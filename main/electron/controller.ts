@@ -340,6 +340,36 @@ export class AppController extends EventEmitter<ControllerEvents> {
     });
   }
 
+  /**
+   * The crew forgets a local destination: taken out of the settings (the
+   * agent is rebuilt without it), then forgotten in the queue through the
+   * copies' one door, as `copies forget DIR` does: it counts for no card any
+   * more, its copy records are forgotten, its files are not touched. The
+   * cards in are judged again without it.
+   */
+  forgetDestination(dir: string): Promise<SettingsAnswer> {
+    return this.serial(async () => {
+      const where = path.resolve(dir);
+      const current = this.readConfig() ?? this.config;
+      const kept = current.destinations.filter((d) => path.resolve(d.path) !== where);
+      const known = this.session?.queue.copies.destinationAt(where);
+      if (kept.length === current.destinations.length && (!known || known.forgotten))
+        throw new UserError(
+          'invalid-input',
+          `${where} is not a copy destination: there is nothing to forget.`,
+        );
+      if (kept.length !== current.destinations.length)
+        await this.applyConfig({ ...current, destinations: kept });
+      if (known && !known.forgotten) {
+        const n = this.session?.queue.copies.forgetDestination(known.id) ?? 0;
+        this.log.info({ destination: known.path, records: n }, 'destination forgotten');
+      }
+      for (const card of this.rt?.monitor?.cards() ?? []) void this.rt?.agent.reconsider(card.id);
+      this.changed();
+      return this.settings();
+    });
+  }
+
   async login(serverUrl: string, username: string, password: string): Promise<{ workspaceId: string }> {
     return this.useSignIn(await signIn(serverUrl, username, password, this.config.caFile));
   }

@@ -30,6 +30,7 @@ function fakeController() {
     waylines: vi.fn(() => Promise.resolve({ list: [], page: 1, pageSize: 10, total: 0 })),
     settings: vi.fn(() => ({}) as never),
     saveSettings: vi.fn(() => Promise.resolve({} as never)),
+    forgetDestination: vi.fn(() => Promise.resolve({ destinations: [] } as never)),
     login: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     setToken: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     signOut: vi.fn(() => Promise.resolve({ signedIn: false as const })),
@@ -99,7 +100,26 @@ describe('IPC handlers', () => {
     expect(c.login).toHaveBeenCalledWith('https://m.example.com', 'crew', 'pw');
   });
 
+  it('copies:forget reaches the controller once, with the folder (trimmed), and answers the settings', async () => {
+    expect(await invoke('copies:forget', { path: ' /media/crew/T7/DroneCopies ' })).toEqual({
+      ok: true,
+      value: { destinations: [] },
+    });
+    expect(c.forgetDestination).toHaveBeenCalledExactlyOnceWith('/media/crew/T7/DroneCopies');
+    // What the controller refuses (not a destination) crosses as plain words.
+    c.forgetDestination.mockRejectedValueOnce(
+      new UserError('invalid-input', '/x is not a copy destination: there is nothing to forget.'),
+    );
+    expect(await invoke('copies:forget', { path: '/x' })).toEqual({
+      ok: false,
+      error: { kind: 'invalid-input', message: '/x is not a copy destination: there is nothing to forget.' },
+    });
+  });
+
   it.each([
+    ['copies:forget', { path: '' }],
+    ['copies:forget', { path: '/media/T7', all: true }],
+    ['copies:forget', {}],
     ['queue:list', { filter: 'everything', limit: 5 }],
     ['queue:list', { filter: 'all', limit: 5000 }],
     ['queue:list', { filter: 'all', limit: 5, sql: 'DROP TABLE files' }],

@@ -46,6 +46,7 @@ export type ControllerApi = Pick<
   | 'waylines'
   | 'settings'
   | 'saveSettings'
+  | 'forgetDestination'
   | 'login'
   | 'setToken'
   | 'signOut'
@@ -77,6 +78,7 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'waylines:list': (r) => c.waylines(r),
     'settings:get': () => c.settings(),
     'settings:save': (r) => c.saveSettings(r),
+    'copies:forget': (r) => c.forgetDestination(r.path),
     'auth:login': (r) => c.login(r.serverUrl, r.username, r.password),
     'auth:set-token': (r) => c.setToken(r.serverUrl, r.workspaceId, r.token),
     'auth:sign-out': () => c.signOut(),

@@ -165,6 +165,12 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
     });
     if (live()) sink.changed();
   });
+  // A destination folder made for a card (not created yet, or gone from its drive): said once in the window.
+  agent.on('destination', ({ source, destination, look, message }) => {
+    if (!source || (look !== 'not-created' && look !== 'missing')) return;
+    sink.cards.created(source.sourceId, destination, message);
+    if (live()) sink.changed();
+  });
   agent.on('cleaned', (c) =>
     log.info(
       { destination: c.destination.label, folder: c.folder, files: c.files },

@@ -100,6 +100,7 @@ describe('trayView', () => {
       local,
       workspace,
       stopped: [],
+      created: [],
     };
     expect(trayView({ ...syncing, cards: [card] }).activityLine).toBe(
       'M3E_CARD is locally safe; uploading 176 files (1.2 GB left, ~4 min)',
@@ -136,6 +137,7 @@ describe('trayView', () => {
       local: null,
       workspace: null,
       stopped: [],
+      created: [],
     });
     const safe = trayView(
       state({ cards: [card(true, 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format')] }),

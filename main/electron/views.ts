@@ -194,7 +194,7 @@ export interface AppStateInput {
   verdicts?: (sourceId: string) => CardVerdicts;
 }
 
-const NO_VERDICTS: CardVerdicts = { headline: null, local: null, workspace: null, stopped: [] };
+const NO_VERDICTS: CardVerdicts = { headline: null, local: null, workspace: null, stopped: [], created: [] };
 
 /**
  * The window's state. The engine's run state is shown as it is (a

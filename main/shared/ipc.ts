@@ -80,6 +80,8 @@ export interface CardView {
   workspace: WorkspaceVerdictView | null;
   /** Local destinations that stopped for this card (full, unplugged, too small), until its next scan. */
   stopped: Array<{ destination: string; message: string }>;
+  /** Destination folders made for this card (not there yet, or gone from a plugged-in drive): said once. */
+  created: Array<{ destination: string; message: string }>;
 }
 
 /** Where uploads go, as the first-run steps and the sign-in panel say it. Never a secret. */
@@ -313,6 +315,14 @@ export const Channels = {
   'waylines:list': { request: WaylineQuerySchema, response: null as unknown as WaylinePageView },
   'settings:get': { request: Empty, response: null as unknown as SettingsAnswer },
   'settings:save': { request: SettingsSchema, response: null as unknown as SettingsAnswer },
+  /**
+   * The crew forgets a local destination (issue 29): out of the settings, and it no longer counts
+   * for any card (its copy records are forgotten, as `copies forget DIR` does); its files stay.
+   */
+  'copies:forget': {
+    request: z.object({ path: z.string().trim().min(1).max(4096) }).strict(),
+    response: null as unknown as SettingsAnswer,
+  },
   'auth:login': {
     request: z
       .object({

@@ -133,9 +133,11 @@ function LocalPart({ card, state }: { card: CardView; state: AppStateView }) {
       <p class="verdict-amount" data-testid="local-amount">
         {visible(text)}
       </p>
-      {/* A destination that stopped is said in its warning above: once, not again here. */}
+      {/* A destination that stopped is said in its warning above: once, not again here (in other words). */}
       <Reasons
-        reasons={l.reasons.filter((r) => !card.stopped.some((x) => x.message === r))}
+        reasons={l.reasons.filter(
+          (r) => !card.stopped.some((x) => x.message === r || r.startsWith(`${x.destination}:`)),
+        )}
         testid="local-reasons"
       />
     </div>

@@ -5,6 +5,8 @@
  * knows the drive by, and a kind: archive (kept) or staging (deleted once
  * every file of it is in the workspace and older than its keep days).
  */
+import { useState } from 'preact/hooks';
+import type { SettingsAnswer } from '../../main/shared/ipc.js';
 import { visible } from '../../main/shared/visible.js';
 import { call } from './bridge.js';
 import { FieldError, aria } from './fields.js';
@@ -12,11 +14,30 @@ import { DEFAULT_KEEP_DAYS, type DestinationForm } from './validate.js';
 
 export function Destinations(props: {
   list: DestinationForm[];
+  /** The folders of the saved settings: only these can be forgotten (a new one is just removed). */
+  saved: readonly string[];
   error: string | undefined;
   onChange: (list: DestinationForm[]) => void;
   onError: (message: string) => void;
+  /** Main forgot a destination (this folder): the settings as they are now. */
+  onForgotten: (answer: SettingsAnswer, path: string) => void;
 }) {
   const { list } = props;
+  /** The destination whose forgetting is being confirmed (its folder). */
+  const [asking, setAsking] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  /** What the last forgetting did, said where it was asked. */
+  const [done, setDone] = useState<string | null>(null);
+
+  const forget = async (d: DestinationForm, name: string): Promise<void> => {
+    setBusy(true);
+    const r = await call('copies:forget', { path: d.path });
+    setBusy(false);
+    setAsking(null);
+    if (!r.ok) return props.onError(r.error.message);
+    setDone(`${name} forgotten: it no longer counts for any card. Its files stay on the drive.`);
+    props.onForgotten(r.value, d.path);
+  };
   const set = (i: number, patch: Partial<DestinationForm>): void =>
     props.onChange(list.map((d, j) => (j === i ? { ...d, ...patch } : d)));
 
@@ -85,20 +106,66 @@ export function Destinations(props: {
                       <span>days</span>
                     </label>
                   ) : null}
-                  <button
-                    type="button"
-                    class="btn btn-small"
-                    aria-label={`Remove ${visible(name)}`}
-                    onClick={() => props.onChange(list.filter((_, j) => j !== i))}
-                  >
-                    Remove
-                  </button>
+                  {props.saved.includes(d.path) ? (
+                    <button
+                      type="button"
+                      class="btn btn-small"
+                      aria-label={`Forget ${visible(name)}…`}
+                      aria-expanded={asking === d.path}
+                      onClick={() => {
+                        setDone(null);
+                        setAsking(asking === d.path ? null : d.path);
+                      }}
+                    >
+                      Forget…
+                    </button>
+                  ) : (
+                    <button
+                      type="button"
+                      class="btn btn-small"
+                      aria-label={`Remove ${visible(name)}`}
+                      onClick={() => props.onChange(list.filter((_, j) => j !== i))}
+                    >
+                      Remove
+                    </button>
+                  )}
                 </div>
+                {asking === d.path ? (
+                  <div
+                    class="note tone-warn forget-confirm"
+                    role="group"
+                    aria-label={`Forget ${visible(name)}`}
+                  >
+                    <p data-testid="forget-words">
+                      {visible(name)} no longer counts for any card: no card waits for a copy there, and no
+                      verdict names it. Its files stay on the drive ({visible(d.path)}); nothing there is
+                      deleted.
+                    </p>
+                    <div class="forget-actions">
+                      <button
+                        type="button"
+                        class="btn btn-primary"
+                        disabled={busy}
+                        onClick={() => void forget(d, visible(name))}
+                      >
+                        Forget {visible(name)}
+                      </button>
+                      <button type="button" class="btn" disabled={busy} onClick={() => setAsking(null)}>
+                        Keep it
+                      </button>
+                    </div>
+                  </div>
+                ) : null}
               </li>
             );
           })}
         </ul>
       )}
+      {done ? (
+        <p class="note tone-ok" role="status" data-testid="forget-done">
+          {done}
+        </p>
+      ) : null}
       <button
         type="button"
         class="btn"

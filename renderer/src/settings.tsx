@@ -35,6 +35,8 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
   const [errors, setErrors] = useState<FieldErrors>({});
   const [saveNote, setSaveNote] = useState<Note>(null);
   const [saving, setSaving] = useState(false);
+  /** The destinations' folders as saved (config.json): those can be forgotten. */
+  const [savedDestinations, setSavedDestinations] = useState<string[]>([]);
   const formRef = useRef<HTMLFormElement>(null);
 
   const load = async (): Promise<void> => {
@@ -42,6 +44,7 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
     if (r.ok) {
       const { signedIn: s, account: a, ...settings } = r.value;
       setForm(toForm(settings));
+      setSavedDestinations(settings.destinations.map((d) => d.path));
       setSignedIn(s);
       setAccount(a);
       setLoadError(null);
@@ -113,6 +116,7 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
     if (r.ok) {
       const { signedIn: s, account: a, ...settings } = r.value;
       setForm(toForm(settings));
+      setSavedDestinations(settings.destinations.map((d) => d.path));
       setSignedIn(s);
       setAccount(a);
       setErrors({});
@@ -293,7 +297,16 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
           list={form.destinations}
           error={e.destinations}
           onChange={(destinations) => update({ destinations })}
+          saved={savedDestinations}
           onError={(destinations) => setErrors({ ...errors, destinations })}
+          onForgotten={(answer, forgotten) => {
+            // Saved at once by main: the form's other edits (a new destination too) stay unsaved.
+            setForm({ ...form, destinations: form.destinations.filter((d) => d.path !== forgotten) });
+            setSavedDestinations(answer.destinations.map((d) => d.path));
+            const cleared = { ...errors };
+            delete cleared.destinations;
+            setErrors(cleared);
+          }}
         />
 
         <fieldset class="group">

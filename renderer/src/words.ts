@@ -154,6 +154,12 @@ export function banners(s: AppStateView): Banner[] {
       action: null,
     });
   }
+  // A destination folder made for a card (it was not there yet): said once, as news, not as a problem.
+  for (const c of s.cards) {
+    for (const d of c.created) {
+      out.push({ tone: 'ok', title: `${d.destination}: folder created`, detail: d.message, action: null });
+    }
+  }
   // A local destination that stopped for a card (full, unplugged): its own reason, until the next scan.
   for (const c of s.cards) {
     for (const d of c.stopped) {

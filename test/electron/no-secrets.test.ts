@@ -100,6 +100,7 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
       startAtLogin: false,
       destinations: [],
     },
+    'copies:forget': { path: folder },
     'auth:login': { serverUrl: svc.baseUrl, username: 'crew', password: PASSWORD },
     'auth:set-token': { serverUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: 'not-a-valid-token' },
     'auth:test-connection': { serverUrl, workspaceId },

@@ -7,8 +7,10 @@
  * sends; each state is kept as a screenshot in test-results/ui/.
  * Electron itself is mocked (its binary cannot run here).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import type { Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AppController } from '../../main/electron/controller.js';
@@ -19,7 +21,7 @@ import { FIXTURES, tempDir } from '../support/harness.js';
 import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
 import { FOLDER, insertCard, MemorySecrets, until } from '../electron/helpers.js';
 import { startUi, type Ui } from './browser.js';
-import { banner, noHorizontalScroll, shot, tab, text } from './page-helpers.js';
+import { banner, noHorizontalScroll, shot, SHOTS, tab, text } from './page-helpers.js';
 import { openRealWindow, type RealWindow } from './real-main.js';
 
 vi.mock('electron', () => import('../electron/electron-mock.js').then((m) => m.electronModule));
@@ -527,10 +529,13 @@ describe('local destinations in Settings (issue 20)', () => {
       .toBe('The folder /proc/sys cannot be written to: choose a folder on a drive you can write to.');
     await page.getByRole('button', { name: 'Remove /proc/sys' }).click();
 
-    // Removing one is saved as well; the file keeps what the window does not show.
-    await page.getByRole('button', { name: 'Remove SSD' }).click();
-    await page.getByRole('button', { name: 'Save settings' }).click();
-    await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
+    // A saved one is forgotten (issue 29: asked first, saved at once); the file keeps what the window does not show.
+    expect(await page.getByRole('button', { name: 'Remove SSD' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Forget SSD…' }).click();
+    await page.getByRole('button', { name: 'Forget SSD', exact: true }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=forget-done]'))
+      .toBe('SSD forgotten: it no longer counts for any card. Its files stay on the drive.');
     expect(config().destinations).toEqual([{ path: t7, label: 'T7_BACKUP', role: 'staging', keepDays: 7 }]);
     expect(config().mountRoots).toHaveLength(1);
   });
@@ -560,5 +565,182 @@ describe('the waylines page', () => {
     expect(said).not.toMatch(/upload/i);
     expect(said).toMatch(/Nothing answers at this address|cannot be reached/);
     await shot(page, 'waylines-error.png');
+  });
+});
+
+describe('forgetting a local destination (issue 29)', () => {
+  it('Settings says first what forgetting drops, asks, then the queue, config.json and the card verdict drop it; its files stay', async () => {
+    const ssd = path.join(root, 'forget', 'SSD');
+    const t7 = path.join(root, 'forget', 'T7');
+    fs.mkdirSync(ssd, { recursive: true });
+    fs.mkdirSync(t7, { recursive: true });
+    const { c, page, w, stateDir, mnt } = await app('forget', {
+      useLocalService: true,
+      destinations: [
+        { path: ssd, label: 'SSD', role: 'archive' },
+        { path: t7, label: 'T7_BACKUP', role: 'archive' },
+      ],
+    });
+    insertCard(path.join(mnt, 'DJI_CARD'));
+    await until('locally safe', () => c.state().cards[0]?.local?.safe === true, 20_000);
+    await expect
+      .poll(() => text(page, '[data-testid=local-amount]'))
+      .toBe('4 of 4 files verified on SSD and T7_BACKUP');
+    const onT7 = () =>
+      fs.readdirSync(t7, { recursive: true }).filter((f) => String(f).endsWith('.JPG')).length;
+    expect(onT7()).toBeGreaterThan(0);
+    const copiesOnT7 = onT7();
+
+    await tab(page, 'Settings').click();
+    await page.getByRole('button', { name: 'Forget T7_BACKUP…' }).click();
+    // Said first, in the crew's words: what it drops, what stays; nothing is forgotten yet.
+    expect(await text(page, '[data-testid=forget-words]')).toBe(
+      `T7_BACKUP no longer counts for any card: no card waits for a copy there, and no verdict names it. Its files stay on the drive (${t7}); nothing there is deleted.`,
+    );
+    expect(w.calls.filter((x) => x.channel === 'copies:forget')).toEqual([]);
+    await noHorizontalScroll(page);
+    await shot(page, 'settings-forget-destination-ask.png');
+    // "Keep it" keeps it.
+    await page.getByRole('button', { name: 'Keep it' }).click();
+    expect(await page.getByTestId('forget-words').count()).toBe(0);
+    expect(w.calls.filter((x) => x.channel === 'copies:forget')).toEqual([]);
+
+    await page.getByRole('button', { name: 'Forget T7_BACKUP…' }).click();
+    await page.getByRole('button', { name: 'Forget T7_BACKUP', exact: true }).click();
+    await expect
+      .poll(() => text(page, '[data-testid=forget-done]'))
+      .toBe('T7_BACKUP forgotten: it no longer counts for any card. Its files stay on the drive.');
+    // One typed call, with the folder.
+    expect(w.calls.filter((x) => x.channel === 'copies:forget')).toEqual([
+      { channel: 'copies:forget', request: { path: t7 } },
+    ]);
+    expect(await page.locator(`[data-destination="${t7}"]`).count()).toBe(0);
+    expect(await page.locator(`[data-destination="${ssd}"]`).count()).toBe(1);
+    await shot(page, 'settings-forget-destination-done.png');
+
+    // Real state: config.json, the queue file's destinations, the files on the drive.
+    const config = JSON.parse(fs.readFileSync(path.join(stateDir, 'config.json'), 'utf8'));
+    expect(config.destinations).toEqual([{ path: ssd, label: 'SSD', role: 'archive' }]);
+    const db = new Database(path.join(stateDir, 'queue.db'), { readonly: true, fileMustExist: true });
+    try {
+      const rows = db.prepare('SELECT path, forgotten_at FROM destinations ORDER BY id').all() as Array<{
+        path: string;
+        forgotten_at: number | null;
+      }>;
+      expect(rows.map((r) => [r.path, r.forgotten_at !== null])).toEqual([
+        [ssd, false],
+        [t7, true],
+      ]);
+      expect(
+        db
+          .prepare(
+            "SELECT count(*) AS n FROM copies c JOIN destinations d ON d.id = c.destination_id WHERE d.path = ? AND c.state <> 'forgotten'",
+          )
+          .get(t7),
+      ).toEqual({ n: 0 });
+      expect(
+        db
+          .prepare(
+            'SELECT count(*) AS n FROM card_destinations cd JOIN destinations d ON d.id = cd.destination_id WHERE d.path = ?',
+          )
+          .get(t7),
+      ).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+    expect(onT7()).toBe(copiesOnT7);
+
+    // The card's verdict no longer names it.
+    await tab(page, 'Overview').click();
+    await expect
+      .poll(() => text(page, '[data-testid=local-amount]'), { timeout: 20_000 })
+      .toBe('4 of 4 files verified on SSD');
+    expect(await page.locator('main').innerText()).not.toContain('T7_BACKUP');
+    await shot(page, 'cards-after-forgetting-destination.png');
+
+    // Forgetting it again (another window, the CLI did it): plain words, nothing changes.
+    const again = await c.forgetDestination(t7).catch((e: Error) => e.message);
+    expect(again).toBe(`${t7} is not a copy destination: there is nothing to forget.`);
+  });
+});
+
+describe('each local destination state, as the crew reads it (issue 29)', () => {
+  it('ready, not created yet (created, said once), not plugged in, too small (a 16 MB tmpfs), read-only (a read-only bind mount)', async () => {
+    const base = path.join(root, 'states');
+    const ssd = path.join(base, 'SSD');
+    const fresh = path.join(base, 'NEW_SSD', 'DroneCopies'); // its drive is there, the folder not yet
+    const unplugged = path.join(base, 'T7-unplugged', 'DroneCopies');
+    const small = path.join(base, 'SMALL_USB');
+    const roSource = path.join(base, 'RO-source');
+    const ro = path.join(base, 'RO_DRIVE');
+    for (const d of [ssd, path.dirname(fresh), small, roSource, ro]) fs.mkdirSync(d, { recursive: true });
+    // Real disks in those states (we are root here): a 16 MB tmpfs, a read-only bind mount.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', small]);
+    cleanups.push(() => execFileSync('umount', [small]));
+    execFileSync('mount', ['--bind', roSource, ro]);
+    cleanups.push(() => execFileSync('umount', [ro]));
+    execFileSync('mount', ['-o', 'remount,bind,ro', ro]);
+    expect(() => fs.writeFileSync(path.join(ro, 'probe'), 'x')).toThrow(/EROFS/);
+
+    const { c, page, mnt } = await app('states', {
+      useLocalService: true,
+      destinations: [
+        { path: ssd, label: 'SSD', role: 'archive' },
+        { path: fresh, label: 'NEW_SSD', role: 'archive' },
+        { path: unplugged, label: 'T7_BACKUP', role: 'archive' },
+        { path: small, label: 'SMALL_USB', role: 'archive' },
+        { path: ro, label: 'RO_DRIVE', role: 'archive' },
+      ],
+    });
+    insertCard(path.join(mnt, 'DJI_CARD'));
+    const says = (title: string) => banner(page).filter({ hasText: title });
+    const words = async (title: string) => (await says(title).innerText()).replace(/\s+/g, ' ').trim();
+    await expect.poll(() => says('RO_DRIVE').count(), { timeout: 25_000 }).toBe(1);
+    await expect.poll(() => says('SMALL_USB').count(), { timeout: 25_000 }).toBe(1);
+    await expect.poll(() => says('T7_BACKUP').count(), { timeout: 25_000 }).toBe(1);
+    await expect.poll(() => says('NEW_SSD').count(), { timeout: 25_000 }).toBe(1);
+    await until('a verdict', () => c.state().cards[0]?.headline !== null, 25_000);
+    fs.mkdirSync(SHOTS, { recursive: true });
+
+    // Not created yet: made, and said once (news, not a problem).
+    expect(fs.statSync(fresh).isDirectory()).toBe(true);
+    expect(await words('NEW_SSD')).toBe(
+      `NEW_SSD: folder created NEW_SSD: the folder ${fresh} did not exist yet; it was created.`,
+    );
+    expect(await says('NEW_SSD').getAttribute('class')).toContain('tone-ok');
+    await says('NEW_SSD').screenshot({ path: path.join(SHOTS, 'destination-state-not-created.png') });
+    // Not plugged in.
+    expect(await words('T7_BACKUP')).toContain(
+      `T7_BACKUP: its drive is not plugged in (${unplugged} is not there): its copy of this card stopped. Plug it in, then sync again; the other copies go on.`,
+    );
+    await says('T7_BACKUP').screenshot({ path: path.join(SHOTS, 'destination-state-unplugged.png') });
+    // Too small for the card: said before a byte is written.
+    expect(await words('SMALL_USB')).toMatch(
+      /^DJI_CARD is not copied to SMALL_USB SMALL_USB: \d+ MB free, the card needs \d+ MB\. Nothing was written there; free space \(or choose another destination\), then sync again\. 64 MB more must stay free on the drive, so no file is cut short\.$/,
+    );
+    expect(fs.readdirSync(small)).toEqual([]);
+    await says('SMALL_USB').screenshot({ path: path.join(SHOTS, 'destination-state-too-small.png') });
+    // Read-only.
+    expect(await words('RO_DRIVE')).toBe(
+      'DJI_CARD is not copied to RO_DRIVE RO_DRIVE cannot be written (read-only, or no permission): its copy of this card stopped. The other copies go on.',
+    );
+    await says('RO_DRIVE').screenshot({ path: path.join(SHOTS, 'destination-state-read-only.png') });
+    // Ready: the SSD holds every file, each drive's own count beside it.
+    await expect
+      .poll(() => text(page, '[data-testid=local-amount]'), { timeout: 20_000 })
+      .toMatch(/SSD 4, NEW_SSD 4, T7_BACKUP 0, SMALL_USB 0, RO_DRIVE 0$/);
+    await page
+      .getByTestId('local-verdict')
+      .screenshot({ path: path.join(SHOTS, 'destination-state-ready.png') });
+    await noHorizontalScroll(page);
+    await shot(page, 'destination-states.png');
+    // Each said once on the screen.
+    const body = await page.locator('body').innerText();
+    for (const said of [
+      'did not exist yet; it was created',
+      'its drive is not plugged in',
+      'cannot be written',
+    ])
+      expect(body.split(said).length - 1, said).toBe(1);
   });
 });

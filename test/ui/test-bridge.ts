@@ -182,6 +182,7 @@ export function installTestBridge(options: BridgeOptions): void {
         local: null,
         workspace: null,
         stopped: [],
+        created: [],
       },
     ],
   };
@@ -716,6 +717,14 @@ export function installTestBridge(options: BridgeOptions): void {
         serverLabel: settings.useLocalService ? 'the built-in local service' : settings.serverUrl,
       };
       setTimeout(pushState, 0);
+      return ok({ ...settings, signedIn: state.signedIn, account: state.account });
+    },
+    'copies:forget': (req) => {
+      const o = strict(req, ['path']);
+      const where = str(o.path, 1, 4096, 'path');
+      if (!settings.destinations.some((d) => d.path === where))
+        return err('invalid-input', `${where} is not a copy destination: there is nothing to forget.`);
+      settings = { ...settings, destinations: settings.destinations.filter((d) => d.path !== where) };
       return ok({ ...settings, signedIn: state.signedIn, account: state.account });
     },
     'auth:login': (req) => {

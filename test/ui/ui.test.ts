@@ -618,6 +618,7 @@ describe('outside text (issue 22)', () => {
                 final: true,
               },
               stopped: [],
+              created: [],
             },
           ],
         }),

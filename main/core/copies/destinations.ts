@@ -75,7 +75,10 @@ export function spaceProblem(destination: Destination, needed: number): string |
   if (free === null) return null;
   const margin = Math.max(64e6, needed * 0.01);
   if (free >= needed + margin) return null;
-  return `${destination.label}: ${diskSize(free)} free, the card needs ${diskSize(needed)}. Nothing was written there; free space (or choose another destination), then sync again.`;
+  // More free than the card needs, yet refused: the margin is why, said (else "17 MB free, needs 5 MB" reads wrong).
+  const why =
+    free >= needed ? ` ${diskSize(margin)} more must stay free on the drive, so no file is cut short.` : '';
+  return `${destination.label}: ${diskSize(free)} free, the card needs ${diskSize(needed)}. Nothing was written there; free space (or choose another destination), then sync again.${why}`;
 }
 
 /**
@@ -129,6 +132,20 @@ export function lookMessage(destination: Destination, look: Exclude<DestinationL
   }
 }
 
+const readOnly = (label: string): string =>
+  `${label} cannot be written (read-only, or no permission): its copy of this card stopped. The other copies go on.`;
+
+/** False only when the folder is there and refuses writes (a folder that is gone is another story). */
+function writable(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return true;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    return code !== 'EROFS' && code !== 'EACCES' && code !== 'EPERM';
+  }
+}
+
 /** What a failed write to a destination means for the crew: full, unplugged, gone, or not writable. */
 export function destinationProblem(
   destination: Destination,
@@ -143,10 +160,11 @@ export function destinationProblem(
   if (code === 'ENOENT' || code === 'ENOTDIR') {
     const look = lookAt(destination, volume);
     if (look === 'unplugged' || look === 'missing') return lookMessage(destination, look);
+    // Node's recursive mkdir answers ENOENT, not EROFS, on a read-only drive: asked plainly here.
+    if (!writable(destination.path)) return readOnly(label);
     return `${label}: a folder of this card's copy went away while it was written (moved or deleted?): its copy of this card stopped. Sync again to make it anew; the other copies go on.`;
   }
-  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM')
-    return `${label} cannot be written (read-only, or no permission): its copy of this card stopped. The other copies go on.`;
+  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM') return readOnly(label);
   const message = err instanceof Error ? err.message : String(err);
   return `${label}: the copy of this card stopped (${message}). The other copies go on.`;
 }
