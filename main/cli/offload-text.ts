@@ -5,8 +5,10 @@ import { visible } from '../shared/visible.js';
 
 /** One flight in a line or two: photos vs exposures, missing indexes, fixes, flags. */
 export function flightLines(f: FlightCompleteness): string[] {
-  const name = path.posix.basename(f.folder);
+  const name = f.name ?? path.posix.basename(f.folder);
   const parts = [`${f.photos} photo${f.photos === 1 ? '' : 's'}`];
+  const span = flightSpan(f);
+  if (span) parts.unshift(span);
   if (f.videos > 0) parts.push(`${f.videos} video${f.videos === 1 ? '' : 's'}`);
   if (f.exposuresInMrk !== null)
     parts.push(`${f.exposuresFound} of ${f.exposuresInMrk} exposures in the MRK`);
@@ -18,6 +20,23 @@ export function flightLines(f: FlightCompleteness): string[] {
     `  ${mark.padEnd(10)} ${name}: ${parts.join(', ')}`,
     ...f.flags.map((x) => `             - ${x.message}`),
   ];
+}
+
+/** "10:15:12–10:41:03 UTC, 38–81 m, 12.4 ha, MRK DJI_…_Timestamp.MRK" (what is known of it). */
+export function flightSpan(f: FlightCompleteness): string {
+  const s = f.summary;
+  if (!s) return '';
+  const t = (iso: string | null) => iso?.slice(11, 19) ?? '';
+  return [
+    s.start && s.end ? `${t(s.start)}–${t(s.end)} UTC` : '',
+    s.heightMin !== null && s.heightMax !== null
+      ? `${Math.round(s.heightMin)}–${Math.round(s.heightMax)} m`
+      : '',
+    s.areaHectares !== null ? `${s.areaHectares} ha` : '',
+    s.mrk.length ? `MRK ${s.mrk.map((m) => path.posix.basename(m)).join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /** A verdict's sentence under a headline that already names the card: without the card's name again. */
@@ -35,6 +54,7 @@ export const reportFile = (manifestDir: string): string => path.join(manifestDir
  */
 export function offloadText(o: CardOffload, manifestDir?: string): string {
   const lines = [o.message];
+  if (o.verdict.advisory) lines.push(`  ${o.verdict.advisory}`);
   if (o.local) {
     // Two verdicts, each with its reasons: the local copies, then the workspace.
     lines.push(`  Local copies: ${unlabelled(o.local.message, o.card.label)}`);
@@ -88,6 +108,7 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
       readBack: o.local.readBack,
     },
     notes: o.verdict.notes,
+    advisory: o.verdict.advisory ?? null,
     counts: o.verdict.counts,
     flights: o.flights.map(({ exposures: _e, ...f }) => f),
     ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),

@@ -6,7 +6,8 @@
  * Plain data and pure functions only: no Node, no DOM.
  */
 
-export type PointState = 'done' | 'on-its-way' | 'failed' | 'missing' | 'rtk-float' | 'rtk-single';
+export type PointState =
+  'done' | 'on-its-way' | 'failed' | 'missing' | 'flagged' | 'rtk-float' | 'rtk-single';
 
 /** Legend order, words and colours (distinct for the common colour-vision deficiencies, with a shape for missing). */
 export const POINT_STYLES: ReadonlyArray<{ state: PointState; label: string; colour: string }> = [
@@ -14,6 +15,7 @@ export const POINT_STYLES: ReadonlyArray<{ state: PointState; label: string; col
   { state: 'on-its-way', label: 'On its way', colour: '#0969da' },
   { state: 'failed', label: 'Failed', colour: '#cf222e' },
   { state: 'missing', label: 'Missing (in the MRK, no photo)', colour: '#8250df' },
+  { state: 'flagged', label: 'Probably unusable (see why)', colour: '#24292f' },
   { state: 'rtk-float', label: 'RTK float fix', colour: '#d4a72c' },
   { state: 'rtk-single', label: 'RTK single / no fix', colour: '#e16f24' },
 ];

@@ -17,6 +17,8 @@ import { resolveDeviceKeys } from './devices.js';
 import { VIDEO_EXTENSIONS, normaliseExtension } from './discover.js';
 import { isDerived, isPanorama, readPosition, text } from './metadata-rules.js';
 import { readVideoSidecars } from './video.js';
+import { readFrameFacts, type FrameFacts } from './frame.js';
+import { readHead } from './preview.js';
 import type { Block } from './metadata-rules.js';
 
 export interface MediaInfo {
@@ -34,6 +36,8 @@ export interface MediaInfo {
   cameraModel?: string;
   /** Wall-clock digits of DateTimeOriginal (or the file name as a fallback). */
   captureTime?: CaptureTime;
+  /** What the photo says of its own usefulness (preview, gimbal, GNSS time); photos only. */
+  frame?: FrameFacts;
   /** Why servers like DJI's sample server will refuse this file, when they will. */
   unsupportedReason?: string;
   warnings: string[];
@@ -73,10 +77,13 @@ const EXIFR_OPTIONS: ExifrOptions = {
       'GPSLongitudeRef',
       'GPSAltitude',
       'GPSAltitudeRef',
+      'GPSDateStamp',
+      'GPSTimeStamp',
     ],
   },
   xmp: true,
-  ifd1: false,
+  // The thumbnail's place only (frame.ts decodes it from the bytes at hand).
+  ifd1: { pick: ['ThumbnailOffset', 'ThumbnailLength'] },
   interop: false,
   makerNote: false,
   userComment: false,
@@ -182,6 +189,22 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   };
   if (captureTime) info.captureTime = captureTime;
   if (cameraModel) info.cameraModel = cameraModel;
+  if (/\.jpe?g$/i.test(name)) {
+    // The preview is in the head of the file: the bytes in memory, else the head read with the metadata.
+    const bytes = opts.content ?? (await readHead(filePath).catch(() => null));
+    const zoneInFile =
+      parseOffsetMinutes(exif.OffsetTimeOriginal) !== undefined ||
+      (trailingOffsetMinutes(xmp.CreateDate) !== undefined &&
+        !!captureTime &&
+        !!parseExifDateTime(xmp.CreateDate) &&
+        sameWallClock(parseExifDateTime(xmp.CreateDate)!, captureTime));
+    info.frame = readFrameFacts(
+      { dji, gps, ifd1: blocks.ifd1 ?? {} },
+      bytes,
+      zoneInFile,
+      metadata.shoot_position !== undefined,
+    );
+  }
 
   const sn = text(dji.DroneSerialNumber);
   if (sn) info.sn = sn;

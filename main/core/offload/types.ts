@@ -7,6 +7,7 @@ import type { LocalVerdict } from '../copies/local-verdict.js';
 import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';
+import type { FrameFacts } from '../media/frame.js';
 
 export interface LatLng {
   lat: number;
@@ -23,6 +24,10 @@ export interface FlightMediaInput {
   capturedAt?: string | null;
   position?: LatLng | null;
   gimbalYaw?: number | null;
+  /** Height above the take-off point (XMP RelativeAltitude), metres. */
+  relativeAltitude?: number | null;
+  /** What the photo says of its own usefulness (media/frame.ts). */
+  frame?: FrameFacts | null;
 }
 
 export interface FlightRtkFileInput {
@@ -52,6 +57,64 @@ export interface FlightInput {
   wayline?: WaylineRef | null;
   /** The caller knows this aircraft flies RTK (e.g. its photos carry an RTK flag): RTK files are expected. */
   expectRtk?: boolean;
+  /** One of several flights found in one folder (split.ts): which, of how many. */
+  part?: { n: number; of: number } | null;
+  /** The crew's lowest useful height above take-off, metres: photos below it are flagged. */
+  minHeight?: number | null;
+}
+
+/** Time span, height range, area and exposure logs of a flight, for the crew's list. */
+export interface FlightSummary {
+  /** First and last photo (or video), UTC ISO: GNSS time when the photos carry it, else their capture time. */
+  start: string | null;
+  end: string | null;
+  /** Height above take-off of the photos, metres. */
+  heightMin: number | null;
+  heightMax: number | null;
+  /** Area of the convex hull of the photo positions, hectares. */
+  areaHectares: number | null;
+  /** The exposure logs (MRK) whose exposures are this flight's. */
+  mrk: string[];
+}
+
+export type FrameReason =
+  | 'black'
+  | 'blown-out'
+  | 'gimbal'
+  | 'too-low'
+  | 'take-off-landing'
+  | 'zero-gps'
+  | 'no-gps'
+  | 'rtk'
+  | 'blurry'
+  | 'clock';
+
+/** A photo that is probably useless (or, for hints, worth a look), with why. Nothing is deleted. */
+export interface FlaggedFrame {
+  relPath: string;
+  index: number | null;
+  /** Capture time as the file says (created_time). */
+  capturedAt: string | null;
+  position: LatLng | null;
+  reasons: Array<{ code: FrameReason; message: string }>;
+  /** At least one reason makes the photo unusable (not only a hint: sharpness, RTK, clock). */
+  unusable: boolean;
+}
+
+/** One finding about the camera's clock against GNSS time (clock.ts). */
+export interface ClockFinding {
+  /** Camera time minus GNSS time (UTC), seconds, for these photos. */
+  offsetSeconds: number;
+  relPaths: string[];
+  message: string;
+}
+
+export interface ClockCheck {
+  findings: ClockFinding[];
+  /** Said, not guessed: e.g. photos without a time zone. */
+  notes: string[];
+  /** relPath -> the exposure's UTC time by GNSS, for the photos whose clock is flagged. */
+  corrected: Record<string, string>;
 }
 
 /** One exposure (shutter release): the photos of all lenses with one number, and its MRK line. */
@@ -80,7 +143,11 @@ export type FlagCode =
   | 'rtk-single'
   | 'no-position'
   | 'time-gap'
-  | 'several-flights';
+  | 'several-flights'
+  | 'frames-unusable'
+  | 'frames-hint'
+  | 'rtk-stretch'
+  | 'camera-clock';
 
 export interface FlightFlag {
   code: FlagCode;
@@ -98,6 +165,13 @@ export interface TimeGap {
 
 export interface FlightCompleteness {
   folder: string;
+  /** What the crew calls it: the folder's name, with "flight 2 of 3" when one folder held several. */
+  name: string;
+  part: { n: number; of: number } | null;
+  summary: FlightSummary;
+  /** Photos that are probably useless or worth a look (frames.ts). */
+  frames: FlaggedFrame[];
+  clock: ClockCheck;
   /** The mission (wayline) name from the folder name, or null for a manual flight. */
   missionName: string | null;
   photos: number;
@@ -178,7 +252,10 @@ export interface SafeToFormatInput {
   /** The card was read to the end (a scan cut short by a pulled card cannot vouch for the files not seen). */
   scanComplete: boolean;
   files: CardFileFact[];
-  flights: Array<Pick<FlightCompleteness, 'folder' | 'incomplete' | 'flags'>>;
+  flights: Array<
+    Pick<FlightCompleteness, 'folder' | 'incomplete' | 'flags'> &
+      Partial<Pick<FlightCompleteness, 'name' | 'photos' | 'frames' | 'clock'>>
+  >;
   /** Flight folders the crew accepted as they are (flagged, but fine to format). */
   acceptedFlights: readonly string[];
   /** What the last scan found and did not keep. */
@@ -216,6 +293,8 @@ export interface SafeToFormatVerdict {
   counts: SafeToFormatCounts;
   /** The one line for the tray, the window, `status` and the notification. */
   message: string;
+  /** The third line, advisory (advisory.ts): a flight's photos that look unusable. Never blocks. */
+  advisory?: string | null;
 }
 
 // ---------- manifest and report (manifest.ts, report.ts) ----------
