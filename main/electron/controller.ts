@@ -299,8 +299,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
     );
   }
 
-  flight(cardId: string, folder: string): FlightView {
-    return flightView(this.requireQueue(), this.cardRef(cardId), folder, this.config.mapTiles);
+  flight(cardId: string, folder: string, part?: number): FlightView {
+    return flightView(this.requireQueue(), this.cardRef(cardId), folder, this.config.mapTiles, part);
   }
 
   /** The crew accepts a flagged flight as it is: it no longer stops "safe to format". */

@@ -31,6 +31,19 @@ function summary(card: CardRef, f: FlightCompleteness, accepted: readonly string
     accepted: accepted.includes(f.folder),
     flags: f.flags.map((x) => ({ severity: x.severity, message: x.message })),
     wayline: f.wayline,
+    name: f.name,
+    part: f.part?.n ?? null,
+    summary: f.summary,
+    frames: f.frames.map((x) => ({
+      file: path.posix.basename(x.relPath),
+      index: x.index,
+      capturedAt: x.capturedAt,
+      gpsTime: f.clock.corrected[x.relPath] ?? null,
+      reasons: x.reasons.map((r) => r.message),
+      unusable: x.unusable,
+    })),
+    // The clock's findings are among the flags already; its notes (a missing time zone) are not.
+    clock: f.clock.notes,
   };
 }
 
@@ -51,9 +64,11 @@ export function flightView(
   card: CardRef,
   folder: string,
   tiles: Config['mapTiles'],
+  /** Which flight of the folder, when it held several. */
+  part?: number,
 ): FlightView {
   const o = cardOffload(queue, card);
-  const f = o.flights.find((x) => x.folder === folder);
+  const f = o.flights.find((x) => x.folder === folder && (part === undefined || (x.part?.n ?? 1) === part));
   if (!f) throw new UserError('invalid-input', `There is no flight ${folder} on ${card.label}.`);
   const states: FileStates = Object.fromEntries(
     o.files.map((x) => [x.relPath, { state: x.state, error: x.error ?? null }]),

@@ -18,6 +18,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
+import { ApiClient } from '../../main/core/api/client.js';
+import { parseConfig } from '../../main/core/config.js';
+import {
+  cardOffload,
+  type CardOffload,
+  type CardRef,
+  type FlightOptions,
+} from '../../main/core/offload/card.js';
+import { Queue } from '../../main/core/queue/queue.js';
+import { folderSource } from '../../main/core/sources/source.js';
+import { SyncEngine } from '../../main/core/sync/engine.js';
+import type { RunningService } from '../../main/service/index.js';
 import { FIXTURES } from './harness.js';
 
 export const M3T_PHOTO = path.join(FIXTURES, 'M3T', 'M3T_IR.JPG');
@@ -194,4 +206,60 @@ export function grid(n: number, startUtcMs: number, at = M3T_START, interval = 2
     lat: at.lat + Math.floor(i / 5) * 0.0003,
     lng: at.lng + (i % 5) * 0.00028,
   }));
+}
+
+/**
+ * A card written by `build` under `dir/name`, run through the real engine
+ * (scan, hash and metadata, upload to `service`, a real SQLite queue), then
+ * read as the report and the window read it; `read` sees the open queue.
+ */
+export async function offloadCard<T = CardOffload>(
+  o: {
+    dir: string;
+    name: string;
+    service: RunningService;
+    build: (root: string) => void;
+    flights?: FlightOptions;
+  },
+  read?: (queue: Queue, card: CardRef) => T,
+): Promise<T> {
+  const root = path.join(o.dir, o.name);
+  o.build(root);
+  const queue = new Queue(path.join(o.dir, `state-${o.name}`, 'queue.db'));
+  const engine = new SyncEngine({
+    queue,
+    api: new ApiClient({
+      baseUrl: o.service.baseUrl,
+      workspaceId: o.service.workspaceId,
+      token: o.service.token,
+    }),
+    config: parseConfig({ callbackSettleSeconds: 1 }),
+  });
+  try {
+    const source = folderSource(root);
+    await engine.scan(source);
+    await engine.run({ mode: 'until-idle' });
+    const card = { sourceId: source.sourceId, label: o.name };
+    return read ? read(queue, card) : (cardOffload(queue, card, [], o.flights ?? {}) as T);
+  } finally {
+    engine.close();
+    queue.close();
+  }
+}
+
+/** Flight 1: a nadir grid at 80 m, with bad frames when `changed`; flight 2 (40 min later, 2 km away) at 30 m when `changed`. */
+export const T0 = Date.UTC(2024, 4, 6, 8, 15, 12); // 10:15:12 at UTC+02:00
+export const FAR = { lat: M3T_START.lat + 0.018, lng: M3T_START.lng }; // 2.0 km north
+
+export function badCard(changed: boolean): Shot[] {
+  const one = grid(12, T0);
+  const two = grid(6, T0 + 40 * 60_000, FAR).map((s) => ({ ...s, height: changed ? 30 : 80 }));
+  if (changed) {
+    one[2] = { ...one[2]!, blackPreview: true }; // DJI_0003
+    one[4] = { ...one[4]!, pitch: -10 }; // DJI_0005
+    one[6] = { ...one[6]!, clockShiftSeconds: 3603 }; // DJI_0007
+    one[8] = { ...one[8]!, zeroGps: true }; // DJI_0009
+    one[11] = { ...one[11]!, height: 3 }; // DJI_0012
+  }
+  return [...one, ...two];
 }

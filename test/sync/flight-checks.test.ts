@@ -17,17 +17,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient } from '../../main/core/api/client.js';
-import { parseConfig } from '../../main/core/config.js';
 import { readMediaInfo } from '../../main/core/media/metadata.js';
-import { cardOffload, reportInput, type FlightOptions } from '../../main/core/offload/card.js';
+import { reportInput, type FlightOptions } from '../../main/core/offload/card.js';
 import { renderReportHtml, reportJson } from '../../main/core/offload/report.js';
-import { Queue } from '../../main/core/queue/queue.js';
-import { folderSource } from '../../main/core/sources/source.js';
-import { SyncEngine } from '../../main/core/sync/engine.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { FIXTURES, tempDir } from '../support/harness.js';
-import { grid, M3T_START, writeFlightCard, type Shot } from '../support/flight-card.js';
+import { badCard, FAR, grid, offloadCard, T0, writeFlightCard, type Shot } from '../support/flight-card.js';
 import { analyseFlight } from '../../main/core/offload/flight.js';
 import { splitFlights } from '../../main/core/offload/split.js';
 import type { FlightMediaInput } from '../../main/core/offload/types.js';
@@ -43,34 +38,8 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Runs a card through the real engine and returns what the report and the window read. */
-async function offload(
-  name: string,
-  build: (root: string) => void,
-  opts: FlightOptions = {},
-  service: RunningService = svc,
-) {
-  const root = path.join(dir, name);
-  build(root);
-  const queue = new Queue(path.join(dir, `state-${name}`, 'queue.db'));
-  const engine = new SyncEngine({
-    queue,
-    api: new ApiClient({ baseUrl: service.baseUrl, workspaceId: service.workspaceId, token: service.token }),
-    config: parseConfig({ callbackSettleSeconds: 1 }),
-  });
-  try {
-    const source = folderSource(root);
-    await engine.scan(source);
-    await engine.run({ mode: 'until-idle' });
-    return cardOffload(queue, { sourceId: source.sourceId, label: name }, [], opts);
-  } finally {
-    engine.close();
-    queue.close();
-  }
-}
-
-const T0 = Date.UTC(2024, 4, 6, 8, 15, 12); // 10:15:12 at UTC+02:00
-const FAR = { lat: M3T_START.lat + 0.018, lng: M3T_START.lng }; // 2.0 km north
+const offload = (name: string, build: (root: string) => void, flights: FlightOptions = {}, service = svc) =>
+  offloadCard({ dir, name, service, build, flights });
 
 /** Battery 1: 10 photos; battery 2: 40 min later, 2 km away, 10 photos. */
 const twoBatteries = (): Shot[] => [...grid(10, T0), ...grid(10, T0 + 40 * 60_000, FAR)];
@@ -113,20 +82,6 @@ describe('flights as the crew flew them', () => {
     expect(analyseFlight(pieces[0]!).name).toBe('DJI_202405061015_001_Grid');
   });
 });
-
-/** Flight 1: a nadir grid at 80 m with bad frames; flight 2 (40 min later, 2 km away) at 30 m. */
-function badCard(changed: boolean): Shot[] {
-  const one = grid(12, T0);
-  const two = grid(6, T0 + 40 * 60_000, FAR).map((s) => ({ ...s, height: changed ? 30 : 80 }));
-  if (changed) {
-    one[2] = { ...one[2]!, blackPreview: true }; // DJI_0003
-    one[4] = { ...one[4]!, pitch: -10 }; // DJI_0005
-    one[6] = { ...one[6]!, clockShiftSeconds: 3603 }; // DJI_0007
-    one[8] = { ...one[8]!, zeroGps: true }; // DJI_0009
-    one[11] = { ...one[11]!, height: 3 }; // DJI_0012
-  }
-  return [...one, ...two];
-}
 
 describe('frames made bad on purpose', () => {
   it('each is found with its reason; the crew set 50 m, flight 2 flew at 30 m', async () => {
@@ -189,7 +144,7 @@ describe('frames made bad on purpose', () => {
       writeFlightCard(root, 'DCIM/100MEDIA', badCard(true)),
     );
     expect(plain.verdict.advisory).toBe(
-      'Flight 1 of 2: 4 of 12 photos look unusable (lens cap?), first at 10:15:16; camera clock is 1 h 00 min 03 s ahead of GPS time (UTC+02:00) on 1 photo (DJI_0007.JPG) — look before you leave',
+      'Flight 1 of 2: 4 of 12 photos look unusable (several reasons: see the report), first at 10:15:16; camera clock is 1 h 00 min 03 s ahead of GPS time (UTC+02:00) on 1 photo (DJI_0007.JPG) — look before you leave',
     );
     // 3 m in an 80 m flight without a set height: take-off or landing
     expect(
@@ -201,7 +156,7 @@ describe('frames made bad on purpose', () => {
     expect(html).toContain('<td class="path">DJI_0005.JPG</td>');
     expect((html.match(/<g class="point" data-state="flagged">/g) ?? []).length).toBe(3 + 6); // DJI_0009 has no position; DJI_0007 (clock) is a hint, drawn with its words
     expect(html).toContain(
-      '2024-05-06T11:15:27+02:00<br><span class="clock">GPS: 2024-05-06T08:15:24.000Z</span>',
+      '2024-05-06T11:15:27+02:00<br><span class="clock">GPS: 2024-05-06 10:15:24+02:00 (08:15:24 UTC)</span>',
     );
     fs.writeFileSync(path.join(dir, 'bad-report.html'), html);
   });

@@ -172,27 +172,26 @@ export function judgeFrames(
     add(relPath, 'clock', "camera clock off: see the flight's clock note");
 
   const byPath = new Map(photos.map((p) => [p.relPath, p]));
-  return [...reasons.entries()]
-    .map(([relPath, list]) => {
-      const p = byPath.get(relPath);
-      return {
-        relPath,
-        index: exposureNumber(baseName(relPath)) ?? null,
-        capturedAt: p?.capturedAt ?? null,
-        position: p?.position ?? null,
-        reasons: list,
-        unusable: list.some((r) => !HINTS.has(r.code)),
-      };
-    })
-    .sort((a, b) =>
-      (a.capturedAt ?? '') < (b.capturedAt ?? '')
-        ? -1
-        : (a.capturedAt ?? '') > (b.capturedAt ?? '')
-          ? 1
-          : a.relPath < b.relPath
-            ? -1
-            : 1,
-    );
+  return (
+    [...reasons.entries()]
+      .map(([relPath, list]) => {
+        const p = byPath.get(relPath);
+        return {
+          relPath,
+          index: exposureNumber(baseName(relPath)) ?? null,
+          capturedAt: p?.capturedAt ?? null,
+          position: p?.position ?? null,
+          reasons: list,
+          unusable: list.some((r) => !HINTS.has(r.code)),
+        };
+      })
+      // In the order they were shot (exposure number; a camera clock may be off), then by name.
+      .sort(
+        (a, b) =>
+          (a.index ?? Infinity) - (b.index ?? Infinity) ||
+          (a.relPath < b.relPath ? -1 : a.relPath > b.relPath ? 1 : 0),
+      )
+  );
 }
 
 /** The most common unusable reason of a set of frames, as the crew would guess it. */
@@ -200,7 +199,9 @@ export function likelyCause(frames: readonly FlaggedFrame[]): string {
   const tally = new Map<FrameReason, number>();
   for (const f of frames)
     for (const r of f.reasons) if (!HINTS.has(r.code)) tally.set(r.code, (tally.get(r.code) ?? 0) + 1);
-  const top = [...tally.entries()].sort((a, b) => b[1] - a[1])[0]?.[0];
+  const [top, n] = [...tally.entries()].sort((a, b) => b[1] - a[1])[0] ?? [];
+  // A cause is guessed only when it is most of them.
+  if (!top || !n || n * 2 < frames.length) return 'several reasons: see the report';
   const words: Partial<Record<FrameReason, string>> = {
     black: 'lens cap?',
     'blown-out': 'overexposed?',
@@ -210,7 +211,7 @@ export function likelyCause(frames: readonly FlaggedFrame[]): string {
     'zero-gps': 'no GPS',
     'no-gps': 'no GPS',
   };
-  return (top && words[top]) ?? 'see the report';
+  return words[top] ?? 'see the report';
 }
 
 /** The flight's flag lines about its frames (unusable ones, hints, RTK stretches). */

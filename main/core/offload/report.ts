@@ -213,9 +213,25 @@ function flightSection(f: FlightReport, files: readonly ManifestFile[]): string 
     : f.exposuresInMrk === null
       ? '<p class="ok">Nothing to note (no exposure log to check the photos against).</p>'
       : '<p class="ok">Complete: every exposure of the log has its photo, and nothing to note.</p>';
-  return `<section class="flight"><h2>${e(f.name ?? baseName(f.folder))}${f.incomplete ? ' <span class="tag bad">incomplete</span>' : ' <span class="tag good">complete</span>'}</h2>
+  return `<section class="flight"><h2>${e(f.name ?? baseName(f.folder))}${f.incomplete ? ' <span class="tag bad">incomplete</span>' : ' <span class="tag good">complete</span>'}${toLookAt(f)}</h2>
 <div class="flight-body"><table class="summary">${rows.map(([k, v]) => `<tr><th>${e(k)}</th><td>${e(v)}</td></tr>`).join('')}</table>
 <figure>${flightSvg(f)}<figcaption>${legend()}</figcaption></figure></div>${flags}${flightChecks(f)}</section>`;
+}
+
+/** "4 photos to look at" beside the flight's name: complete or not, its frames may be unusable. */
+function toLookAt(f: FlightReport): string {
+  const n = (f.frames ?? []).filter((x) => x.unusable).length;
+  return n ? ` <span class="tag bad">${count(n, 'photo')} to look at</span>` : '';
+}
+
+/** The GPS time of an exposure in the zone the photo states ("2024-05-06 10:15:24+02:00"), and in UTC. */
+function gpsTimeText(utcIso: string, capturedAt: string | null): string {
+  const utc = Date.parse(utcIso);
+  const m = /([+-])(\d{2}):?(\d{2})$/.exec(capturedAt ?? '');
+  const plain = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+  if (!m) return `${plain(utc)} UTC`;
+  const offset = (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) * 60_000;
+  return `${plain(utc + offset)}${m[0]} (${plain(utc).slice(11)} UTC)`;
 }
 
 /** When, how high, how much ground, which exposure log: the flight's own figures (summary.ts). */
@@ -248,15 +264,15 @@ export function flightChecks(f: FlightReport): string {
   const rows = frames
     .map(
       (x) =>
-        `<tr class="${x.unusable ? 'unusable' : 'hint'}"><td class="path">${e(baseName(x.relPath))}</td><td>${x.index ?? ''}</td><td>${e(x.capturedAt ?? '')}</td><td>${e(clock.corrected[x.relPath] ?? '')}</td><td>${x.reasons.map((r) => e(r.message)).join('<br>')}</td></tr>`,
+        `<tr class="${x.unusable ? 'unusable' : 'hint'}"><td class="path">${e(baseName(x.relPath))}</td><td>${x.index ?? ''}</td><td>${e(x.capturedAt ?? '')}</td><td>${clock.corrected[x.relPath] ? e(gpsTimeText(clock.corrected[x.relPath]!, x.capturedAt)) : ''}</td><td>${x.reasons.map((r) => e(r.message)).join('<br>')}</td></tr>`,
     )
     .join('');
   const bad = frames.filter((x) => x.unusable).length;
   return `<div class="checks"><h3>Photos to look at: ${bad} probably unusable${frames.length > bad ? `, ${frames.length - bad} worth a look` : ''}</h3>${
     frames.length
-      ? `<table class="frames"><thead><tr><th>Photo</th><th>Exposure</th><th>Camera time (as the file says, sent)</th><th>GPS time (UTC, corrected)</th><th>Why</th></tr></thead><tbody>${rows}</tbody></table>`
+      ? `<table class="frames"><thead><tr><th>Photo</th><th>Exposure</th><th>Camera time (as the file says, sent)</th><th>GPS time (corrected)</th><th>Why</th></tr></thead><tbody>${rows}</tbody></table>`
       : ''
-  }${[...clock.findings.map((c) => c.message), ...clock.notes].map((m) => `<p class="clock">${e(m)}</p>`).join('')}<p class="meta">Nothing was deleted or held back: the photos stay on the card, in the copies and in the upload.</p></div>`;
+  }${clock.notes.map((m) => `<p class="clock">${e(m)}</p>`).join('')}<p class="meta">Nothing was deleted or held back: the photos stay on the card, in the copies and in the upload.</p></div>`;
 }
 
 function fileRow(f: ManifestFile, corrected: Readonly<Record<string, string>> = {}): string {
@@ -274,7 +290,7 @@ function fileRow(f: ManifestFile, corrected: Readonly<Record<string, string>> = 
           ? 'size + MD5'
           : 'size';
   const device = [deviceOfFile(f), f.aircraft?.serial, f.camera?.serial].filter(Boolean).join(' · ');
-  return `<tr class="state-${e(f.state)}"><td class="path">${e(f.relPath)}</td><td>${e(f.kind)}</td><td class="n">${e(size(f.size))}</td><td class="md5">${e(f.md5)}</td><td>${e(f.capturedAt ?? '')}${gps ? `<br><span class="clock">GPS: ${e(gps)}</span>` : ''}</td><td>${e(pos)}</td><td>${e(device)}</td><td>${e(f.state)}${f.error ? `: ${e(f.error)}` : ''}</td><td>${e(ack)}</td><td>${e(check)}</td><td class="path">${e(f.objectKey ?? '')}</td></tr>`;
+  return `<tr class="state-${e(f.state)}"><td class="path">${e(f.relPath)}</td><td>${e(f.kind)}</td><td class="n">${e(size(f.size))}</td><td class="md5">${e(f.md5)}</td><td>${e(f.capturedAt ?? '')}${gps ? `<br><span class="clock">GPS: ${e(gpsTimeText(gps, f.capturedAt ?? null))}</span>` : ''}</td><td>${e(pos)}</td><td>${e(device)}</td><td>${e(f.state)}${f.error ? `: ${e(f.error)}` : ''}</td><td>${e(ack)}</td><td>${e(check)}</td><td class="path">${e(f.objectKey ?? '')}</td></tr>`;
 }
 
 const CSS = `
