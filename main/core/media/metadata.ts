@@ -190,20 +190,20 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   if (captureTime) info.captureTime = captureTime;
   if (cameraModel) info.cameraModel = cameraModel;
   if (/\.jpe?g$/i.test(name)) {
-    // The preview is in the head of the file: the bytes in memory, else the head read with the metadata.
-    const bytes = opts.content ?? (await readHead(filePath).catch(() => null));
+    // The preview is in the head of the file: the bytes in memory, else the head up to the
+    // thumbnail's end (one read; none when the file has no EXIF thumbnail).
+    const ifd1 = blocks.ifd1 ?? {};
+    const end = Number(ifd1.ThumbnailOffset) + Number(ifd1.ThumbnailLength);
+    const bytes =
+      opts.content ??
+      (Number.isFinite(end) && end > 0 ? await readHead(filePath, end + 4096).catch(() => null) : null);
     const zoneInFile =
       parseOffsetMinutes(exif.OffsetTimeOriginal) !== undefined ||
       (trailingOffsetMinutes(xmp.CreateDate) !== undefined &&
         !!captureTime &&
         !!parseExifDateTime(xmp.CreateDate) &&
         sameWallClock(parseExifDateTime(xmp.CreateDate)!, captureTime));
-    info.frame = readFrameFacts(
-      { dji, gps, ifd1: blocks.ifd1 ?? {} },
-      bytes,
-      zoneInFile,
-      metadata.shoot_position !== undefined,
-    );
+    info.frame = readFrameFacts({ dji, gps, ifd1 }, bytes, zoneInFile, metadata.shoot_position !== undefined);
   }
 
   const sn = text(dji.DroneSerialNumber);

@@ -47,11 +47,14 @@ export function thumbnailBytes(head: Buffer, offset: number, length: number): Bu
   return bytes[0] === 0xff && bytes[1] === 0xd8 ? bytes : null;
 }
 
-/** The first PREVIEW_HEAD_BYTES of a file (one read), for a file not already in memory. */
-export async function readHead(filePath: string): Promise<Buffer> {
+/**
+ * The first `bytes` (at most PREVIEW_HEAD_BYTES) of a file in one read, for a
+ * file not already in memory: the caller asks up to the thumbnail's end.
+ */
+export async function readHead(filePath: string, bytes = PREVIEW_HEAD_BYTES): Promise<Buffer> {
   const fh = await open(filePath, 'r');
   try {
-    const buf = Buffer.allocUnsafe(PREVIEW_HEAD_BYTES);
+    const buf = Buffer.allocUnsafe(Math.min(bytes, PREVIEW_HEAD_BYTES));
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     return buf.subarray(0, bytesRead);
   } finally {
