@@ -2,13 +2,13 @@ import path from 'node:path';
 import type { CardOffload } from '../core/offload/card.js';
 import type { FlightCompleteness } from '../core/offload/types.js';
 import { visible } from '../shared/visible.js';
+import { flightSummaryWords } from '../shared/flight-map.js';
 
 /** One flight in a line or two: photos vs exposures, missing indexes, fixes, flags. */
 export function flightLines(f: FlightCompleteness): string[] {
   const name = f.name ?? path.posix.basename(f.folder);
   const parts = [`${f.photos} photo${f.photos === 1 ? '' : 's'}`];
-  const span = flightSpan(f);
-  if (span) parts.unshift(span);
+  if (f.summary) parts.unshift(...flightSummaryWords(f.summary));
   if (f.videos > 0) parts.push(`${f.videos} video${f.videos === 1 ? '' : 's'}`);
   if (f.exposuresInMrk !== null)
     parts.push(`${f.exposuresFound} of ${f.exposuresInMrk} exposures in the MRK`);
@@ -20,23 +20,6 @@ export function flightLines(f: FlightCompleteness): string[] {
     `  ${mark.padEnd(10)} ${name}: ${parts.join(', ')}`,
     ...f.flags.map((x) => `             - ${x.message}`),
   ];
-}
-
-/** "10:15:12–10:41:03 UTC, 38–81 m, 12.4 ha, MRK DJI_…_Timestamp.MRK" (what is known of it). */
-export function flightSpan(f: FlightCompleteness): string {
-  const s = f.summary;
-  if (!s) return '';
-  const t = (iso: string | null) => iso?.slice(11, 19) ?? '';
-  return [
-    s.start && s.end ? `${t(s.start)}–${t(s.end)} UTC` : '',
-    s.heightMin !== null && s.heightMax !== null
-      ? `${Math.round(s.heightMin)}–${Math.round(s.heightMax)} m`
-      : '',
-    s.areaHectares !== null ? `${s.areaHectares} ha` : '',
-    s.mrk.length ? `MRK ${s.mrk.map((m) => path.posix.basename(m)).join(', ')}` : '',
-  ]
-    .filter(Boolean)
-    .join(', ');
 }
 
 /** A verdict's sentence under a headline that already names the card: without the card's name again. */

@@ -98,3 +98,27 @@ export function scaleBar(
     label: metres >= 1000 ? `${metres / 1000} km` : `${metres} m`,
   };
 }
+
+/** A flight's figures as offload/summary.ts gives them (plain data, shared by the CLI and the window). */
+export interface FlightSummaryFigures {
+  start: string | null;
+  end: string | null;
+  heightMin: number | null;
+  heightMax: number | null;
+  areaHectares: number | null;
+  mrk: string[];
+}
+
+/** ["08:15:12–08:15:34 UTC", "3–80 m above take-off", "0.43 ha", "MRK x_Timestamp.MRK"]: what is known. */
+export function flightSummaryWords(s: FlightSummaryFigures): string[] {
+  const range = (a: string, b: string): string => (a === b ? a : `${a}–${b}`);
+  const name = (p: string): string => p.split('/').pop() ?? p;
+  return [
+    s.start && s.end ? `${range(s.start.slice(11, 19), s.end.slice(11, 19))} UTC` : '',
+    s.heightMin !== null && s.heightMax !== null
+      ? `${range(String(Math.round(s.heightMin)), String(Math.round(s.heightMax)))} m above take-off`
+      : '',
+    s.areaHectares !== null ? `${s.areaHectares} ha` : '',
+    s.mrk.length ? `MRK ${s.mrk.map(name).join(', ')}` : '',
+  ].filter(Boolean);
+}

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { QUEUE_FILTERS } from './domain.js';
-import type { FlightPointView, LatLngView } from './flight-map.js';
+import type { FlightPointView, FlightSummaryFigures, LatLngView } from './flight-map.js';
 import type { FileState, HaltReason, Outcome, RunStateName } from './states.js';
 
 export type { FlightPointView, LatLngView, PointState } from './flight-map.js';
@@ -197,14 +197,7 @@ export interface FlightSummaryView {
   /** Which flight of its folder (1-based), when the folder held several. */
   part?: number | null;
   /** When, how high, how much ground, which MRK (offload/summary.ts). */
-  summary?: {
-    start: string | null;
-    end: string | null;
-    heightMin: number | null;
-    heightMax: number | null;
-    areaHectares: number | null;
-    mrk: string[];
-  };
+  summary?: FlightSummaryFigures;
   /** Photos that look unusable, or are worth a look (offload/frames.ts), with why. Nothing is deleted. */
   frames?: FlaggedFrameView[];
   /** The camera clock's notes, e.g. photos without a time zone (offload/clock.ts); its findings are flags. */

@@ -4,7 +4,7 @@
  */
 import { visible } from '../../main/shared/visible.js';
 import type { FlightPointView, FlightSummaryView, FlightView } from '../../main/shared/ipc.js';
-import { POINT_STYLES, pointStyle } from '../../main/shared/flight-map.js';
+import { POINT_STYLES, flightSummaryWords, pointStyle } from '../../main/shared/flight-map.js';
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './bridge.js';
 import { FlightMap } from './flight-map.js';
@@ -14,21 +14,10 @@ const nameOf = (f: FlightSummaryView): string => f.name ?? f.missionName ?? last
 const same = (a: FlightSummaryView, b: FlightSummaryView): boolean =>
   a.cardId === b.cardId && a.folder === b.folder && (a.part ?? null) === (b.part ?? null);
 
-/** "08:15:12–08:15:36 UTC · 80–80 m above take-off · 0.3 ha · MRK …": what is known of the flight. */
+/** "08:15:12–08:15:34 UTC · 3–80 m above take-off · 0.43 ha · no MRK": what is known of the flight. */
 function summaryLine(f: FlightSummaryView): string {
-  const s = f.summary;
-  if (!s) return '';
-  const t = (iso: string) => iso.slice(11, 19);
-  return [
-    s.start && s.end ? `${t(s.start)}–${t(s.end)} UTC` : '',
-    s.heightMin !== null && s.heightMax !== null
-      ? `${Math.round(s.heightMin)}–${Math.round(s.heightMax)} m above take-off`
-      : '',
-    s.areaHectares !== null ? `${s.areaHectares} ha` : '',
-    s.mrk.length ? `MRK ${s.mrk.map(lastSegment).join(', ')}` : 'no MRK',
-  ]
-    .filter(Boolean)
-    .join(' · ');
+  if (!f.summary) return '';
+  return [...flightSummaryWords(f.summary), ...(f.summary.mrk.length ? [] : ['no MRK'])].join(' · ');
 }
 
 /** The photos to look at before leaving the site, each with why; nothing was deleted. */

@@ -18,6 +18,8 @@ export interface ReportFlags {
   state?: string;
   json?: boolean;
   acceptFlight?: string[];
+  /** The crew's lowest useful height above take-off (m): photos below it are flagged. */
+  minHeight?: number;
 }
 
 const nothingYet = () =>
@@ -68,8 +70,9 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
   try {
     if (!queue.bindLastTarget()) throw nothingYet();
     const out: Array<{ offload: ReturnType<typeof cardOffload>; manifest: Published | null }> = [];
+    const checks = flags.minHeight === undefined ? {} : { minHeight: flags.minHeight };
     for (const card of cardsAsked(queue, dirs)) {
-      let offload = cardOffload(queue, card);
+      let offload = cardOffload(queue, card, [], checks);
       for (const f of flags.acceptFlight ?? []) {
         const flight = offload.flights.find((x) => x.folder === f || path.posix.basename(x.folder) === f);
         if (!flight)
@@ -80,7 +83,7 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
           );
         queue.flights.accept(card.sourceId, flight.folder);
       }
-      if (flags.acceptFlight?.length) offload = cardOffload(queue, card);
+      if (flags.acceptFlight?.length) offload = cardOffload(queue, card, [], checks);
       // Written here too when the verdict changed (an accepted flight); uploaded at the next sync.
       const manifest = opened.readOnly ? null : writeManifest(paths.manifests, offload, TOOL);
       out.push({ offload, manifest });

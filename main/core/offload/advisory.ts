@@ -27,7 +27,7 @@ export function flightAdvisory(flights: readonly AdvisoryFlight[]): string | nul
     .filter((x) => x.bad.length > 0 || x.clock.length > 0);
   if (scored.length === 0) return null;
   const worst = [...scored].sort((a, b) => b.bad.length - a.bad.length || a.n - b.n)[0]!;
-  const head = of > 1 ? `Flight ${worst.n} of ${of}` : 'Flight';
+  const head = of > 1 ? `Flight ${worst.n} of ${of}` : `Flight ${worst.f.name ?? ''}`.trim();
   const parts: string[] = [];
   if (worst.bad.length > 0) {
     const first = worst.bad[0]!;

@@ -131,14 +131,14 @@ export function checkClock(photos: readonly ClockPhoto[]): ClockCheck {
     const unzoned = noZone.filter((p) => timed.some((t) => t.p === p));
     if (unzoned.length > 0 && zones.size === 1) {
       notes.push(
-        `${count(unzoned.length, 'photo')} carry no time zone; by GPS the camera's clock ran at ${zoneName([...zones][0]!)}. Their time is sent as the file says.`,
+        `${count(unzoned.length, 'photo')} ${unzoned.length === 1 ? 'carries' : 'carry'} no time zone; by GPS the camera's clock ran at ${zoneName([...zones][0]!)}. Their time is sent as the file says.`,
       );
     }
   }
   const unknown = noZone.filter((p) => !timed.some((t) => t.p === p));
   if (unknown.length > 0) {
     notes.push(
-      `${count(unknown.length, 'photo')} carry no time zone and no GNSS time: their zone is not known (sent with this computer's zone).`,
+      `${count(unknown.length, 'photo')} ${unknown.length === 1 ? 'carries' : 'carry'} no time zone and no GNSS time: their zone is not known (sent with this computer's zone).`,
     );
   }
   return { findings, notes, corrected };

@@ -182,7 +182,7 @@ function duration(seconds: number): string {
  * further apart in time or place than one flight goes (a folder a person
  * filled by hand, several cards copied into one).
  */
-function severalFlights(media: FlightMediaInput[]): string | null {
+export function severalFlights(media: FlightMediaInput[]): string | null {
   const times = media.map((m) => epochSeconds(m.capturedAt)).filter((t): t is number => t !== null);
   const places = media.map((m) => m.position).filter((p): p is LatLng => !!p);
   const first = Math.min(...times);
@@ -242,6 +242,13 @@ export function analyseFlight(input: FlightInput): FlightCompleteness {
   const flag = (code: FlightFlag['code'], severity: FlightFlag['severity'], message: string): void => {
     flags.push({ code, severity, message });
   };
+  if (!mixed && input.folderSpread) {
+    flag(
+      'several-flights',
+      'warning',
+      `The files of this folder were taken ${input.folderSpread}: this folder holds more than one flight, shown one by one (${input.part?.of ?? 1} flights). Check that each flight's files are all here.`,
+    );
+  }
   if (mixed) {
     flag(
       'several-flights',

@@ -16,7 +16,7 @@
  * Pure: plain data in, plain data out.
  */
 import { baseName } from './plain.js';
-import { exposureNumber, isMissionFolder, kmBetween } from './flight.js';
+import { exposureNumber, isMissionFolder, kmBetween, severalFlights } from './flight.js';
 import { gpsTimeSeconds } from '../media/mrk.js';
 import { mrkUtcSeconds } from './clock.js';
 import type { FlightInput, FlightMediaInput, LatLng } from './types.js';
@@ -81,5 +81,7 @@ export function splitFlights(input: FlightInput): FlightInput[] {
     }
   }
   // RTK files (observations...) cannot be told apart by time here: each piece keeps them.
+  const spread = severalFlights(input.media);
+  if (spread) pieces[0]!.folderSpread = spread;
   return pieces.filter((p) => p.media.length > 0);
 }

@@ -59,6 +59,8 @@ export interface FlightInput {
   expectRtk?: boolean;
   /** One of several flights found in one folder (split.ts): which, of how many. */
   part?: { n: number; of: number } | null;
+  /** The whole folder's files were taken further apart than one flight goes (split.ts says it on its first flight). */
+  folderSpread?: string | null;
   /** The crew's lowest useful height above take-off, metres: photos below it are flagged. */
   minHeight?: number | null;
 }
