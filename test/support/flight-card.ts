@@ -31,6 +31,7 @@ import { folderSource } from '../../main/core/sources/source.js';
 import { SyncEngine } from '../../main/core/sync/engine.js';
 import type { RunningService } from '../../main/service/index.js';
 import { FIXTURES } from './harness.js';
+import { fit, replaceAll } from './rtk-card.js';
 
 export const M3T_PHOTO = path.join(FIXTURES, 'M3T', 'M3T_IR.JPG');
 
@@ -72,26 +73,6 @@ export interface FlightCardShot extends Shot {
 }
 
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
-
-/** `value` with as many decimals as make it exactly `width` characters, sign included. */
-function fit(value: number, width: number): string {
-  for (let d = 12; d >= 0; d--) {
-    const s = `${value < 0 ? '-' : '+'}${Math.abs(value).toFixed(d)}`;
-    if (s.length === width) return s;
-  }
-  throw new Error(`${value} cannot be written in ${width} characters`);
-}
-
-function replaceAll(buf: Buffer, from: string, to: string): void {
-  if (from.length !== to.length) throw new Error(`"${to}" must be as long as "${from}"`);
-  const needle = Buffer.from(from, 'latin1');
-  let n = 0;
-  for (let at = buf.indexOf(needle); at !== -1; at = buf.indexOf(needle, at + needle.length)) {
-    buf.write(to, at, 'latin1');
-    n++;
-  }
-  if (n === 0) throw new Error(`"${from}" not found in the fixture`);
-}
 
 /** Where the TIFF header starts (after "Exif\0\0"). */
 const tiffStart = (buf: Buffer): number => buf.indexOf(Buffer.from('Exif\0\0', 'latin1')) + 6;

@@ -102,6 +102,30 @@ function splitExifr(raw: unknown): Record<string, Block> {
 }
 
 /**
+ * The blocks of a JPEG from its head (PREVIEW_HEAD_BYTES: the EXIF and XMP
+ * segments of every DJI photo seen end within 50 KB). When the head does not
+ * give them (an Exif file whose XMP lies past it, or a damaged one exifr
+ * reads better from the file), the file itself is parsed, as before.
+ */
+async function parseHead(head: Buffer | null, filePath: string): Promise<Record<string, Block>> {
+  if (!head) return {};
+  let blocks: Record<string, Block> = {};
+  let failure: Error | null = null;
+  try {
+    blocks = splitExifr(await exifr.parse(head, EXIFR_OPTIONS));
+  } catch (err) {
+    failure = err instanceof Error ? err : new Error(String(err));
+  }
+  // An Exif file whose head did not give its XMP (cut past the head, or a damaged file exifr
+  // reads better from the file itself): parsed from the file, as before.
+  const exifFile = head.subarray(0, 4096).includes('Exif\0\0', 0, 'latin1');
+  if (exifFile && (failure !== null || (!blocks.xmp && !blocks['drone-dji'])))
+    return splitExifr(await exifr.parse(filePath, EXIFR_OPTIONS));
+  if (failure !== null) throw failure;
+  return blocks;
+}
+
+/**
  * Camera time zone: EXIF OffsetTimeOriginal when present; else the offset of
  * XMP xmp:CreateDate when its digits are the same wall clock (M3T and M30T
  * firmware write "2023-07-07T09:39:34+02:00" there but no EXIF offset); else
@@ -140,9 +164,15 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   }
 
   if (VIDEO_EXTENSIONS.includes(normaliseExtension(extname(name)))) return readVideoInfo(filePath, opts);
+  const jpegFile = /\.jpe?g$/i.test(name);
+  // A JPEG not in memory: its head read once, for exifr and the embedded preview alike (exifr
+  // would otherwise read it itself, and the preview would be a second read of the card).
+  const head = opts.content === undefined && jpegFile ? await readHead(filePath).catch(() => null) : null;
   let blocks: Record<string, Block> = {};
   try {
-    blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
+    blocks = await parseHead(head, filePath);
+    if (opts.content !== undefined || !head)
+      blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
   } catch (err) {
     const e = toDmsError(err, 'invalid-input');
     if (e.kind === 'source-missing') throw e;
@@ -189,14 +219,10 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   };
   if (captureTime) info.captureTime = captureTime;
   if (cameraModel) info.cameraModel = cameraModel;
-  if (/\.jpe?g$/i.test(name)) {
-    // The preview is in the head of the file: the bytes in memory, else the head up to the
-    // thumbnail's end (one read; none when the file has no EXIF thumbnail).
+  if (jpegFile) {
+    // The preview is in the head of the file: the bytes in memory, else the head read above.
     const ifd1 = blocks.ifd1 ?? {};
-    const end = Number(ifd1.ThumbnailOffset) + Number(ifd1.ThumbnailLength);
-    const bytes =
-      opts.content ??
-      (Number.isFinite(end) && end > 0 ? await readHead(filePath, end + 4096).catch(() => null) : null);
+    const bytes = opts.content ?? head;
     const zoneInFile =
       parseOffsetMinutes(exif.OffsetTimeOriginal) !== undefined ||
       (trailingOffsetMinutes(xmp.CreateDate) !== undefined &&

@@ -8,6 +8,7 @@ import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';
 import type { FrameFacts } from '../media/frame.js';
+import type { FlightSummaryFigures } from '../../shared/flight-map.js';
 
 export interface LatLng {
   lat: number;
@@ -65,19 +66,12 @@ export interface FlightInput {
   minHeight?: number | null;
 }
 
-/** Time span, height range, area and exposure logs of a flight, for the crew's list. */
-export interface FlightSummary {
-  /** First and last photo (or video), UTC ISO: GNSS time when the photos carry it, else their capture time. */
-  start: string | null;
-  end: string | null;
-  /** Height above take-off of the photos, metres. */
-  heightMin: number | null;
-  heightMax: number | null;
-  /** Area of the convex hull of the photo positions, hectares. */
-  areaHectares: number | null;
-  /** The exposure logs (MRK) whose exposures are this flight's. */
-  mrk: string[];
-}
+/**
+ * Time span (first and last file, UTC: GNSS time when the photos carry it),
+ * height range above take-off, area of the hull of the photo positions
+ * (hectares) and the exposure logs (MRK) of a flight (summary.ts).
+ */
+export type FlightSummary = FlightSummaryFigures;
 
 export type FrameReason =
   | 'black'
