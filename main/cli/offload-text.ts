@@ -2,11 +2,13 @@ import path from 'node:path';
 import type { CardOffload } from '../core/offload/card.js';
 import type { FlightCompleteness } from '../core/offload/types.js';
 import { visible } from '../shared/visible.js';
+import { flightSummaryWords } from '../shared/flight-map.js';
 
 /** One flight in a line or two: photos vs exposures, missing indexes, fixes, flags. */
 export function flightLines(f: FlightCompleteness): string[] {
-  const name = path.posix.basename(f.folder);
+  const name = f.name ?? path.posix.basename(f.folder);
   const parts = [`${f.photos} photo${f.photos === 1 ? '' : 's'}`];
+  if (f.summary) parts.unshift(...flightSummaryWords(f.summary));
   if (f.videos > 0) parts.push(`${f.videos} video${f.videos === 1 ? '' : 's'}`);
   if (f.exposuresInMrk !== null)
     parts.push(`${f.exposuresFound} of ${f.exposuresInMrk} exposures in the MRK`);
@@ -37,6 +39,7 @@ export const reportFile = (manifestDir: string): string => path.join(manifestDir
  */
 export function offloadLines(o: CardOffload, manifestDir?: string, localSaid = false): string[] {
   const lines = [o.message];
+  if (o.verdict.advisory) lines.push(`  ${o.verdict.advisory}`);
   if (o.local && !localSaid) {
     // Two verdicts, each with its reasons: the local copies, then the workspace.
     lines.push(`  Local copies: ${unlabelled(o.local.message, o.card.label)}`);
@@ -124,6 +127,7 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
       readBack: o.local.readBack,
     },
     notes: o.verdict.notes,
+    advisory: o.verdict.advisory ?? null,
     counts: o.verdict.counts,
     flights: o.flights.map(({ exposures: _e, ...f }) => f),
     ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),

@@ -19,6 +19,14 @@ const int = (name: string) => (v: string) => {
   if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number.`);
   return n;
 };
+/** A height in metres above take-off, 0 to 1000. */
+function metres(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > 1000)
+    throw new InvalidArgumentError('the height must be a number of metres from 0 to 1000, e.g. 50.');
+  return n;
+}
+
 const collect =
   <T>(parse: (v: string) => T) =>
   (v: string, prev: T[] = []) => [...prev, parse(v)];
@@ -104,11 +112,17 @@ export function buildProgram(): Command {
     .argument('[dir...]', 'cards or folders synced before (default: the recent ones)')
     .option('--json', 'the report as JSON (the data of the manifest report)')
     .option('--accept-flight <folder>', 'accept a flagged flight as it is (repeatable)', collect(String))
+    .option('--min-height <metres>', 'flag photos taken below this height above take-off', metres)
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .description("safe to format? each card's verdict, flights and manifest")
-    .action(async (dirs: string[], opts: { state?: string; json?: boolean; acceptFlight?: string[] }) => {
-      process.exitCode = (await import('./commands/report.js')).reportCommand(dirs, opts);
-    });
+    .action(
+      async (
+        dirs: string[],
+        opts: { state?: string; json?: boolean; acceptFlight?: string[]; minHeight?: number },
+      ) => {
+        process.exitCode = (await import('./commands/report.js')).reportCommand(dirs, opts);
+      },
+    );
 
   program
     .command('copies')

@@ -9,7 +9,7 @@ import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import { sourceAt, type Card, type CardMonitor } from './sources/cards.js';
 import { completeLocal, completeSource, type Completed } from './offload/complete.js';
-import type { CardOffload } from './offload/card.js';
+import type { CardOffload, FlightOptions } from './offload/card.js';
 import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
@@ -314,6 +314,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         queue: this.queue,
         card: { sourceId, label: source.label },
         destinations: this.engine.localDestinations,
+        flights: this.flightOptions(),
       });
       this.emit('local', { source, ...done });
     } catch (err) {
@@ -340,9 +341,15 @@ export class Agent extends EventEmitter<AgentEvents> {
       manifestsDir,
       recheckAfterMs: this.config.recheckAfterMinutes * 60_000,
       log: this.log,
+      flights: this.flightOptions(),
       ...(signal ? { signal } : {}),
       ...(this.engine.givesUp ? { serverDown: true } : {}),
     });
+  }
+
+  /** The crew's settings of the flight checks. */
+  private flightOptions(): FlightOptions {
+    return { minHeight: this.config.flightMinHeightM ?? null };
   }
 
   /** A card's verdict is due again (the crew accepted one of its flights): made now if it is at rest. */

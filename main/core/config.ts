@@ -173,6 +173,12 @@ export const ConfigSchema = z.object({
   aircraftSerial: aircraftSerial.optional(),
   startAtLogin: z.boolean().default(true),
   /**
+   * The crew's lowest useful height above take-off, metres: photos taken
+   * below it are flagged in the flight checks (offload/frames.ts). Unset:
+   * only photos far below their flight's own height (take-off, landing).
+   */
+  flightMinHeightM: z.number().min(0).max(1000).optional(),
+  /**
    * Base-map tiles for the flight map, fetched by the app (never by the
    * window) from this one source, e.g. `https://tile.openstreetmap.org/{z}/{x}/{y}.png`.
    * Unset: the map shows points, track, scale and north without a base map.

@@ -296,11 +296,24 @@ export class AppController extends EventEmitter<ControllerEvents> {
     return flightSummaries(
       queue,
       ids.map((id) => this.cardRef(id)),
+      this.flightChecks(),
     );
   }
 
-  flight(cardId: string, folder: string): FlightView {
-    return flightView(this.requireQueue(), this.cardRef(cardId), folder, this.config.mapTiles);
+  flight(cardId: string, folder: string, part?: number): FlightView {
+    return flightView(
+      this.requireQueue(),
+      this.cardRef(cardId),
+      folder,
+      this.config.mapTiles,
+      part,
+      this.flightChecks(),
+    );
+  }
+
+  /** The crew's settings of the flight checks (config.json flightMinHeightM). */
+  private flightChecks(): { minHeight: number | null } {
+    return { minHeight: this.config.flightMinHeightM ?? null };
   }
 
   /** The crew accepts a flagged flight as it is: it no longer stops "safe to format". */

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { request } from 'undici';
 import type { Config } from '../core/config.js';
-import { cardOffload, type CardRef } from '../core/offload/card.js';
+import { cardOffload, type CardRef, type FlightOptions } from '../core/offload/card.js';
 import { flightPoints, type FileStates } from '../core/offload/points.js';
 import type { FlightCompleteness } from '../core/offload/types.js';
 import type { Queue } from '../core/queue/queue.js';
@@ -31,13 +31,30 @@ function summary(card: CardRef, f: FlightCompleteness, accepted: readonly string
     accepted: accepted.includes(f.folder),
     flags: f.flags.map((x) => ({ severity: x.severity, message: x.message })),
     wayline: f.wayline,
+    name: f.name,
+    part: f.part?.n ?? null,
+    summary: f.summary,
+    frames: f.frames.map((x) => ({
+      file: path.posix.basename(x.relPath),
+      index: x.index,
+      capturedAt: x.capturedAt,
+      gpsTime: f.clock.corrected[x.relPath] ?? null,
+      reasons: x.reasons.map((r) => r.message),
+      unusable: x.unusable,
+    })),
+    // The clock's findings are among the flags already; its notes (a missing time zone) are not.
+    clock: f.clock.notes,
   };
 }
 
 /** The flights of the given cards (or folders), newest card first. */
-export function flightSummaries(queue: Queue, cards: readonly CardRef[]): FlightSummaryView[] {
+export function flightSummaries(
+  queue: Queue,
+  cards: readonly CardRef[],
+  checks: FlightOptions = {},
+): FlightSummaryView[] {
   return cards.flatMap((card) => {
-    const o = cardOffload(queue, card);
+    const o = cardOffload(queue, card, [], checks);
     const accepted = queue.flights.accepted(card.sourceId);
     return o.flights
       .filter((f) => f.photos > 0 || f.exposuresInMrk !== null)
@@ -51,9 +68,12 @@ export function flightView(
   card: CardRef,
   folder: string,
   tiles: Config['mapTiles'],
+  /** Which flight of the folder, when it held several. */
+  part?: number,
+  checks: FlightOptions = {},
 ): FlightView {
-  const o = cardOffload(queue, card);
-  const f = o.flights.find((x) => x.folder === folder);
+  const o = cardOffload(queue, card, [], checks);
+  const f = o.flights.find((x) => x.folder === folder && (part === undefined || (x.part?.n ?? 1) === part));
   if (!f) throw new UserError('invalid-input', `There is no flight ${folder} on ${card.label}.`);
   const states: FileStates = Object.fromEntries(
     o.files.map((x) => [x.relPath, { state: x.state, error: x.error ?? null }]),

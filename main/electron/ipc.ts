@@ -84,7 +84,7 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'auth:sign-out': () => c.signOut(),
     'auth:test-connection': (r) => c.testConnection(r.serverUrl, r.workspaceId),
     'flights:list': (r) => c.flights(r.cardId),
-    'flights:get': (r) => c.flight(r.cardId, r.folder),
+    'flights:get': (r) => c.flight(r.cardId, r.folder, r.part),
     'flights:accept': (r) => c.acceptFlight(r.cardId, r.folder),
     'map:tile': (r) => c.mapTile(r.z, r.x, r.y),
     'dialog:pick-folder': (r) => s.pickFolder(r && 'purpose' in r ? r.purpose : 'watch'),

@@ -6,7 +6,8 @@
  * Plain data and pure functions only: no Node, no DOM.
  */
 
-export type PointState = 'done' | 'on-its-way' | 'failed' | 'missing' | 'rtk-float' | 'rtk-single';
+export type PointState =
+  'done' | 'on-its-way' | 'failed' | 'missing' | 'flagged' | 'rtk-float' | 'rtk-single';
 
 /** Legend order, words and colours (distinct for the common colour-vision deficiencies, with a shape for missing). */
 export const POINT_STYLES: ReadonlyArray<{ state: PointState; label: string; colour: string }> = [
@@ -14,6 +15,7 @@ export const POINT_STYLES: ReadonlyArray<{ state: PointState; label: string; col
   { state: 'on-its-way', label: 'On its way', colour: '#0969da' },
   { state: 'failed', label: 'Failed', colour: '#cf222e' },
   { state: 'missing', label: 'Missing (in the MRK, no photo)', colour: '#8250df' },
+  { state: 'flagged', label: 'Probably unusable (see why)', colour: '#24292f' },
   { state: 'rtk-float', label: 'RTK float fix', colour: '#d4a72c' },
   { state: 'rtk-single', label: 'RTK single / no fix', colour: '#e16f24' },
 ];
@@ -95,4 +97,28 @@ export function scaleBar(
     px: metres / metresPerPixel,
     label: metres >= 1000 ? `${metres / 1000} km` : `${metres} m`,
   };
+}
+
+/** A flight's figures as offload/summary.ts gives them (plain data, shared by the CLI and the window). */
+export interface FlightSummaryFigures {
+  start: string | null;
+  end: string | null;
+  heightMin: number | null;
+  heightMax: number | null;
+  areaHectares: number | null;
+  mrk: string[];
+}
+
+/** ["08:15:12–08:15:34 UTC", "3–80 m above take-off", "0.43 ha", "MRK x_Timestamp.MRK"]: what is known. */
+export function flightSummaryWords(s: FlightSummaryFigures): string[] {
+  const range = (a: string, b: string): string => (a === b ? a : `${a}–${b}`);
+  const name = (p: string): string => p.split('/').pop() ?? p;
+  return [
+    s.start && s.end ? `${range(s.start.slice(11, 19), s.end.slice(11, 19))} UTC` : '',
+    s.heightMin !== null && s.heightMax !== null
+      ? `${range(String(Math.round(s.heightMin)), String(Math.round(s.heightMax)))} m above take-off`
+      : '',
+    s.areaHectares !== null ? `${s.areaHectares} ha` : '',
+    s.mrk.length ? `MRK ${s.mrk.map(name).join(', ')}` : '',
+  ].filter(Boolean);
 }

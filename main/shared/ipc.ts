@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import { QUEUE_FILTERS } from './domain.js';
-import type { FlightPointView, LatLngView } from './flight-map.js';
+import type { FlightPointView, FlightSummaryFigures, LatLngView } from './flight-map.js';
 import type { LaneEta } from './lanes.js';
 import type { FileState, HaltReason, Outcome, RunStateName } from './states.js';
 
@@ -197,6 +197,26 @@ export interface FlightSummaryView {
   accepted: boolean;
   flags: Array<{ severity: 'incomplete' | 'warning'; message: string }>;
   wayline: { id: string; name: string; start: LatLngView | null } | null;
+  /** "100MEDIA, flight 2 of 3" when one folder held several flights (split.ts); else the folder's name. */
+  name?: string;
+  /** Which flight of its folder (1-based), when the folder held several. */
+  part?: number | null;
+  /** When, how high, how much ground, which MRK (offload/summary.ts). */
+  summary?: FlightSummaryFigures;
+  /** Photos that look unusable, or are worth a look (offload/frames.ts), with why. Nothing is deleted. */
+  frames?: FlaggedFrameView[];
+  /** The camera clock's notes, e.g. photos without a time zone (offload/clock.ts); its findings are flags. */
+  clock?: string[];
+}
+
+export interface FlaggedFrameView {
+  file: string;
+  index: number | null;
+  capturedAt: string | null;
+  /** The exposure's GPS time (UTC) when the camera's clock is off. */
+  gpsTime: string | null;
+  reasons: string[];
+  unusable: boolean;
 }
 
 /** One flight with its map points (main: flightPoints of main/core/offload/points.ts). */
@@ -358,7 +378,14 @@ export const Channels = {
     response: null as unknown as FlightSummaryView,
   },
   'flights:get': {
-    request: z.object({ cardId: z.string().min(1).max(256), folder: z.string().min(1).max(1024) }).strict(),
+    request: z
+      .object({
+        cardId: z.string().min(1).max(256),
+        folder: z.string().min(1).max(1024),
+        /** Which flight of the folder, when it held several (FlightSummaryView.part). */
+        part: z.number().int().min(1).max(1000).optional(),
+      })
+      .strict(),
     response: null as unknown as FlightView,
   },
   /**

@@ -4,12 +4,54 @@
  */
 import { visible } from '../../main/shared/visible.js';
 import type { FlightPointView, FlightSummaryView, FlightView } from '../../main/shared/ipc.js';
-import { POINT_STYLES, pointStyle } from '../../main/shared/flight-map.js';
+import { POINT_STYLES, flightSummaryWords, pointStyle } from '../../main/shared/flight-map.js';
 import { useEffect, useState } from 'preact/hooks';
 import { call } from './bridge.js';
 import { FlightMap } from './flight-map.js';
 
 const lastSegment = (folder: string): string => folder.split('/').pop() ?? folder;
+const nameOf = (f: FlightSummaryView): string => f.name ?? f.missionName ?? lastSegment(f.folder);
+const same = (a: FlightSummaryView, b: FlightSummaryView): boolean =>
+  a.cardId === b.cardId && a.folder === b.folder && (a.part ?? null) === (b.part ?? null);
+
+/** "08:15:12–08:15:34 UTC · 3–80 m above take-off · 0.43 ha · no MRK": what is known of the flight. */
+function summaryLine(f: FlightSummaryView): string {
+  if (!f.summary) return '';
+  return [...flightSummaryWords(f.summary), ...(f.summary.mrk.length ? [] : ['no MRK'])].join(' · ');
+}
+
+/** The photos to look at before leaving the site, each with why; nothing was deleted. */
+function FramesToCheck(props: { flight: FlightSummaryView }) {
+  const frames = props.flight.frames ?? [];
+  const clock = props.flight.clock ?? [];
+  if (frames.length === 0 && clock.length === 0) return null;
+  const bad = frames.filter((f) => f.unusable).length;
+  return (
+    <div class="flight-frames">
+      <h3>
+        Photos to look at: {bad} probably unusable
+        {frames.length > bad ? `, ${frames.length - bad} worth a look` : ''}
+      </h3>
+      <ul>
+        {frames.map((f) => (
+          <li key={f.file} class={f.unusable ? 'frame-unusable' : 'frame-hint'}>
+            <strong>{visible(f.file)}</strong>
+            {f.capturedAt ? <span class="muted"> {visible(f.capturedAt.slice(11, 19))}</span> : null}
+            {f.gpsTime ? (
+              <span class="muted"> (GPS {visible(f.gpsTime.slice(11, 19))} UTC)</span>
+            ) : null}: {visible(f.reasons.join('; '))}
+          </li>
+        ))}
+      </ul>
+      {clock.map((c, i) => (
+        <p key={i} class="flight-clock">
+          {visible(c)}
+        </p>
+      ))}
+      <p class="muted">Nothing was deleted or held back: the photos stay on the card and in the copies.</p>
+    </div>
+  );
+}
 
 function rtkLine(f: FlightSummaryView): string {
   const c = f.rtkCounts;
@@ -44,7 +86,8 @@ export function Flights() {
 
   const open = (f: FlightSummaryView): void => {
     setPoint(null);
-    void call('flights:get', { cardId: f.cardId, folder: f.folder }).then((r) => {
+    const part = f.part ?? undefined;
+    void call('flights:get', { cardId: f.cardId, folder: f.folder, ...(part ? { part } : {}) }).then((r) => {
       if (r.ok) setCurrent(r.value);
       else setError(r.error.message);
     });
@@ -55,7 +98,9 @@ export function Flights() {
       if (!r.ok) return setError(r.error.message);
       setCurrent({ ...f, accepted: true });
       setList(
-        (prev) => prev?.map((x) => (x.cardId === f.cardId && x.folder === f.folder ? r.value : x)) ?? prev,
+        (prev) =>
+          prev?.map((x) => (x.cardId === f.cardId && x.folder === f.folder ? { ...x, accepted: true } : x)) ??
+          prev,
       );
     });
   };
@@ -82,19 +127,23 @@ export function Flights() {
           {list?.length === 0 ? <p class="muted">No flight on the cards seen so far.</p> : null}
           <ul>
             {list?.map((f) => (
-              <li key={`${f.cardId}/${f.folder}`}>
+              <li key={`${f.cardId}/${f.folder}/${f.part ?? ''}`}>
                 <button
                   type="button"
                   class="flight-item"
-                  aria-current={
-                    current?.folder === f.folder && current.cardId === f.cardId ? 'true' : undefined
-                  }
+                  aria-current={current && same(current, f) ? 'true' : undefined}
                   onClick={() => open(f)}
                 >
-                  <span class="flight-name">{visible(f.missionName ?? lastSegment(f.folder))}</span>
+                  <span class="flight-name">{visible(nameOf(f))}</span>
                   <span class="muted">
                     {visible(f.cardLabel)} · {f.photos} photos
+                    {f.summary?.start ? ` · ${f.summary.start.slice(11, 16)} UTC` : ''}
                   </span>
+                  {f.frames?.some((x) => x.unusable) ? (
+                    <span class="pill pill-warn frames-pill">
+                      {f.frames.filter((x) => x.unusable).length} to look at
+                    </span>
+                  ) : null}
                   <span class={f.incomplete && !f.accepted ? 'pill pill-warn' : 'pill pill-ok'}>
                     {f.incomplete ? (f.accepted ? 'Accepted' : 'Incomplete') : 'Complete'}
                   </span>
@@ -106,7 +155,8 @@ export function Flights() {
         {current ? (
           <div class="panel flight-detail">
             <div class="panel-head">
-              <h2 class="flight-title">{visible(lastSegment(current.folder))}</h2>
+              <h2 class="flight-title">{visible(current.name ?? lastSegment(current.folder))}</h2>
+              {current.summary ? <p class="muted flight-summary">{visible(summaryLine(current))}</p> : null}
               <p class="muted flight-facts">
                 {current.photos} photos · {current.exposuresInMrk ?? '–'} exposures in the MRK ·{' '}
                 {rtkLine(current)}
@@ -136,6 +186,7 @@ export function Flights() {
             ) : (
               <p class="flight-complete">Complete: every exposure of the log has its photo.</p>
             )}
+            <FramesToCheck flight={current} />
             <div class="flight-body">
               <FlightMap flight={current} selected={point?.index ?? null} onSelect={setPoint} />
               <aside class="flight-side">

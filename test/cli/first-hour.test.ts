@@ -162,7 +162,27 @@ describe('every message true where it is shown', () => {
     expect(json.tool.version).toBe(VERSION);
   });
 
-  it('a folder mixing cameras, continents and years is flagged, with no "usual interval" across years', async () => {
+  it('report --min-height (README): the photos below it named, the advisory line, the card still safe', async () => {
+    const { home: h, card } = await syncedHome();
+    const plain = await runCli(['report', card], { home: h });
+    expect(plain.code, said(plain)).toBe(0);
+    expect(plain.out).not.toMatch(/look before you leave|probably unusable/);
+    const r = await runCli(['report', card, '--min-height', '20'], { home: h });
+    expect(r.code, said(r)).toBe(0);
+    const lines = r.out.split('\n');
+    expect(lines[0]).toMatch(/^card: 3 files verified in workspace .* — safe to format$/);
+    expect(lines[1]).toBe(
+      '  Flight DJI_202209021517_001_Waypoint1: 2 of 3 photos look unusable (flown too low?), first at 10:33:46 — look before you leave',
+    );
+    expect(r.out).toContain(
+      '2 photos probably unusable (flown too low?): DJI_H20T.jpg: taken at 16.5 m above take-off, below the 20 m set · M3T_IR.JPG: taken at 10.4 m above take-off, below the 20 m set.',
+    );
+    const bad = await runCli(['report', card, '--min-height', 'high'], { home: h });
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/the height must be a number of metres from 0 to 1000, e\.g\. 50/);
+  });
+
+  it('a folder mixing cameras, continents and years: split into its flights, and flagged', async () => {
     const h = home();
     const card = makeCard(path.join(h, 'mixed'), 'Everything', [
       'M30T/M30T_IR.JPG',
@@ -176,14 +196,21 @@ describe('every message true where it is shown', () => {
     );
     const r = await runCli(['sync', card, ...server()], { home: h });
     expect(r.code, said(r)).toBe(0);
-    expect(r.out).toMatch(/Everything: 4 photos, 1 video\n/);
+    // Issue 32: one flight per battery (here per year and continent), in the order they were flown.
+    expect(r.out.match(/Everything, flight \d of 5: [^\n]*/g)).toEqual([
+      'Everything, flight 1 of 5: 10:33:46 UTC, 17 m above take-off, 1 photo',
+      'Everything, flight 2 of 5: 15:17:42 UTC, 39 m above take-off, 1 photo',
+      'Everything, flight 3 of 5: 07:39:34 UTC, 10 m above take-off, 1 photo',
+      'Everything, flight 4 of 5: 12:00:00 UTC, 0 photos, 1 video',
+      'Everything, flight 5 of 5: 12:46:12 UTC, 29 m above take-off, 1 photo',
+    ]);
     expect(r.out).toMatch(
       /taken over 3 years \(2021-05-28 to 2024-04-24\) and up to [\d,]+ km apart: this folder holds more than one flight/,
     );
     const html = fs.readFileSync(/Report: (.+)$/m.exec(r.out)![1]!, 'utf8');
     expect(html).toContain('<tr><th>Usual interval</th><td>—</td></tr>');
-    expect(html).toContain('4 (1 exposure), 1 video<');
-    expect(html).toMatch(/Files of 3 different aircraft or cameras/);
+    expect(html.match(/<section class="flight">/g)).toHaveLength(5);
+    expect(html).toContain('shown one by one (5 flights)');
     expect(html).not.toMatch(/nothing to note/);
   });
 

@@ -97,15 +97,15 @@ export interface RtkCard {
 const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
 
 /** `value` written with as many decimals as make it exactly `width` characters, sign included. */
-function fit(value: number, width: number): string {
-  for (let d = 9; d >= 0; d--) {
+export function fit(value: number, width: number): string {
+  for (let d = 12; d >= 0; d--) {
     const s = `${value < 0 ? '-' : '+'}${Math.abs(value).toFixed(d)}`;
     if (s.length === width) return s;
   }
   throw new Error(`${value} cannot be written in ${width} characters`);
 }
 
-function replaceAll(buf: Buffer, from: string, to: string): number {
+export function replaceAll(buf: Buffer, from: string, to: string): number {
   if (from.length !== to.length) throw new Error(`"${to}" must be as long as "${from}"`);
   const needle = Buffer.from(from, 'latin1');
   let n = 0;

@@ -37,6 +37,8 @@ export interface BridgeOptions {
   delayMs?: number;
   /** Outside text as it may come: the failed file's name and a wayline's name, the server's refusal. */
   hostile?: { name: string; message: string };
+  /** Flights built by the real main code from a real queue (flight-checks.test.ts), listed first. */
+  extraFlights?: FlightView[];
 }
 
 export interface RecordedCall {
@@ -386,6 +388,7 @@ export function installTestBridge(options: BridgeOptions): void {
       : { id: 'wl-05', name: 'Quarry North grid', start: { lat: 50.68805, lng: 4.5241 } },
   });
   const flights: FlightView[] = [
+    ...(options.extraFlights ?? []),
     { ...summary(FLIGHT_OK, false), points: flightPoints(false), tiles: null },
     { ...summary(FLIGHT_BAD, true), points: flightPoints(true), tiles: null },
   ].map((f) => ({ ...f, tiles: options.tiles ? { attribution: 'Test tiles', maxZoom: 19 } : null }));
@@ -783,10 +786,13 @@ export function installTestBridge(options: BridgeOptions): void {
       );
     },
     'flights:get': (req) => {
-      const o = strict(req, ['cardId', 'folder']);
+      const o = strict(req, ['cardId', 'folder', 'part']);
       const cardId = str(o.cardId, 1, 256, 'cardId');
       const folder = str(o.folder, 1, 1024, 'folder');
-      const f = flights.find((x) => x.cardId === cardId && x.folder === folder);
+      const part = o.part === undefined ? undefined : Number(o.part);
+      const f = flights.find(
+        (x) => x.cardId === cardId && x.folder === folder && (part === undefined || (x.part ?? 1) === part),
+      );
       return f ? ok(f) : err('not-found', 'This flight is not on the card any more.');
     },
     'flights:accept': (req) => {

@@ -20,6 +20,8 @@ export interface ReportFlags {
   state?: string;
   json?: boolean;
   acceptFlight?: string[];
+  /** The crew's lowest useful height above take-off (m): photos below it are flagged. */
+  minHeight?: number;
 }
 
 const nothingYet = () =>
@@ -101,9 +103,10 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
     const targets = targetsToShow(queue);
     if (targets.length === 0) throw nothingYet();
     const out: Array<{ target: TargetSummary; offload: CardOffload; manifest: Published | null }> = [];
+    const checks = flags.minHeight === undefined ? {} : { minHeight: flags.minHeight };
     for (const { target, card } of cardsAsked(queue, targets, dirs)) {
       queue.useTarget(target);
-      let offload = cardOffload(queue, card);
+      let offload = cardOffload(queue, card, [], checks);
       const accepting = target === targets[0] ? (flags.acceptFlight ?? []) : [];
       for (const f of accepting) {
         const flight = offload.flights.find((x) => x.folder === f || path.posix.basename(x.folder) === f);
@@ -115,7 +118,7 @@ export function reportCommand(dirs: string[], flags: ReportFlags): number {
           );
         queue.flights.accept(card.sourceId, flight.folder);
       }
-      if (accepting.length) offload = cardOffload(queue, card);
+      if (accepting.length) offload = cardOffload(queue, card, [], checks);
       // Written here too when the verdict changed (an accepted flight); uploaded at the next sync.
       const manifest = opened.readOnly ? null : writeManifest(paths.manifests, offload, TOOL);
       out.push({ target, offload, manifest });

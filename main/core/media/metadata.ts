@@ -17,6 +17,8 @@ import { resolveDeviceKeys } from './devices.js';
 import { VIDEO_EXTENSIONS, normaliseExtension } from './discover.js';
 import { isDerived, isPanorama, readPosition, text } from './metadata-rules.js';
 import { readVideoSidecars } from './video.js';
+import { readFrameFacts, type FrameFacts } from './frame.js';
+import { readHead } from './preview.js';
 import type { Block } from './metadata-rules.js';
 
 export interface MediaInfo {
@@ -34,6 +36,8 @@ export interface MediaInfo {
   cameraModel?: string;
   /** Wall-clock digits of DateTimeOriginal (or the file name as a fallback). */
   captureTime?: CaptureTime;
+  /** What the photo says of its own usefulness (preview, gimbal, GNSS time); photos only. */
+  frame?: FrameFacts;
   /** Why servers like DJI's sample server will refuse this file, when they will. */
   unsupportedReason?: string;
   warnings: string[];
@@ -73,10 +77,13 @@ const EXIFR_OPTIONS: ExifrOptions = {
       'GPSLongitudeRef',
       'GPSAltitude',
       'GPSAltitudeRef',
+      'GPSDateStamp',
+      'GPSTimeStamp',
     ],
   },
   xmp: true,
-  ifd1: false,
+  // The thumbnail's place only (frame.ts decodes it from the bytes at hand).
+  ifd1: { pick: ['ThumbnailOffset', 'ThumbnailLength'] },
   interop: false,
   makerNote: false,
   userComment: false,
@@ -92,6 +99,30 @@ const EXIFR_OPTIONS: ExifrOptions = {
 
 function splitExifr(raw: unknown): Record<string, Block> {
   return raw && typeof raw === 'object' ? (raw as Record<string, Block>) : {};
+}
+
+/**
+ * The blocks of a JPEG from its head (PREVIEW_HEAD_BYTES: the EXIF and XMP
+ * segments of every DJI photo seen end within 50 KB). When the head does not
+ * give them (an Exif file whose XMP lies past it, or a damaged one exifr
+ * reads better from the file), the file itself is parsed, as before.
+ */
+async function parseHead(head: Buffer | null, filePath: string): Promise<Record<string, Block>> {
+  if (!head) return {};
+  let blocks: Record<string, Block> = {};
+  let failure: Error | null = null;
+  try {
+    blocks = splitExifr(await exifr.parse(head, EXIFR_OPTIONS));
+  } catch (err) {
+    failure = err instanceof Error ? err : new Error(String(err));
+  }
+  // An Exif file whose head did not give its XMP (cut past the head, or a damaged file exifr
+  // reads better from the file itself): parsed from the file, as before.
+  const exifFile = head.subarray(0, 4096).includes('Exif\0\0', 0, 'latin1');
+  if (exifFile && (failure !== null || (!blocks.xmp && !blocks['drone-dji'])))
+    return splitExifr(await exifr.parse(filePath, EXIFR_OPTIONS));
+  if (failure !== null) throw failure;
+  return blocks;
 }
 
 /**
@@ -133,9 +164,15 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   }
 
   if (VIDEO_EXTENSIONS.includes(normaliseExtension(extname(name)))) return readVideoInfo(filePath, opts);
+  const jpegFile = /\.jpe?g$/i.test(name);
+  // A JPEG not in memory: its head read once, for exifr and the embedded preview alike (exifr
+  // would otherwise read it itself, and the preview would be a second read of the card).
+  const head = opts.content === undefined && jpegFile ? await readHead(filePath).catch(() => null) : null;
   let blocks: Record<string, Block> = {};
   try {
-    blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
+    blocks = await parseHead(head, filePath);
+    if (opts.content !== undefined || !head)
+      blocks = splitExifr(await exifr.parse(opts.content ?? filePath, EXIFR_OPTIONS));
   } catch (err) {
     const e = toDmsError(err, 'invalid-input');
     if (e.kind === 'source-missing') throw e;
@@ -182,6 +219,18 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
   };
   if (captureTime) info.captureTime = captureTime;
   if (cameraModel) info.cameraModel = cameraModel;
+  if (jpegFile) {
+    // The preview is in the head of the file: the bytes in memory, else the head read above.
+    const ifd1 = blocks.ifd1 ?? {};
+    const bytes = opts.content ?? head;
+    const zoneInFile =
+      parseOffsetMinutes(exif.OffsetTimeOriginal) !== undefined ||
+      (trailingOffsetMinutes(xmp.CreateDate) !== undefined &&
+        !!captureTime &&
+        !!parseExifDateTime(xmp.CreateDate) &&
+        sameWallClock(parseExifDateTime(xmp.CreateDate)!, captureTime));
+    info.frame = readFrameFacts({ dji, gps, ifd1 }, bytes, zoneInFile, metadata.shoot_position !== undefined);
+  }
 
   const sn = text(dji.DroneSerialNumber);
   if (sn) info.sn = sn;

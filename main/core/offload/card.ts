@@ -14,6 +14,7 @@ import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/locally-
 import type { Destination } from '../queue/copies.js';
 import { formatBytes } from '../../shared/sizes.js';
 import { analyseFlight } from './flight.js';
+import { splitFlights } from './split.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import { safeToFormat } from './safe-to-format.js';
 import { workspaceLabelOf } from '../session/target.js';
@@ -113,10 +114,21 @@ function fileOf(row: QueueRow, targetKey: string): ManifestFile {
   };
 }
 
+/** The crew's settings the flight checks use. */
+export interface FlightOptions {
+  /** Photos below this height above take-off (metres) are flagged; null: not checked. */
+  minHeight?: number | null;
+}
+
 const folderOf = (relPath: string): string => path.posix.dirname(relPath.replace(/\\/g, '/'));
 
 /** The flights of a source: one per folder holding media or RTK files. */
-export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRow[]): FlightCompleteness[] {
+export function flightsOf(
+  queue: Queue,
+  sourceId: string,
+  rows: readonly QueueRow[],
+  opts: FlightOptions = {},
+): FlightCompleteness[] {
   const mrk = queue.flights.mrkOf(sourceId);
   const byFolder = new Map<string, QueueRow[]>();
   for (const r of rows) {
@@ -145,6 +157,8 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
                 capturedAt: meta?.created_time ?? null,
                 position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
                 gimbalYaw: meta?.gimbal_yaw_degree ?? null,
+                relativeAltitude: meta?.relative_altitude ?? null,
+                frame: ('info' in f ? f.info?.frame : undefined) ?? null,
               };
             }),
           rtkFiles: files.flatMap((f) => {
@@ -156,8 +170,9 @@ export function flightsOf(queue: Queue, sourceId: string, rows: readonly QueueRo
             .map((m) => ({ relPath: m.relPath, ...m.parsed })),
           wayline: match ? { id: match.waylineId, name: match.waylineName, start: null } : null,
         };
-        return analyseFlight(input);
+        return splitFlights({ ...input, minHeight: opts.minHeight ?? null }).map(analyseFlight);
       })
+      .flat()
   );
 }
 
@@ -170,12 +185,13 @@ export function cardOffload(
   card: CardRef,
   /** The local destinations in force (those the card was copied to count too). */
   destinations: readonly Destination[] = [],
+  flightOptions: FlightOptions = {},
 ): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
   const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
   const files = rows.map((r) => fileOf(r, target.key));
-  const flights = flightsOf(queue, card.sourceId, rows);
+  const flights = flightsOf(queue, card.sourceId, rows, flightOptions);
   const workspaceLabel = workspaceLabelOf(target);
   const facts: CardFileFact[] = files.map((f) => ({
     relPath: f.relPath,

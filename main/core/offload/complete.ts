@@ -13,7 +13,7 @@ import type { BucketPort } from '../storage/types.js';
 import { stillThere } from '../copies/locally-safe.js';
 import { writeDestinationHistories } from '../copies/mhl.js';
 import type { Destination } from '../queue/copies.js';
-import { cardOffload, type CardOffload, type CardRef } from './card.js';
+import { cardOffload, type CardOffload, type CardRef, type FlightOptions } from './card.js';
 import { TOOL } from '../version.js';
 import { manifestFolder, writeManifest, type Published } from './publish.js';
 import { verifySource } from './verify.js';
@@ -32,11 +32,16 @@ export interface Completed {
  * verdict, and one more generation of each destination's ASC MHL history.
  * No server is needed: this is what frees a card at the speed of the card.
  */
-export function completeLocal(o: { queue: Queue; card: CardRef; destinations: readonly Destination[] }): {
+export function completeLocal(o: {
+  queue: Queue;
+  card: CardRef;
+  destinations: readonly Destination[];
+  flights?: FlightOptions;
+}): {
   offload: CardOffload;
   histories: string[];
 } {
-  const offload = cardOffload(o.queue, o.card, o.destinations);
+  const offload = cardOffload(o.queue, o.card, o.destinations, o.flights);
   const copies = o.queue.copies.ofSource(o.card.sourceId);
   const byKey = new Map(copies.map((c) => [`${c.destinationId}|${c.relPath}`, c]));
   const histories = writeDestinationHistories({
@@ -76,13 +81,15 @@ export async function completeSource(o: {
    * question would wait out the same silence again).
    */
   serverDown?: boolean;
+  /** The crew's settings of the flight checks (config.flightMinHeightM). */
+  flights?: FlightOptions;
 }): Promise<Completed> {
   if (!o.serverDown)
     await verifySource(o, o.card.sourceId, {
       olderThanMs: o.recheckAfterMs,
       ...(o.signal ? { signal: o.signal } : {}),
     });
-  const offload = cardOffload(o.queue, o.card, o.destinations ?? []);
+  const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
   if (manifest.changed && !o.serverDown) {

@@ -108,7 +108,7 @@ describe('analyseFlight on plain inputs', () => {
     ];
     const r = analyseFlight(rtkFlight({ media: idx.map((i) => photo(i)), mrk }));
     expect(r.rtkCounts).toEqual({ fixed: 3, float: 2, single: 1, none: 0, other: 0 });
-    expect(r.flags.map((f) => f.code)).toEqual(['rtk-float', 'rtk-single']);
+    expect(r.flags.map((f) => f.code)).toEqual(['rtk-float', 'rtk-single', 'rtk-stretch']);
     expect(r.incomplete).toBe(false);
   });
 
@@ -262,7 +262,10 @@ describe('analyseFlight on a synthetic RTK card read from disk (real M3T photos,
     expect(r.usualIntervalSeconds).toBe(2);
     expect(r.gaps).toEqual([{ afterIndex: 9, beforeIndex: 10, seconds: 22 }]);
     expect(r.incomplete).toBe(true);
-    expect(r.flags.map((f) => f.code)).toEqual(['photos-missing', 'rtk-float', 'time-gap']);
+    expect(r.flags.map((f) => f.code)).toEqual(['photos-missing', 'rtk-float', 'rtk-stretch', 'time-gap']);
+    expect(r.flags.find((f) => f.code === 'rtk-stretch')!.message).toMatch(
+      /^RTK fix lost: float at exposure 3–4./,
+    );
   });
 
   it('a complete RTK flight has no flag', async () => {

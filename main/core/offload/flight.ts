@@ -28,6 +28,10 @@
  *   2 s mission.
  */
 import type { RtkClass } from '../media/mrk.js';
+import { checkClock, mrkUtcSeconds } from './clock.js';
+import { frameFlagMessages, judgeFrames, rtkStretches } from './frames.js';
+import { timeOfMedia } from './split.js';
+import { flightSummary } from './summary.js';
 import { gpsTimeSeconds, rtkClass } from '../media/mrk.js';
 import { baseName, count, listOf, ranges } from './plain.js';
 import { RTK_KIND_LABELS } from '../media/rtk-files.js';
@@ -47,6 +51,12 @@ const VIDEO = /\.(mp4|mov)$/i;
 const PILOT2_NUMBER = /^DJI_\d{14}_(\d{3,5})(?:_|\.)/i;
 const PHANTOM_NUMBER = /^DJI_(\d{4})\./i;
 const MISSION = /^DJI_\d{12}_\d{3}_(.+)$/i;
+const MISSION_FOLDER = /^DJI_\d{12}_\d{3}(?:_.*)?$/i;
+
+/** A DJI flight folder (`DJI_<12 digits>_<NNN>[_mission]`): one flight by itself. */
+export function isMissionFolder(name: string): boolean {
+  return MISSION_FOLDER.test(name);
+}
 
 export const GAP_FACTOR = 2.5;
 export const GAP_FLOOR_SECONDS = 5;
@@ -109,7 +119,8 @@ function buildExposures(input: FlightInput, photos: FlightMediaInput[]): Exposur
     if (!e.position && p.position) e.position = { lat: p.position.lat, lng: p.position.lng };
     if (e.gimbalYaw === null && typeof p.gimbalYaw === 'number') e.gimbalYaw = p.gimbalYaw;
     if (!useMrkTime) {
-      const t = epochSeconds(p.capturedAt);
+      // GNSS time when the photo carries it: a camera clock jump is not a coverage gap.
+      const t = timeOfMedia(p);
       if (t !== null && (e.time === null || t < e.time)) e.time = t;
     }
   }
@@ -148,7 +159,7 @@ function rtkFilesByKind(input: FlightInput): Record<RtkKind, string[]> {
 }
 
 /** Great-circle distance in km (haversine). */
-function km(a: LatLng, b: LatLng): number {
+export function kmBetween(a: LatLng, b: LatLng): number {
   const rad = Math.PI / 180;
   const dLat = (b.lat - a.lat) * rad;
   const dLng = (b.lng - a.lng) * rad;
@@ -171,7 +182,7 @@ function duration(seconds: number): string {
  * further apart in time or place than one flight goes (a folder a person
  * filled by hand, several cards copied into one).
  */
-function severalFlights(media: FlightMediaInput[]): string | null {
+export function severalFlights(media: FlightMediaInput[]): string | null {
   const times = media.map((m) => epochSeconds(m.capturedAt)).filter((t): t is number => t !== null);
   const places = media.map((m) => m.position).filter((p): p is LatLng => !!p);
   const first = Math.min(...times);
@@ -181,7 +192,7 @@ function severalFlights(media: FlightMediaInput[]): string | null {
   if (places.length > 1) {
     const lats = places.map((p) => p.lat);
     const lngs = places.map((p) => p.lng);
-    far = km(
+    far = kmBetween(
       { lat: Math.min(...lats), lng: Math.min(...lngs) },
       { lat: Math.max(...lats), lng: Math.max(...lngs) },
     );
@@ -231,6 +242,13 @@ export function analyseFlight(input: FlightInput): FlightCompleteness {
   const flag = (code: FlightFlag['code'], severity: FlightFlag['severity'], message: string): void => {
     flags.push({ code, severity, message });
   };
+  if (!mixed && input.folderSpread) {
+    flag(
+      'several-flights',
+      'warning',
+      `The files of this folder were taken ${input.folderSpread}: this folder holds more than one flight, shown one by one (${input.part?.of ?? 1} flights). Check that each flight's files are all here.`,
+    );
+  }
   if (mixed) {
     flag(
       'several-flights',
@@ -318,6 +336,28 @@ export function analyseFlight(input: FlightInput): FlightCompleteness {
       `${count(photosWithoutPosition.length, 'photo')} without a position (${listOf(photosWithoutPosition.map(baseName))}).`,
     );
   }
+  const stretches = rtkStretches(exposures, photos);
+  const mrkTimeOf = new Map(
+    exposures
+      .filter((x) => x.mrk && x.time !== null)
+      .flatMap((x) => x.photos.map((p) => [p, x.time!] as const)),
+  );
+  const clock = checkClock(
+    photos.map((p) => {
+      const gps = mrkTimeOf.get(p.relPath);
+      return { ...p, mrkUtc: gps === undefined || gps < 1e8 ? null : mrkUtcSeconds(gps) };
+    }),
+  );
+  const frames = judgeFrames(photos, exposures, {
+    minHeight: input.minHeight ?? null,
+    clockFlagged: Object.keys(clock.corrected),
+    stretches,
+  });
+  const said = frameFlagMessages(frames, stretches);
+  if (said.unusable) flag('frames-unusable', 'warning', said.unusable);
+  for (const c of clock.findings) flag('camera-clock', 'warning', c.message);
+  if (said.rtk) flag('rtk-stretch', 'warning', said.rtk);
+  if (said.hints) flag('frames-hint', 'warning', said.hints);
   for (const g of gaps) {
     flag(
       'time-gap',
@@ -327,8 +367,14 @@ export function analyseFlight(input: FlightInput): FlightCompleteness {
   }
 
   const folderName = baseName(input.folder);
+  const part = input.part ?? null;
   return {
     folder: input.folder,
+    name: part ? `${folderName}, flight ${part.n} of ${part.of}` : folderName,
+    part,
+    summary: flightSummary(input, exposures),
+    frames,
+    clock,
     missionName: MISSION.exec(folderName)?.[1]?.trim() || null,
     photos: photos.length,
     videos,

@@ -2,7 +2,9 @@
  * The map points of a flight: one per exposure that has a position (the
  * photo's, else the MRK's), with the state the crew sees first. Order of
  * precedence, worst first: missing (in the MRK, no photo) > failed > on its
- * way (pending or waiting for the card) > RTK single/none > RTK float > done.
+ * way (pending or waiting for the card) > RTK single/none > RTK float > done;
+ * a photo that looks unusable (frames.ts) is 'flagged' after failed, and the
+ * reasons of every flagged or hinted frame are added to the point's words.
  * Used by the report's static map and by main for the window's flight view.
  */
 import type { FlightPointView, PointState } from '../../shared/flight-map.js';
@@ -15,6 +17,7 @@ export type FileStates = Readonly<
 
 export function flightPoints(flight: FlightCompleteness, files: FileStates): FlightPointView[] {
   const points: FlightPointView[] = [];
+  const frameOf = new Map((flight.frames ?? []).map((f) => [f.relPath, f]));
   for (const e of flight.exposures) {
     if (!e.position) continue;
     const states = e.photos.map((p) => files[p]);
@@ -31,6 +34,8 @@ export function flightPoints(flight: FlightCompleteness, files: FileStates): Fli
       state = 'failed';
       const why = failed.map((p) => files[p]?.error).find(Boolean);
       problem = `Upload failed for ${listOf(failed.map(baseName))}${why ? `: ${why}` : '.'}`;
+    } else if (e.photos.some((p) => frameOf.get(p)?.unusable)) {
+      state = 'flagged';
     } else if (moving) {
       state = 'on-its-way';
       problem = waiting ? 'Waiting for the card: insert it again.' : null;
@@ -41,6 +46,9 @@ export function flightPoints(flight: FlightCompleteness, files: FileStates): Fli
       state = 'rtk-float';
       problem = `RTK float fix (status ${e.mrk?.status}): decimetre accuracy.`;
     }
+    // Why a frame was flagged (or hinted at), after its upload state.
+    const why = e.photos.flatMap((p) => frameOf.get(p)?.reasons.map((r) => r.message) ?? []);
+    if (why.length > 0) problem = [problem, `${why.join('; ')}.`].filter(Boolean).join(' ');
     if (flight.extraIndexes.includes(e.index)) {
       problem = [problem, 'No line in the exposure log: no PPK position.'].filter(Boolean).join(' ');
     }

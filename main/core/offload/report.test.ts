@@ -82,6 +82,7 @@ describe('renderReportHtml', () => {
         'g',
         'h1',
         'h2',
+        'h3',
         'head',
         'html',
         'li',

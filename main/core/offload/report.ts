@@ -171,6 +171,7 @@ function flightSection(f: FlightReport, files: readonly ManifestFile[]): string 
     ...new Set(files.filter((x) => folderOf(x.relPath) === f.folder).map(deviceOfFile)),
   ].filter(Boolean);
   const rows: Array<[string, string]> = [
+    ...summaryRows(f),
     ['Mission', f.missionName ?? 'manual flight'],
     ['Wayline', f.wayline ? f.wayline.name : 'not matched'],
     ['Aircraft', devices.length ? devices.join('; ') : 'not known'],
@@ -212,12 +213,70 @@ function flightSection(f: FlightReport, files: readonly ManifestFile[]): string 
     : f.exposuresInMrk === null
       ? '<p class="ok">Nothing to note (no exposure log to check the photos against).</p>'
       : '<p class="ok">Complete: every exposure of the log has its photo, and nothing to note.</p>';
-  return `<section class="flight"><h2>${e(baseName(f.folder))}${f.incomplete ? ' <span class="tag bad">incomplete</span>' : ' <span class="tag good">complete</span>'}</h2>
+  return `<section class="flight"><h2>${e(f.name ?? baseName(f.folder))}${f.incomplete ? ' <span class="tag bad">incomplete</span>' : ' <span class="tag good">complete</span>'}${toLookAt(f)}</h2>
 <div class="flight-body"><table class="summary">${rows.map(([k, v]) => `<tr><th>${e(k)}</th><td>${e(v)}</td></tr>`).join('')}</table>
-<figure>${flightSvg(f)}<figcaption>${legend()}</figcaption></figure></div>${flags}</section>`;
+<figure>${flightSvg(f)}<figcaption>${legend()}</figcaption></figure></div>${flags}${flightChecks(f)}</section>`;
 }
 
-function fileRow(f: ManifestFile): string {
+/** "4 photos to look at" beside the flight's name: complete or not, its frames may be unusable. */
+function toLookAt(f: FlightReport): string {
+  const n = (f.frames ?? []).filter((x) => x.unusable).length;
+  return n ? ` <span class="tag bad">${count(n, 'photo')} to look at</span>` : '';
+}
+
+/** The GPS time of an exposure in the zone the photo states ("2024-05-06 10:15:24+02:00"), and in UTC. */
+function gpsTimeText(utcIso: string, capturedAt: string | null): string {
+  const utc = Date.parse(utcIso);
+  const m = /([+-])(\d{2}):?(\d{2})$/.exec(capturedAt ?? '');
+  const plain = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace('T', ' ');
+  if (!m) return `${plain(utc)} UTC`;
+  const offset = (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) * 60_000;
+  return `${plain(utc + offset)}${m[0]} (${plain(utc).slice(11)} UTC)`;
+}
+
+/** When, how high, how much ground, which exposure log: the flight's own figures (summary.ts). */
+function summaryRows(f: FlightReport): Array<[string, string]> {
+  const s = f.summary;
+  if (!s) return [];
+  const t = (iso: string) => iso.replace('T', ' ').replace(/(\.\d+)?Z$/, ' UTC');
+  return [
+    ['Flown', s.start && s.end ? `${t(s.start)} to ${t(s.end).slice(11)}` : 'not known'],
+    [
+      'Height above take-off',
+      s.heightMin !== null && s.heightMax !== null
+        ? `${Math.round(s.heightMin * 10) / 10} to ${Math.round(s.heightMax * 10) / 10} m`
+        : 'not known',
+    ],
+    ['Area covered', s.areaHectares !== null ? `${s.areaHectares} ha` : '—'],
+    ['Exposure log (MRK)', s.mrk.length ? s.mrk.map(baseName).join(', ') : 'none'],
+  ];
+}
+
+/**
+ * The photos of a flight worth a look (frames.ts) and its camera clock
+ * (clock.ts): each named with why, camera time and GPS time side by side.
+ * Nothing was deleted or held back.
+ */
+export function flightChecks(f: FlightReport): string {
+  const frames = f.frames ?? [];
+  const clock = f.clock ?? { findings: [], notes: [], corrected: {} };
+  if (frames.length === 0 && clock.findings.length === 0 && clock.notes.length === 0) return '';
+  const rows = frames
+    .map(
+      (x) =>
+        `<tr class="${x.unusable ? 'unusable' : 'hint'}"><td class="path">${e(baseName(x.relPath))}</td><td>${x.index ?? ''}</td><td>${e(x.capturedAt ?? '')}</td><td>${clock.corrected[x.relPath] ? e(gpsTimeText(clock.corrected[x.relPath]!, x.capturedAt)) : ''}</td><td>${x.reasons.map((r) => e(r.message)).join('<br>')}</td></tr>`,
+    )
+    .join('');
+  const bad = frames.filter((x) => x.unusable).length;
+  return `<div class="checks"><h3>Photos to look at: ${bad} probably unusable${frames.length > bad ? `, ${frames.length - bad} worth a look` : ''}</h3>${
+    frames.length
+      ? `<table class="frames"><thead><tr><th>Photo</th><th>Exposure</th><th>Camera time (as the file says, sent)</th><th>GPS time (corrected)</th><th>Why</th></tr></thead><tbody>${rows}</tbody></table>`
+      : ''
+  }${clock.notes.map((m) => `<p class="clock">${e(m)}</p>`).join('')}<p class="meta">Nothing was deleted or held back: the photos stay on the card, in the copies and in the upload.</p></div>`;
+}
+
+function fileRow(f: ManifestFile, corrected: Readonly<Record<string, string>> = {}): string {
+  const gps = corrected[f.relPath];
   const pos = f.position ? `${num(f.position.lat, 7)}, ${num(f.position.lng, 7)}` : '';
   const ack = f.acknowledged ? `${f.acknowledged.how}, ${f.acknowledged.at}` : '';
   const v = f.verified;
@@ -231,7 +290,7 @@ function fileRow(f: ManifestFile): string {
           ? 'size + MD5'
           : 'size';
   const device = [deviceOfFile(f), f.aircraft?.serial, f.camera?.serial].filter(Boolean).join(' · ');
-  return `<tr class="state-${e(f.state)}"><td class="path">${e(f.relPath)}</td><td>${e(f.kind)}</td><td class="n">${e(size(f.size))}</td><td class="md5">${e(f.md5)}</td><td>${e(f.capturedAt ?? '')}</td><td>${e(pos)}</td><td>${e(device)}</td><td>${e(f.state)}${f.error ? `: ${e(f.error)}` : ''}</td><td>${e(ack)}</td><td>${e(check)}</td><td class="path">${e(f.objectKey ?? '')}</td></tr>`;
+  return `<tr class="state-${e(f.state)}"><td class="path">${e(f.relPath)}</td><td>${e(f.kind)}</td><td class="n">${e(size(f.size))}</td><td class="md5">${e(f.md5)}</td><td>${e(f.capturedAt ?? '')}${gps ? `<br><span class="clock">GPS: ${e(gpsTimeText(gps, f.capturedAt ?? null))}</span>` : ''}</td><td>${e(pos)}</td><td>${e(device)}</td><td>${e(f.state)}${f.error ? `: ${e(f.error)}` : ''}</td><td>${e(ack)}</td><td>${e(check)}</td><td class="path">${e(f.objectKey ?? '')}</td></tr>`;
 }
 
 const CSS = `
@@ -241,7 +300,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:0 0 8px}
 .meta{color:#57606a;margin:0 0 16px}
 .verdict{border-radius:8px;padding:12px 16px;margin:0 0 20px;border:2px solid}
 .verdict.safe{background:#dafbe1;border-color:#1a7f37}.verdict.unsafe{background:#ffebe9;border-color:#cf222e}
-.verdict h2{font-size:20px;margin:0 0 4px}.verdict ul{margin:6px 0 0;padding-left:20px}
+.verdict h2{font-size:20px;margin:0 0 4px}.advisory{background:#fff8c5;border-radius:6px;padding:6px 10px}.verdict ul{margin:6px 0 0;padding-left:20px}
 .counts{display:flex;gap:16px;flex-wrap:wrap;margin:0 0 20px;padding:0;list-style:none}
 .counts li{background:#f6f8fa;border-radius:6px;padding:6px 10px}
 .flight{border:1px solid #d0d7de;border-radius:8px;padding:12px 16px;margin:0 0 20px;break-inside:avoid}
@@ -259,8 +318,18 @@ figure{margin:0}.map{border:1px solid #d0d7de;border-radius:6px;max-width:100%;h
 .files{width:100%;font-size:11px}.files .path,.files .md5{overflow-wrap:anywhere;font-family:ui-monospace,Menlo,Consolas,monospace}
 .files .n{white-space:nowrap;text-align:right}.files tr.state-failed td{background:#ffebe9}
 footer{color:#57606a;margin-top:20px}
+.checks{margin:12px 0 0}.checks h3{font-size:14px;margin:0 0 6px}.frames{font-size:12px}.frames tr.unusable td:first-child{border-left:4px solid #24292f}
+.frames tr.hint td:first-child{border-left:4px solid #d4a72c}.clock{color:#a40e26;margin:6px 0 0}
 @media print{body{margin:0;max-width:none}.flight{page-break-inside:avoid}.files{font-size:9px}}
 `;
+
+/** relPath -> GPS time (UTC) of the photos whose camera clock is off, over all flights. */
+const correctedTimes = (r: OffloadReport): Record<string, string> =>
+  Object.assign({}, ...r.flights.map((f) => f.clock?.corrected ?? {})) as Record<string, string>;
+
+/** The verdict's advisory third line (advisory.ts): never part of safe or not. */
+const advisoryLine = (v: SafeToFormatVerdict): string =>
+  v.advisory ? `<p class="advisory"><strong>Look before you leave:</strong> ${e(v.advisory)}</p>` : '';
 
 const reasonList = (reasons: readonly string[]): string =>
   reasons.length ? `<ul>${reasons.map((x) => `<li>${e(x)}</li>`).join('')}</ul>` : '';
@@ -270,6 +339,7 @@ export function renderReportHtml(r: OffloadReport): string {
   const v = r.verdict;
   const c = v.counts;
   const title = `Offload report — ${r.card.label}`;
+  const corrected = correctedTimes(r);
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
@@ -277,7 +347,7 @@ export function renderReportHtml(r: OffloadReport): string {
 <title>${e(title)}</title><style>${CSS}</style></head><body>
 <h1>${e(title)}</h1>
 <p class="meta">${e(r.createdAt)} · ${e(r.target.workspaceLabel)}${r.target.serverLabel !== r.target.workspaceLabel ? ` on ${e(r.target.serverLabel)}` : ''} · ${e(r.tool.name)} ${e(r.tool.version)} on ${e(r.hostname)}</p>
-<div class="verdict ${r.safe ? 'safe' : 'unsafe'}" role="status"><h2>${r.safe ? 'Safe to format' : 'Not safe to format yet'}</h2><p>${e(r.message)}</p>${
+<div class="verdict ${r.safe ? 'safe' : 'unsafe'}" role="status"><h2>${r.safe ? 'Safe to format' : 'Not safe to format yet'}</h2><p>${e(r.message)}</p>${advisoryLine(v)}${
     r.local ? '' : reasonList(v.reasons)
   }</div>${
     r.local
@@ -294,7 +364,7 @@ export function renderReportHtml(r: OffloadReport): string {
 <ul class="counts"><li>${count(c.files, 'file')} (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${count(c.flights, 'flight')}, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
 ${r.flights.map((f) => flightSection(f, r.files)).join('\n')}
 <section><h2>Files</h2><table class="files"><thead><tr><th>Path on the card</th><th>Kind</th><th>Size</th><th>MD5</th><th>Captured</th><th>Position</th><th>Aircraft · camera</th><th>State</th><th>Acknowledged</th><th>Bucket check</th><th>Object key</th></tr></thead>
-<tbody>${r.files.map(fileRow).join('\n')}</tbody></table></section>
+<tbody>${r.files.map((f) => fileRow(f, corrected)).join('\n')}</tbody></table></section>
 <footer>${r.hashList ? `Hash list (ASC MHL v2.0): ${e(r.hashList)}. ` : ''}Report format ${REPORT_FORMAT} v${REPORT_VERSION}.</footer>
 </body></html>
 `;

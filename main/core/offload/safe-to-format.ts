@@ -31,6 +31,7 @@
  * never formats or deletes anything itself: this only tells.
  */
 import { baseName, count, listOf } from './plain.js';
+import { flightAdvisory } from './advisory.js';
 import type {
   CardFileFact,
   SafeToFormatCounts,
@@ -167,7 +168,8 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   };
   const safe = reasons.length === 0;
   const message = verdictLine(card.label, ws, safe, counts, input.scanComplete);
-  return { safe, reasons, notes, counts, message };
+  // Advisory only (flagged frames, camera clock): never part of `safe`.
+  return { safe, reasons, notes, counts, message, advisory: flightAdvisory(input.flights) };
 }
 
 /** What was not kept on purpose or holds nothing, grouped by reason: named, never silent. */

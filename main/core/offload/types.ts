@@ -7,6 +7,8 @@ import type { LocalVerdict } from '../copies/locally-safe.js';
 import type { FileKind } from '../media/discover.js';
 import type { MrkEntry, MrkProblem, RtkClass } from '../media/mrk.js';
 import type { RtkKind } from '../media/rtk-files.js';
+import type { FrameFacts } from '../media/frame.js';
+import type { FlightSummaryFigures } from '../../shared/flight-map.js';
 
 export interface LatLng {
   lat: number;
@@ -23,6 +25,10 @@ export interface FlightMediaInput {
   capturedAt?: string | null;
   position?: LatLng | null;
   gimbalYaw?: number | null;
+  /** Height above the take-off point (XMP RelativeAltitude), metres. */
+  relativeAltitude?: number | null;
+  /** What the photo says of its own usefulness (media/frame.ts). */
+  frame?: FrameFacts | null;
 }
 
 export interface FlightRtkFileInput {
@@ -52,6 +58,59 @@ export interface FlightInput {
   wayline?: WaylineRef | null;
   /** The caller knows this aircraft flies RTK (e.g. its photos carry an RTK flag): RTK files are expected. */
   expectRtk?: boolean;
+  /** One of several flights found in one folder (split.ts): which, of how many. */
+  part?: { n: number; of: number } | null;
+  /** The whole folder's files were taken further apart than one flight goes (split.ts says it on its first flight). */
+  folderSpread?: string | null;
+  /** The crew's lowest useful height above take-off, metres: photos below it are flagged. */
+  minHeight?: number | null;
+}
+
+/**
+ * Time span (first and last file, UTC: GNSS time when the photos carry it),
+ * height range above take-off, area of the hull of the photo positions
+ * (hectares) and the exposure logs (MRK) of a flight (summary.ts).
+ */
+export type FlightSummary = FlightSummaryFigures;
+
+export type FrameReason =
+  | 'black'
+  | 'blown-out'
+  | 'gimbal'
+  | 'too-low'
+  | 'take-off-landing'
+  | 'zero-gps'
+  | 'no-gps'
+  | 'rtk'
+  | 'blurry'
+  | 'clock';
+
+/** A photo that is probably useless (or, for hints, worth a look), with why. Nothing is deleted. */
+export interface FlaggedFrame {
+  relPath: string;
+  index: number | null;
+  /** Capture time as the file says (created_time). */
+  capturedAt: string | null;
+  position: LatLng | null;
+  reasons: Array<{ code: FrameReason; message: string }>;
+  /** At least one reason makes the photo unusable (not only a hint: sharpness, RTK, clock). */
+  unusable: boolean;
+}
+
+/** One finding about the camera's clock against GNSS time (clock.ts). */
+export interface ClockFinding {
+  /** Camera time minus GNSS time (UTC), seconds, for these photos. */
+  offsetSeconds: number;
+  relPaths: string[];
+  message: string;
+}
+
+export interface ClockCheck {
+  findings: ClockFinding[];
+  /** Said, not guessed: e.g. photos without a time zone. */
+  notes: string[];
+  /** relPath -> the exposure's UTC time by GNSS, for the photos whose clock is flagged. */
+  corrected: Record<string, string>;
 }
 
 /** One exposure (shutter release): the photos of all lenses with one number, and its MRK line. */
@@ -80,7 +139,11 @@ export type FlagCode =
   | 'rtk-single'
   | 'no-position'
   | 'time-gap'
-  | 'several-flights';
+  | 'several-flights'
+  | 'frames-unusable'
+  | 'frames-hint'
+  | 'rtk-stretch'
+  | 'camera-clock';
 
 export interface FlightFlag {
   code: FlagCode;
@@ -98,6 +161,13 @@ export interface TimeGap {
 
 export interface FlightCompleteness {
   folder: string;
+  /** What the crew calls it: the folder's name, with "flight 2 of 3" when one folder held several. */
+  name: string;
+  part: { n: number; of: number } | null;
+  summary: FlightSummary;
+  /** Photos that are probably useless or worth a look (frames.ts). */
+  frames: FlaggedFrame[];
+  clock: ClockCheck;
   /** The mission (wayline) name from the folder name, or null for a manual flight. */
   missionName: string | null;
   photos: number;
@@ -178,7 +248,10 @@ export interface SafeToFormatInput {
   /** The card was read to the end (a scan cut short by a pulled card cannot vouch for the files not seen). */
   scanComplete: boolean;
   files: CardFileFact[];
-  flights: Array<Pick<FlightCompleteness, 'folder' | 'incomplete' | 'flags'>>;
+  flights: Array<
+    Pick<FlightCompleteness, 'folder' | 'incomplete' | 'flags'> &
+      Partial<Pick<FlightCompleteness, 'name' | 'photos' | 'frames' | 'clock'>>
+  >;
   /** Flight folders the crew accepted as they are (flagged, but fine to format). */
   acceptedFlights: readonly string[];
   /** What the last scan found and did not keep. */
@@ -216,6 +289,8 @@ export interface SafeToFormatVerdict {
   counts: SafeToFormatCounts;
   /** The one line for the tray, the window, `status` and the notification. */
   message: string;
+  /** The third line, advisory (advisory.ts): a flight's photos that look unusable. Never blocks. */
+  advisory?: string | null;
 }
 
 // ---------- manifest and report (manifest.ts, report.ts) ----------

@@ -32,6 +32,27 @@ export const FileInfoSchema = z.object({
   cameraModel: z.string().optional(),
   unsupportedReason: z.string().optional(),
   warnings: z.array(z.string()).optional(),
+  /** What the photo says of its own usefulness (media/frame.ts), for the offload's frame and clock checks. */
+  frame: z
+    .object({
+      gimbalPitch: z.number().optional(),
+      rtkFlag: z.number().optional(),
+      gps: z.enum(['zero', 'missing']).optional(),
+      gnssUtc: z.string().optional(),
+      gnssFrom: z.enum(['UTCAtExposure', 'GPSDateTime']).optional(),
+      zoneInFile: z.boolean().optional(),
+      preview: z
+        .object({
+          width: z.number(),
+          height: z.number(),
+          mean: z.number(),
+          dark: z.number(),
+          bright: z.number(),
+          sharpness: z.number(),
+        })
+        .optional(),
+    })
+    .optional(),
 });
 
 export type FileInfo = z.infer<typeof FileInfoSchema>;

@@ -334,6 +334,7 @@ async function hashedChange(
     ...(media?.cameraModel ? { cameraModel: media.cameraModel } : {}),
     ...(media?.unsupportedReason ? { unsupportedReason: media.unsupportedReason } : {}),
     ...(media?.warnings.length ? { warnings: media.warnings } : {}),
+    ...(media?.frame ? { frame: media.frame } : {}),
   };
   const tiny = tinyFingerprint(md5, media?.captureTime ?? new Date(row.mtimeMs));
   return { type: 'hashed', fingerprint: md5, tinyFingerprint: tiny, info, ...(mrk ? { mrk } : {}) };
