@@ -21,6 +21,7 @@ const CHANNELS = [
   'sync:now',
   'history:list',
   'history:set-wayline',
+  'copies:forget',
   'waylines:list',
   'settings:get',
   'settings:save',
