@@ -47,13 +47,16 @@ export function openDatabase(dataDir: string): Db {
 function migrate(db: Db, file: string): void {
   const current = db.pragma('user_version', { simple: true }) as number;
   if (current > SCHEMA_VERSION) throw new SchemaTooNewError(file, current, SCHEMA_VERSION);
-  for (let version = current + 1; version <= SCHEMA_VERSION; version++) {
-    const migration = MIGRATIONS[version - 1];
-    if (!migration) break;
-    // One transaction per step: a crash leaves the DB at a known version.
-    db.transaction(() => {
-      db.exec(migration.sql);
-      db.pragma(`user_version = ${version}`);
-    })();
-  }
+  // One step per transaction (a crash leaves the file at a known version), each taking the
+  // write lock first (IMMEDIATE) and reading the version under it: two instances started at
+  // once on one file run each step once, the second finding it done.
+  const step = db.transaction((): boolean => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const migration = MIGRATIONS[version];
+    if (version >= SCHEMA_VERSION || !migration) return false;
+    db.exec(migration.sql);
+    db.pragma(`user_version = ${version + 1}`);
+    return true;
+  });
+  while (step.immediate());
 }

@@ -89,7 +89,10 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
       const out = await next(args);
       const res = out.response as { statusCode?: number; body?: unknown };
       if (typeof res.statusCode === 'number' && res.statusCode >= 300) {
-        throw parseProviderError(res.statusCode, await readSome(res.body, 64 * 1024));
+        const err = parseProviderError(res.statusCode, await readSome(res.body, 64 * 1024));
+        // What the SDK's own errors carry: its signer learns the provider's clock from the
+        // answer's Date (RGW's clock minutes off: RequestTimeTooSkewed) and its retry asks again.
+        throw Object.assign(err, { $response: out.response, $metadata: { httpStatusCode: res.statusCode } });
       }
       return out;
     },
