@@ -109,10 +109,11 @@ it('the Flights tab names each flight of the folder and each photo to look at, o
   // The second battery of the same folder: its own flight, its own map.
   await page.locator('.flight-item', { hasText: '100MEDIA, flight 2 of 2' }).click();
   await expect.poll(() => page.locator('.flight-title').innerText()).toBe('100MEDIA, flight 2 of 2');
-  expect(await page.locator('.flight-summary').innerText()).toMatch(
-    /^08:55:12–08:55:22 UTC · 30 m above take-off/,
-  );
-  expect(await page.locator('.flight-point').count()).toBe(6);
+  await expect
+    .poll(() => page.locator('.flight-summary').innerText())
+    .toMatch(/^08:55:12–08:55:22 UTC · 30 m above take-off/);
+  // The map is drawn again after the title: its points are the second flight's once it has been.
+  await expect.poll(() => page.locator('.flight-point').count()).toBe(6);
   await page.waitForTimeout(300);
   await page.screenshot({ path: path.join(SHOTS, 'flight-checks-second.png') });
 });
