@@ -47,11 +47,27 @@ async function tcp(onConn: (s: net.Socket) => void): Promise<string> {
   return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 }
 
+/**
+ * A port that refuses every connection and stays so: a TCP socket bound to it
+ * but never listening (Python's socket module; Node cannot bind without
+ * listening). A port merely closed again was taken by another test's server
+ * in a CI run (an S3 server's XML 404s instead of refusals).
+ */
 async function closedPort(): Promise<string> {
-  const url = await tcp(() => undefined);
-  closers.pop()!();
-  await new Promise((r) => setTimeout(r, 100));
-  return url;
+  const holder = spawn(
+    'python3',
+    [
+      '-c',
+      "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\nprint(s.getsockname()[1],flush=True)\ntime.sleep(600)",
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  closers.push(() => holder.kill('SIGKILL'));
+  const port = await new Promise<string>((resolve, reject) => {
+    holder.stdout.once('data', (d: Buffer) => resolve(String(d).trim()));
+    holder.once('error', reject);
+  });
+  return `http://127.0.0.1:${port}`;
 }
 
 async function busyServer(): Promise<string> {
