@@ -253,6 +253,18 @@ export async function importWaylines(
   database: DatabaseConfig = { kind: 'sqlite' },
 ): Promise<number> {
   if (!Array.isArray(items)) throw new Error('importWaylines expects an array of waylines.');
+  return withServiceData(dataDir, database, (db, ws) => insertWaylines(db, ws, items));
+}
+
+/**
+ * The service's database opened beside any running instance (no lock, no
+ * bucket), its default workspace made sure of, for one offline task.
+ */
+async function withServiceData<T>(
+  dataDir: string,
+  database: DatabaseConfig,
+  task: (db: SqlDb, workspace: Awaited<ReturnType<typeof ensureDefaultWorkspace>>) => Promise<T>,
+): Promise<T> {
   const data = await openServiceDatabase({
     dataDir,
     database,
@@ -262,7 +274,7 @@ export async function importWaylines(
   });
   try {
     const ws = await data.startup(() => ensureDefaultWorkspace(data.db));
-    return await insertWaylines(data.db, ws, items);
+    return await task(data.db, ws);
   } finally {
     await data.close();
   }
@@ -280,17 +292,5 @@ export async function resetUserPassword(
   database: DatabaseConfig = { kind: 'sqlite' },
 ): Promise<string | null> {
   mkdirSync(dataDir, { recursive: true });
-  const data = await openServiceDatabase({
-    dataDir,
-    database,
-    embeddedBucket: false,
-    log: null,
-    lock: false,
-  });
-  try {
-    await data.startup(() => ensureDefaultWorkspace(data.db));
-    return await resetPassword(data.db, dataDir, username);
-  } finally {
-    await data.close();
-  }
+  return withServiceData(dataDir, database, (db) => resetPassword(db, dataDir, username));
 }
