@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { BIN, readOnlyFor, runCli, stateUnder, type CliRun } from '../support/cli.js';
 import { makeCard, tempDir } from '../support/harness.js';
+import { refusingPort } from '../support/refusing-port.js';
 
 /** The command as these tests run it: the CLI's hints name it so. */
 const AS_RUN = `node ${path.relative(process.cwd(), BIN)}`;
@@ -41,14 +42,8 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** A port nothing listens on (taken, then freed). */
-async function closedPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as net.AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+/** A loopback port that refuses every connection for the whole file. */
+const closedPort = refusingPort;
 
 /** A home whose default state folder synced one card (three photos) to the reference service. */
 async function syncedHome(): Promise<{ home: string; card: string; state: string }> {

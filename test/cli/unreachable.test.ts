@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { BIN } from '../support/cli.js';
 import { makeCard, tempDir } from '../support/harness.js';
+import { refusingPort } from '../support/refusing-port.js';
 
 let dir: string;
 let svc: RunningService;
@@ -47,27 +48,9 @@ async function tcp(onConn: (s: net.Socket) => void): Promise<string> {
   return `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
 }
 
-/**
- * A port that refuses every connection and stays so: a TCP socket bound to it
- * but never listening (Python's socket module; Node cannot bind without
- * listening). A port merely closed again was taken by another test's server
- * in a CI run (an S3 server's XML 404s instead of refusals).
- */
+/** A port that refuses every connection and stays so (test/support/refusing-port.ts). */
 async function closedPort(): Promise<string> {
-  const holder = spawn(
-    'python3',
-    [
-      '-c',
-      "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',0))\nprint(s.getsockname()[1],flush=True)\ntime.sleep(600)",
-    ],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  closers.push(() => holder.kill('SIGKILL'));
-  const port = await new Promise<string>((resolve, reject) => {
-    holder.stdout.once('data', (d: Buffer) => resolve(String(d).trim()));
-    holder.once('error', reject);
-  });
-  return `http://127.0.0.1:${port}`;
+  return `http://127.0.0.1:${await refusingPort()}`;
 }
 
 async function busyServer(): Promise<string> {

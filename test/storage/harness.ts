@@ -13,6 +13,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { BucketTarget, TargetProvider } from '../../main/core/storage/types.js';
+import { refusingPort } from '../support/refusing-port.js';
 
 // s3rver ships no types: the little we use of it (s3rver 3.7.1).
 interface S3rverInstance {
@@ -235,14 +236,8 @@ export async function startProxy(upstreamPort: number): Promise<ProxyHandle> {
   return handle;
 }
 
-/** A port on which nothing listens. */
-export async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+/** A port on which nothing listens, and nothing will during the test file. */
+export const closedPort = refusingPort;
 
 /**
  * A slow uplink in front of `target` (host:port): a TCP relay that passes

@@ -9,11 +9,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { tempDir, until } from '../support/harness.js';
+import { refusingPort } from '../support/refusing-port.js';
 
 const BIN = path.resolve('dist/main/cli/bin.js');
 let dir: string;
@@ -68,14 +68,8 @@ function sameAsCard(card: string, copy: string): void {
     expect(md5(fs.readFileSync(path.join(copy, rel))), rel).toBe(md5(fs.readFileSync(path.join(card, rel))));
 }
 
-/** A loopback port nothing listens on (closed: every connection refused at once). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+/** A loopback port that refuses every connection for the whole file. */
+const closedPort = refusingPort;
 
 interface Run {
   child: ChildProcess;
