@@ -152,6 +152,14 @@ describe('a one-shot sync against a server that cannot take anything', () => {
       for (const l of about) expect(l.line, shown).toMatch(c.reason);
       expect(about[0]!.at, shown).toBeLessThan(30_000);
       expect(about.at(-1)!.line, shown).toMatch(/Nothing was sent; run sync again once it answers\.$/);
+      // The card's verdict says the truth (issue 30): nothing is in flight, so nothing is "on the
+      // way"; the files wait for the next run, for the reason the run stopped, and say what to do.
+      expect(shown).not.toMatch(/on the way|wait until they are done/);
+      const texts = run.lines.map((l) => l.line);
+      expect(texts, shown).toContain(`card-${c.name}: not safe to format yet — 4 not uploaded yet`);
+      const why = texts.find((l) => l.startsWith('  - 4 files not uploaded yet ('));
+      expect(why, shown).toMatch(c.reason);
+      expect(why, shown).toMatch(/[;?] [Rr]un sync again once it answers\.$/);
       // Never a contradiction: the non-HTTP port is not "could not be reached", a plain-HTTP server has no certificate problem.
       expect(shown).not.toMatch(/could not be reached|certificate|had a problem/);
       // No request path, error code or invented rate reaches the crew.
