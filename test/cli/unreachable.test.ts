@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { BIN } from '../support/cli.js';
+import { BIN, runCli } from '../support/cli.js';
 import { makeCard, tempDir } from '../support/harness.js';
 
 let dir: string;
@@ -168,6 +168,24 @@ describe('a one-shot sync against a server that cannot take anything', () => {
         expect(l.line, shown).not.toMatch(/\d+(\.\d+)? ?[KMG]?B\/s|left\b.*~|~\d+ s left/);
       }
     });
+    // `status` afterwards (issue 30): why files wait in the words the run used, the stored
+    // technical text (request path, error code) only with -v.
+    for (const name of ['closed', 'silent']) {
+      const c = cases.find((x) => x.name === name)!;
+      const home = path.join(dir, `home-${name}`);
+      const plain = await runCli(['status'], { home });
+      const shown = `${name}:\n${plain.out}${plain.err}`;
+      expect(plain.code, shown).toBe(0);
+      const waits = plain.out.split('\n').filter((l) => /^ {2}\d+ files? waits?: /.test(l));
+      expect(waits.length, shown).toBeGreaterThanOrEqual(1);
+      for (const l of waits) expect(l, shown).toMatch(c.reason);
+      expect(plain.out, shown).not.toMatch(/\/api\/v1\/|\bE[A-Z]{4,}\b|\d+ ms\b|Details:/);
+      expect(plain.out, shown).toContain(`card-${name}: not safe to format yet — 4 not uploaded yet`);
+      expect(plain.out, shown).not.toMatch(/on the way/);
+      const verbose = await runCli(['status', '-v'], { home });
+      expect(verbose.code).toBe(0);
+      expect(verbose.out, verbose.out).toMatch(/\n {4}Details: .*\/api\/v1\/workspaces\/ws-1\//);
+    }
   }, 200_000);
 });
 
