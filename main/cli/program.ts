@@ -103,7 +103,8 @@ export function buildProgram(): Command {
     .description('what is queued, done and failed')
     .option('--state <dir>', 'state folder (env DMS_STATE_DIR)')
     .option('--json', 'machine-readable output')
-    .action(async (opts: { state?: string; json?: boolean }) => {
+    .option('-v, --verbose', 'also the stored technical text behind each reason files wait')
+    .action(async (opts: { state?: string; json?: boolean; verbose?: boolean }) => {
       process.exitCode = (await import('./commands/status.js')).statusCommand(opts);
     });
 

@@ -6,10 +6,7 @@
 import type { Queue, TargetRef, TargetSummary } from '../core/queue/queue.js';
 import { canonicalServerUrl, LOCAL_LABEL } from '../core/session/target.js';
 
-/** "http://host:8080 (workspace ws-1)", or the built-in local service with its workspace. */
-export function targetName(t: TargetRef): string {
-  return `${t.label}${t.workspaceId ? ` (workspace ${t.workspaceId})` : ''}`;
-}
+export { targetName } from '../core/session/forget-target.js';
 
 const holdsFiles = (t: TargetSummary): boolean => Object.values(t.counts).some((c) => c.files > 0);
 

@@ -10,6 +10,7 @@ import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/matc
 import { sourceAt, type Card, type CardMonitor } from './sources/cards.js';
 import { completeLocal, completeSource, type Completed } from './offload/complete.js';
 import type { CardOffload, FlightOptions } from './offload/card.js';
+import type { RunStopped } from './offload/types.js';
 import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
@@ -344,7 +345,16 @@ export class Agent extends EventEmitter<AgentEvents> {
       flights: this.flightOptions(),
       ...(signal ? { signal } : {}),
       ...(this.engine.givesUp ? { serverDown: true } : {}),
+      // A one-shot run has ended here: what is not sent waits for the next run, for this reason.
+      ...(this.runOnce ? { stopped: this.whyStopped() } : {}),
     });
+  }
+
+  /** Why a one-shot run left files: the server's failure in the crew's words, or none (it simply ended). */
+  private whyStopped(): RunStopped {
+    const err = this.engine.state === 'offline' ? this.engine.status.error : null;
+    // The same advice as the run's last line ("run sync again once it answers").
+    return { reason: err ? plainMessage(err, 'request') : null, once: 'it answers' };
   }
 
   /** The crew's settings of the flight checks. */

@@ -263,6 +263,27 @@ function authMessage(err: DmsError, during: Moment): string {
  * in the words of the moment it is shown in (see Moment). The technical
  * message follows for the log and for support.
  */
+/**
+ * The crew's words for an error the queue stored (its kind and technical
+ * message, e.g. "Could not reach the server for POST /media/…: … (ECONNREFUSED)."):
+ * the sentence plainMessage says for it, the socket's code (the message's
+ * last "(CODE)") and an HTTP status ("HTTP 503") taken back from the text.
+ * The technical message stays for the log and `-v`.
+ */
+export function storedPlain(kind: string, message: string | null, during: Moment = 'upload'): string {
+  if (!(ERROR_KINDS as readonly string[]).includes(kind)) return message ?? 'Unknown problem.';
+  const text = message ?? '';
+  const code = /\(([A-Z][A-Z0-9_]+)\)\.?\s*$/.exec(text)?.[1];
+  const status = /\bHTTP (\d{3})\b/.exec(text)?.[1];
+  return plainMessage(
+    new DmsError(kind as ErrorKind, text, {
+      ...(code ? { cause: Object.assign(new Error(code), { code }) } : {}),
+      ...(status ? { status: Number(status) } : {}),
+    }),
+    during,
+  );
+}
+
 export function plainMessage(err: DmsError, during: Moment = 'upload'): string {
   if (err.plain !== undefined) return err.plain;
   const later = during === 'upload';

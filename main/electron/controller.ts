@@ -14,6 +14,7 @@ import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths, type StatePaths } from '../core/paths.js';
 import type { Queue } from '../core/queue/queue.js';
 import { canUpload } from '../core/session/connection.js';
+import { FORGET_KEEPS, forgetPlan, forgetTarget, targetName } from '../core/session/forget-target.js';
 import { openSession, type Session } from '../core/session/open.js';
 import { LOCAL_LABEL, sameServer } from '../core/session/target.js';
 import type {
@@ -25,6 +26,7 @@ import type {
   QueueItemView,
   SettingsAnswer,
   SettingsView,
+  TargetView,
   WaylinePageView,
   WaylineQueryView,
 } from '../shared/ipc.js';
@@ -380,6 +382,56 @@ export class AppController extends EventEmitter<ControllerEvents> {
       for (const card of this.rt?.monitor?.cards() ?? []) void this.rt?.agent.reconsider(card.id);
       this.changed();
       return this.settings();
+    });
+  }
+
+  /** The servers and workspaces this laptop synced to, each with what forgetting it would drop. */
+  targets(): TargetView[] {
+    const queue = this.session?.queue;
+    if (!queue) return [];
+    const inUse = this.rt?.conn.target.key ?? queue.target?.key;
+    return queue
+      .targets()
+      .filter((t) => t.key !== 'legacy:' || Object.values(t.counts).some((c) => c.files > 0))
+      .map((t) => {
+        const plan = forgetPlan(queue, t, this.paths.manifests);
+        return {
+          key: t.key,
+          name: targetName(t),
+          answered: t.state === 'answered',
+          inUse: t.key === inUse,
+          files: Object.values(t.counts).reduce((n, c) => n + c.files, 0),
+          filesDone: t.counts.done.files,
+          drops: plan.what,
+          keeps: FORGET_KEEPS,
+        };
+      });
+  }
+
+  /**
+   * The crew forgets a server (and workspace) it no longer wants, through the
+   * queue's one door for targets (forget-target.ts), as `forget --yes` does.
+   * Not the one the app sends cards to now: its agent works on those rows.
+   */
+  forgetTarget(key: string): Promise<TargetView[]> {
+    return this.serial(() => {
+      const queue = this.requireQueue();
+      const t = queue.targets().find((x) => x.key === key);
+      if (!t)
+        throw new UserError(
+          'invalid-input',
+          'This server was already forgotten: there is nothing to forget.',
+        );
+      if (t.key === (this.rt?.conn.target.key ?? queue.target?.key))
+        throw new UserError(
+          'invalid-input',
+          `${targetName(t)} is where the app sends cards now. Choose another server in Settings and save, then forget it.`,
+        );
+      const plan = forgetPlan(queue, t, this.paths.manifests);
+      forgetTarget(queue, plan);
+      this.log.info({ target: t.label, workspace: t.workspaceId }, 'target forgotten');
+      this.changed();
+      return Promise.resolve(this.targets());
     });
   }
 

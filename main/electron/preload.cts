@@ -25,6 +25,8 @@ const CHANNELS = [
   'settings:get',
   'settings:save',
   'copies:forget',
+  'targets:list',
+  'targets:forget',
   'auth:login',
   'auth:set-token',
   'auth:sign-out',

@@ -277,6 +277,28 @@ export type SettingsAnswer = SettingsView & { signedIn: boolean; account: Accoun
 export type FieldErrors = Partial<Record<keyof SettingsView | 'form', string>>;
 
 /** Every answer carries success or a plain-words failure: failures are data, never exceptions across IPC. */
+/**
+ * A server (and workspace), or the built-in local service, this laptop has
+ * synced to (issue 30): what the window lists in Settings, with what
+ * forgetting it would drop, said before the crew confirms.
+ */
+export interface TargetView {
+  /** The queue's key of the target: what `targets:forget` names. */
+  key: string;
+  /** "https://media.example.com (workspace ws-1)", or the built-in local service. */
+  name: string;
+  /** The server has answered about a file (false: a mistyped address, nothing was sent there). */
+  answered: boolean;
+  /** Where the app sends cards now: it cannot be forgotten while it is. */
+  inUse: boolean;
+  files: number;
+  filesDone: number;
+  /** What forgetting drops, in a sentence ("the record of 15 files (…) from 1 card or folder (…), 1 report in …"). */
+  drops: string;
+  /** What forgetting leaves alone. */
+  keeps: string;
+}
+
 export type Result<T> =
   { ok: true; value: T } | { ok: false; error: { kind: string; message: string; fields?: FieldErrors } };
 
@@ -342,6 +364,16 @@ export const Channels = {
   'copies:forget': {
     request: z.object({ path: z.string().trim().min(1).max(4096) }).strict(),
     response: null as unknown as SettingsAnswer,
+  },
+  /** The servers and workspaces this laptop synced to, each with what forgetting it would drop. */
+  'targets:list': { request: Empty, response: null as unknown as TargetView[] },
+  /**
+   * The crew forgets a server (and workspace) it no longer wants, as `forget --server URL --yes`
+   * does: its queue rows, history, accepted flights and reports here; answers the list as it is now.
+   */
+  'targets:forget': {
+    request: z.object({ key: z.string().min(1).max(4096) }).strict(),
+    response: null as unknown as TargetView[],
   },
   'auth:login': {
     request: z

@@ -10,6 +10,7 @@ import { FieldError, Hint, NumberField, aria, type Note } from './fields.js';
 import { DRONE_MODELS, FILE_TYPES } from './models.js';
 import { SignIn } from './sign-in.js';
 import { Destinations } from './destinations.js';
+import { Targets } from './targets.js';
 import { isKnownType, toForm, validateSettings, type SettingsForm } from './validate.js';
 
 type FieldName = keyof SettingsView;
@@ -308,6 +309,8 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
             setErrors(cleared);
           }}
         />
+
+        <Targets />
 
         <fieldset class="group">
           <legend>Speed</legend>

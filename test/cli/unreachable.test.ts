@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { BIN } from '../support/cli.js';
+import { BIN, runCli } from '../support/cli.js';
 import { makeCard, tempDir } from '../support/harness.js';
 import { refusingPort } from '../support/refusing-port.js';
 
@@ -135,6 +135,14 @@ describe('a one-shot sync against a server that cannot take anything', () => {
       for (const l of about) expect(l.line, shown).toMatch(c.reason);
       expect(about[0]!.at, shown).toBeLessThan(30_000);
       expect(about.at(-1)!.line, shown).toMatch(/Nothing was sent; run sync again once it answers\.$/);
+      // The card's verdict says the truth (issue 30): nothing is in flight, so nothing is "on the
+      // way"; the files wait for the next run, for the reason the run stopped, and say what to do.
+      expect(shown).not.toMatch(/on the way|wait until they are done/);
+      const texts = run.lines.map((l) => l.line);
+      expect(texts, shown).toContain(`card-${c.name}: not safe to format yet — 4 not uploaded yet`);
+      const why = texts.find((l) => l.startsWith('  - 4 files not uploaded yet ('));
+      expect(why, shown).toMatch(c.reason);
+      expect(why, shown).toMatch(/[;?] [Rr]un sync again once it answers\.$/);
       // Never a contradiction: the non-HTTP port is not "could not be reached", a plain-HTTP server has no certificate problem.
       expect(shown).not.toMatch(/could not be reached|certificate|had a problem/);
       // No request path, error code or invented rate reaches the crew.
@@ -143,6 +151,24 @@ describe('a one-shot sync against a server that cannot take anything', () => {
         expect(l.line, shown).not.toMatch(/\d+(\.\d+)? ?[KMG]?B\/s|left\b.*~|~\d+ s left/);
       }
     });
+    // `status` afterwards (issue 30): why files wait in the words the run used, the stored
+    // technical text (request path, error code) only with -v.
+    for (const name of ['closed', 'silent']) {
+      const c = cases.find((x) => x.name === name)!;
+      const home = path.join(dir, `home-${name}`);
+      const plain = await runCli(['status'], { home });
+      const shown = `${name}:\n${plain.out}${plain.err}`;
+      expect(plain.code, shown).toBe(0);
+      const waits = plain.out.split('\n').filter((l) => /^ {2}\d+ files? waits?: /.test(l));
+      expect(waits.length, shown).toBeGreaterThanOrEqual(1);
+      for (const l of waits) expect(l, shown).toMatch(c.reason);
+      expect(plain.out, shown).not.toMatch(/\/api\/v1\/|\bE[A-Z]{4,}\b|\d+ ms\b|Details:/);
+      expect(plain.out, shown).toContain(`card-${name}: not safe to format yet — 4 not uploaded yet`);
+      expect(plain.out, shown).not.toMatch(/on the way/);
+      const verbose = await runCli(['status', '-v'], { home });
+      expect(verbose.code).toBe(0);
+      expect(verbose.out, verbose.out).toMatch(/\n {4}Details: .*\/api\/v1\/workspaces\/ws-1\//);
+    }
   }, 200_000);
 });
 

@@ -101,6 +101,8 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
       destinations: [],
     },
     'copies:forget': { path: folder },
+    'targets:list': undefined,
+    'targets:forget': { key: 'http://127.0.0.1:1#ws-never' },
     'auth:login': { serverUrl: svc.baseUrl, username: 'crew', password: PASSWORD },
     'auth:set-token': { serverUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: 'not-a-valid-token' },
     'auth:test-connection': { serverUrl, workspaceId },

@@ -17,7 +17,9 @@ import { AppController } from '../../main/electron/controller.js';
 import { NotificationPolicy, type Activity } from '../../main/electron/notifications.js';
 import { trayView } from '../../main/electron/tray.js';
 import { startService, type RunningService } from '../../main/service/index.js';
-import { FIXTURES, tempDir } from '../support/harness.js';
+import { formatBytes } from '../../main/shared/sizes.js';
+import { runCli } from '../support/cli.js';
+import { FIXTURES, makeCard, tempDir } from '../support/harness.js';
 import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
 import { FOLDER, insertCard, MemorySecrets, until } from '../electron/helpers.js';
 import { startUi, type Ui } from './browser.js';
@@ -661,6 +663,106 @@ describe('forgetting a local destination (issue 29)', () => {
     // Forgetting it again (another window, the CLI did it): plain words, nothing changes.
     const again = await c.forgetDestination(t7).catch((e: Error) => e.message);
     expect(again).toBe(`${t7} is not a copy destination: there is nothing to forget.`);
+  });
+});
+
+describe('forgetting a server synced to before (issue 30)', () => {
+  it('Settings lists each server with its files, says what forgetting a mistyped one drops, asks, then drops it in the queue; the one in use stays', async () => {
+    // A real run of the CLI against a mistyped address (nothing listens on port 1): its rows wait there.
+    const stateDir = path.join(root, 'targets', 'state');
+    const wrongCard = makeCard(path.join(root, 'targets', 'CARD_COPY'));
+    const wrong = await runCli(
+      ['sync', wrongCard, '--state', stateDir, '--server', 'http://127.0.0.1:1', '--workspace', 'ws-typo'],
+      { home: path.join(root, 'targets'), env: { DMS_TOKEN: 'a-token' } },
+    );
+    expect(wrong.out + wrong.err).toContain('Nothing answers at this address');
+    // Then the app, on the same state folder, with the built-in local service: a card goes there.
+    const cardSize = formatBytes(
+      fs
+        .readdirSync(wrongCard, { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile())
+        .reduce((n, e) => n + fs.statSync(path.join(e.parentPath, e.name)).size, 0),
+    );
+    const { c, page, w, mnt } = await app('targets', { useLocalService: true });
+    insertCard(path.join(mnt, 'DJI_CARD'));
+    await until('in the workspace', () => c.state().cards[0]?.workspace?.safe === true, 30_000);
+
+    await tab(page, 'Settings').click();
+    const list = page.getByRole('list', { name: 'Servers synced to' });
+    await list.waitFor();
+    const rows = async () =>
+      (await list.locator('li').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+    const [inUseRow, wrongRow, ...more] = await rows();
+    expect(inUseRow).toMatch(
+      /^the built-in local service \(workspace [^)]+\) 4 of 4 files done; the app sends cards here now$/,
+    );
+    expect(wrongRow).toBe(
+      'http://127.0.0.1:1 (workspace ws-typo) never answered: nothing was sent there (4 files waited) Forget…',
+    );
+    expect(more).toEqual([]);
+    // The one in use has no Forget… (its uploads work on those records).
+    expect(await page.getByRole('button', { name: /^Forget the built-in local service/ }).count()).toBe(0);
+
+    await page.getByRole('button', { name: 'Forget http://127.0.0.1:1 (workspace ws-typo)…' }).click();
+    const words = page.getByTestId('forget-target-words');
+    await words.scrollIntoViewIfNeeded();
+    // Said first, in the crew's words: what it drops, what stays; nothing is forgotten yet.
+    expect(await text(page, '[data-testid=forget-target-words]')).toBe(
+      'Forgetting http://127.0.0.1:1 (workspace ws-typo) drops the record of 4 files (' +
+        cardSize +
+        '; 0 done, 4 not done) from 1 card or folder (CARD_COPY), 1 report in state/manifests. ' +
+        'The cards, the server and its bucket, and the local copies are not touched; other servers are not changed.',
+    );
+    expect(w.calls.filter((x) => x.channel === 'targets:forget')).toEqual([]);
+    await noHorizontalScroll(page);
+    await shot(page, 'settings-forget-target-ask.png');
+    await page.getByRole('button', { name: 'Keep it' }).click();
+    expect(await words.count()).toBe(0);
+    expect(w.calls.filter((x) => x.channel === 'targets:forget')).toEqual([]);
+
+    await page.getByRole('button', { name: 'Forget http://127.0.0.1:1 (workspace ws-typo)…' }).click();
+    await page
+      .getByRole('button', { name: 'Forget http://127.0.0.1:1 (workspace ws-typo)', exact: true })
+      .click();
+    await expect
+      .poll(() => text(page, '[data-testid=forget-target-done]'))
+      .toMatch(
+        /^http:\/\/127\.0\.0\.1:1 \(workspace ws-typo\) forgotten: the record of 4 files .* dropped\. /,
+      );
+    // One typed call, naming the target by its key.
+    expect(w.calls.filter((x) => x.channel === 'targets:forget')).toEqual([
+      { channel: 'targets:forget', request: { key: 'http://127.0.0.1:1#ws-typo' } },
+    ]);
+    expect(await rows()).toHaveLength(1);
+    expect((await rows())[0]).toMatch(
+      /^the built-in local service .* 4 of 4 files done; the app sends cards here now$/,
+    );
+    await page.getByTestId('forget-target-done').scrollIntoViewIfNeeded();
+    await shot(page, 'settings-forget-target-done.png');
+
+    // Real state: the queue file holds nothing of it; the card in the built-in workspace is still safe.
+    const db = new Database(path.join(stateDir, 'queue.db'), { readonly: true, fileMustExist: true });
+    try {
+      expect(
+        db.prepare("SELECT count(*) AS n FROM targets WHERE key LIKE 'http://127.0.0.1:1#%'").get(),
+      ).toEqual({
+        n: 0,
+      });
+      expect(db.prepare("SELECT count(*) AS n FROM files WHERE abs_path LIKE '%CARD_COPY%'").get()).toEqual({
+        n: 0,
+      });
+    } finally {
+      db.close();
+    }
+    expect(fs.readdirSync(path.join(stateDir, 'manifests')).filter((d) => d.startsWith('CARD_COPY'))).toEqual(
+      [],
+    );
+    expect(c.state().cards[0]?.workspace?.safe).toBe(true);
+    // The one in use cannot be forgotten through the channel either: said in plain words.
+    const inUse = await c.forgetTarget(c.targets()[0]!.key).catch((e: Error) => e.message);
+    expect(inUse).toMatch(
+      /is where the app sends cards now\. Choose another server in Settings and save, then forget it\.$/,
+    );
   });
 });
 

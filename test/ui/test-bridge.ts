@@ -730,6 +730,15 @@ export function installTestBridge(options: BridgeOptions): void {
       settings = { ...settings, destinations: settings.destinations.filter((d) => d.path !== where) };
       return ok({ ...settings, signedIn: state.signedIn, account: state.account });
     },
+    // The window's list of servers synced to: none in these scenarios (real-main.ts tests the list).
+    'targets:list': (req) => {
+      empty(req);
+      return ok([]);
+    },
+    'targets:forget': (req) => {
+      str(strict(req, ['key']).key, 1, 4096, 'key');
+      return err('invalid-input', 'This server was already forgotten: there is nothing to forget.');
+    },
     'auth:login': (req) => {
       const o = strict(req, ['serverUrl', 'username', 'password']);
       str(o.serverUrl, 0, 2048, 'serverUrl');

@@ -7,13 +7,13 @@
  * another target's verdicts are not changed.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
 import { acquireAgentLock } from '../../core/queue/lock.js';
 import { Queue, type TargetSummary } from '../../core/queue/queue.js';
+import { FORGET_KEEPS, forgetPlan, forgetTarget } from '../../core/session/forget-target.js';
 import { resolveStateDir } from '../context.js';
-import { formatBytes, writeLines } from '../output.js';
+import { writeLines } from '../output.js';
 import { requireWritable } from '../state-access.js';
 import { targetName, targetsMatching } from '../targets.js';
 
@@ -24,8 +24,6 @@ export interface ForgetFlags {
   workspace?: string;
   yes?: boolean;
 }
-
-const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 export function forgetCommand(flags: ForgetFlags): number {
   if (!flags.server === !flags.local)
@@ -56,65 +54,21 @@ export function forgetCommand(flags: ForgetFlags): number {
       ]);
       return 1;
     }
-    const t = found[0] as TargetSummary;
-    const reports = reportsOf(paths.manifests, t.key);
-    const what = holdingsText(queue, t, reports.length);
+    const plan = forgetPlan(queue, found[0] as TargetSummary, paths.manifests);
+    const t = plan.target;
     if (!flags.yes) {
       writeLines([
-        `Would forget ${targetName(t)}${t.state === 'answered' ? '' : ', which has never answered'}: ${what}.`,
-        'The cards, the server and its bucket, and the local copies are not touched; other servers are not changed.',
+        `Would forget ${targetName(t)}${t.state === 'answered' ? '' : ', which has never answered'}: ${plan.what}.`,
+        FORGET_KEEPS,
         'To forget it, run the same command with --yes.',
       ]);
       return 0;
     }
-    queue.applyTarget(t, 'forget');
-    for (const dir of reports) fs.rmSync(dir, { recursive: true, force: true });
-    writeLines([`Forgot ${targetName(t)}: ${what}.`]);
+    forgetTarget(queue, plan);
+    writeLines([`Forgot ${targetName(t)}: ${plan.what}.`]);
     return 0;
   } finally {
     queue.close();
     lock.release();
   }
-}
-
-/** What forgetting drops, in a sentence. */
-function holdingsText(queue: Queue, t: TargetSummary, reports: number): string {
-  const h = queue.holdings(t.id);
-  const done = h.counts.done;
-  const all = Object.values(h.counts).reduce(
-    (a, c) => ({ files: a.files + c.files, bytes: a.bytes + c.bytes }),
-    {
-      files: 0,
-      bytes: 0,
-    },
-  );
-  const notDone = all.files - done.files;
-  const cards = h.sources.map((s) => queue.sources.labelOf(s));
-  const parts = [
-    `the record of ${plural(all.files, 'file')} (${formatBytes(all.bytes)}; ${done.files} done, ${notDone} not done) from ${plural(cards.length, 'card or folder', 'cards or folders')}${cards.length ? ` (${cards.slice(0, 5).join(', ')}${cards.length > 5 ? ' and more' : ''})` : ''}`,
-  ];
-  if (h.historyEntries) parts.push(`${plural(h.historyEntries, 'history entry', 'history entries')}`);
-  if (h.acceptedFlights) parts.push(`${plural(h.acceptedFlights, 'accepted flight')}`);
-  if (h.waylineMatches) parts.push(`${plural(h.waylineMatches, 'wayline match', 'wayline matches')}`);
-  parts.push(`${plural(reports, 'report')} in ${path.basename(path.dirname(queue.path))}/manifests`);
-  return parts.join(', ');
-}
-
-/** The manifest folders written for this target (their report.json names it). */
-function reportsOf(manifests: string, key: string): string[] {
-  if (!fs.existsSync(manifests)) return [];
-  return fs
-    .readdirSync(manifests, { withFileTypes: true })
-    .filter((e) => e.isDirectory())
-    .map((e) => path.join(manifests, e.name))
-    .filter((dir) => {
-      try {
-        const r = JSON.parse(fs.readFileSync(path.join(dir, 'report.json'), 'utf8')) as {
-          target?: { id?: string };
-        };
-        return r.target?.id === key;
-      } catch {
-        return false;
-      }
-    });
 }

@@ -1,6 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { QueueLockedError, storedPlain } from '../../core/errors.js';
 import { cardOffload } from '../../core/offload/card.js';
+import type { RunStopped } from '../../core/offload/types.js';
+import { acquireAgentLock } from '../../core/queue/lock.js';
 import { unlabelled } from '../offload-text.js';
 import { statePaths } from '../../core/paths.js';
 import { WORKING_STATES } from '../../core/queue/states.js';
@@ -35,7 +38,7 @@ function summary(c: StateCounts): string {
  * problems and cards; then the others, each with its own cards' verdicts; a
  * server that never answered is said so, with how to forget it.
  */
-export function statusCommand(flags: { state?: string; json?: boolean }): number {
+export function statusCommand(flags: { state?: string; json?: boolean; verbose?: boolean }): number {
   const paths = statePaths(resolveStateDir(flags));
   const nothing = (): number => {
     if (flags.json) printJson({ counts: {}, problems: [], targets: [] });
@@ -45,6 +48,8 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
   if (!fs.existsSync(paths.queue)) return nothing();
   const opened = openQueueForReading(paths.root, paths.queue);
   const { queue } = opened;
+  // No agent at work on this queue: what is not done waits for the next run, not "on the way".
+  const stopped: RunStopped | null = !opened.readOnly && !agentRunning(paths.root) ? NEXT_RUN : null;
   try {
     const [main, ...others] = targetsToShow(queue);
     if (!main) return nothing();
@@ -60,7 +65,7 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
             kind: r.errorKind,
             reason: r.errorMessage,
           })),
-          cards: recentCards(queue).map((o) => ({
+          cards: recentCards(queue, stopped).map((o) => ({
             source: o.card.sourceId,
             label: o.card.label,
             safe: o.verdict.safe,
@@ -89,13 +94,18 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
       });
       return 0;
     }
-    const lines = [`For ${targetName(main)}:`, ...targetLines(queue, main, true), ...queueLaneLines(queue)];
+    const show = { stopped, verbose: flags.verbose === true };
+    const lines = [
+      `For ${targetName(main)}:`,
+      ...targetLines(queue, main, true, show),
+      ...queueLaneLines(queue),
+    ];
     for (const t of others) {
       const head =
         t.state === 'answered'
           ? `Earlier, for ${targetName(t)}: ${summary(t.counts)}.`
           : `For ${targetName(t)}: ${summary(t.counts)}. ${neverAnswered(t)}`;
-      lines.push(head, ...targetLines(queue, t, false).map((l) => `  ${l}`));
+      lines.push(head, ...targetLines(queue, t, false, show).map((l) => `  ${l}`));
     }
     if (opened.readOnly) lines.push(`(Read from ${paths.root}, which this user cannot write.)`);
     writeLines(lines);
@@ -106,15 +116,35 @@ export function statusCommand(flags: { state?: string; json?: boolean }): number
 }
 
 /** The recent cards (or folders) of the target in use: each one's verdict. */
-function recentCards(queue: Queue) {
+function recentCards(queue: Queue, stopped: RunStopped | null) {
   return queue
     .recentSources()
     .slice(0, 5)
-    .map((sourceId) => cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) }));
+    .map((sourceId) =>
+      cardOffload(queue, { sourceId, label: queue.sources.labelOf(sourceId) }, [], {}, stopped),
+    );
+}
+
+/** Nothing sends the files now: the next `sync` does (the advice the run's last line gives). */
+const NEXT_RUN: RunStopped = { reason: null, once: 'it answers' };
+
+/** Whether a `sync`, `watch` or the app holds this queue now (its lock taken and given back at once if free). */
+function agentRunning(root: string): boolean {
+  try {
+    acquireAgentLock(root, 'Drone Media Sync', 0).release();
+    return false;
+  } catch (err) {
+    return err instanceof QueueLockedError;
+  }
 }
 
 /** One target's facts: its counts (the main one), problems, why files wait, and each recent card's verdict. */
-function targetLines(queue: Queue, t: TargetSummary, withCounts: boolean): string[] {
+function targetLines(
+  queue: Queue,
+  t: TargetSummary,
+  withCounts: boolean,
+  show: { stopped: RunStopped | null; verbose: boolean },
+): string[] {
   queue.useTarget(t);
   const lines: string[] = [];
   if (withCounts)
@@ -127,13 +157,16 @@ function targetLines(queue: Queue, t: TargetSummary, withCounts: boolean): strin
   const problems = queue.list({ states: ['failed', 'waiting-for-source'], limit: 200 });
   for (const r of problems)
     lines.push(`  ${r.state === 'failed' ? 'FAILED' : 'WAITING'} ${r.absPath}: ${r.errorMessage ?? ''}`);
-  // Files on their way that wait for a reason (the server unreachable...): why, in a line per reason.
-  for (const [reason, n] of waitingReasons(queue))
-    lines.push(`  ${n === 1 ? '1 file waits' : `${n} files wait`}: ${reason}`);
+  // Files on their way that wait for a reason (the server unreachable...): why, in a line per
+  // reason, in the words the run said it; the stored technical text only with -v.
+  for (const w of waitingReasons(queue)) {
+    lines.push(`  ${w.files === 1 ? '1 file waits' : `${w.files} files wait`}: ${w.plain}`);
+    if (show.verbose) for (const d of w.details) lines.push(`    Details: ${d}`);
+  }
   if (problems.some((r) => r.state === 'failed'))
     lines.push('Fix the cause, then run: drone-media-sync retry --all');
   // Each recent card (or folder): safe to format, or why not.
-  for (const o of recentCards(queue)) {
+  for (const o of recentCards(queue, show.stopped)) {
     if (o.local) {
       // Two verdicts: the card's local copies, then the workspace.
       lines.push(
@@ -150,12 +183,22 @@ function targetLines(queue: Queue, t: TargetSummary, withCounts: boolean): strin
   return lines;
 }
 
-/** The last error of files still on their way (retried later), by how many carry it. */
-function waitingReasons(queue: Queue): Array<[string, number]> {
-  const counts = new Map<string, number>();
-  for (const r of queue.list({ states: WORKING_STATES, limit: 100_000 }))
-    if (r.errorMessage) counts.set(r.errorMessage, (counts.get(r.errorMessage) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5);
+/**
+ * The last error of files still on their way (retried later), in the crew's
+ * words (as the run says it: storedPlain), by how many carry it, with the
+ * stored technical texts behind each (for -v).
+ */
+function waitingReasons(queue: Queue): Array<{ plain: string; files: number; details: string[] }> {
+  const by = new Map<string, { plain: string; files: number; details: string[] }>();
+  for (const r of queue.list({ states: WORKING_STATES, limit: 100_000 })) {
+    if (!r.errorMessage) continue;
+    const plain = r.errorKind ? storedPlain(r.errorKind, r.errorMessage, 'request') : r.errorMessage;
+    const w = by.get(plain) ?? { plain, files: 0, details: [] };
+    w.files++;
+    if (!w.details.includes(r.errorMessage) && w.details.length < 3) w.details.push(r.errorMessage);
+    by.set(plain, w);
+  }
+  return [...by.values()].sort((a, b) => b.files - a.files).slice(0, 5);
 }
 
 /** The failed rows a path names: the file itself, or every failed file under a folder (a card). */

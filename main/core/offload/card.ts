@@ -25,8 +25,10 @@ import type {
   FlightInput,
   ManifestFile,
   OffloadReportInput,
+  RunStopped,
   SafeToFormatVerdict,
 } from './types.js';
+import { storedPlain, type Moment } from '../errors.js';
 
 export interface CardRef {
   sourceId: string;
@@ -114,6 +116,12 @@ function fileOf(row: QueueRow, targetKey: string): ManifestFile {
   };
 }
 
+/** Why a file not done yet waits, in the crew's words (its last error); null when it is on its way. */
+function waitReasonOf(row: QueueRow, during: Moment): string | null {
+  if (stateOf(row) !== 'pending' || !row.errorKind) return null;
+  return storedPlain(row.errorKind, row.errorMessage, during);
+}
+
 /** The crew's settings the flight checks use. */
 export interface FlightOptions {
   /** Photos below this height above take-off (metres) are flagged; null: not checked. */
@@ -186,6 +194,8 @@ export function cardOffload(
   /** The local destinations in force (those the card was copied to count too). */
   destinations: readonly Destination[] = [],
   flightOptions: FlightOptions = {},
+  /** The run ended with files not sent (issue 30): they are said as not sent, with why, not "on the way". */
+  stopped: RunStopped | null = null,
 ): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
@@ -193,7 +203,7 @@ export function cardOffload(
   const files = rows.map((r) => fileOf(r, target.key));
   const flights = flightsOf(queue, card.sourceId, rows, flightOptions);
   const workspaceLabel = workspaceLabelOf(target);
-  const facts: CardFileFact[] = files.map((f) => ({
+  const facts: CardFileFact[] = files.map((f, i) => ({
     relPath: f.relPath,
     kind: f.kind,
     size: f.size,
@@ -202,6 +212,7 @@ export function cardOffload(
     acknowledged: f.acknowledged,
     verified: f.verified,
     serverKey: f.serverKey ?? null,
+    waitReason: waitReasonOf(rows[i] as QueueRow, stopped ? 'request' : 'upload'),
   }));
   const verdict = safeToFormat({
     card: { id: card.sourceId, label: card.label },
@@ -211,6 +222,7 @@ export function cardOffload(
     flights,
     acceptedFlights: queue.flights.accepted(card.sourceId),
     skipped: queue.sources.skipped(card.sourceId),
+    stopped,
   });
   const copies = gatherLocal(queue, card, destinations);
   const local = copies ? localVerdict(copies) : null;

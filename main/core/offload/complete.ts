@@ -14,6 +14,7 @@ import { stillThere } from '../copies/locally-safe.js';
 import { writeDestinationHistories } from '../copies/mhl.js';
 import type { Destination } from '../queue/copies.js';
 import { cardOffload, type CardOffload, type CardRef, type FlightOptions } from './card.js';
+import type { RunStopped } from './types.js';
 import { TOOL } from '../version.js';
 import { manifestFolder, writeManifest, type Published } from './publish.js';
 import { verifySource } from './verify.js';
@@ -81,6 +82,8 @@ export async function completeSource(o: {
    * question would wait out the same silence again).
    */
   serverDown?: boolean;
+  /** The run ended with files not sent: why (see RunStopped). */
+  stopped?: RunStopped | null;
   /** The crew's settings of the flight checks (config.flightMinHeightM). */
   flights?: FlightOptions;
 }): Promise<Completed> {
@@ -89,7 +92,7 @@ export async function completeSource(o: {
       olderThanMs: o.recheckAfterMs,
       ...(o.signal ? { signal: o.signal } : {}),
     });
-  const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights);
+  const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights, o.stopped ?? null);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
   if (manifest.changed && !o.serverDown) {

@@ -71,6 +71,43 @@ describe('safeToFormat', () => {
     expect(v.counts.verified).toBe(4);
   });
 
+  it('files not moving are not "on the way": waiting for the server (its reason), or left by a run that ended (issue 30)', () => {
+    const held = (patch: Partial<CardFileFact> = {}) =>
+      spoil(0, { state: 'pending', acknowledged: null, verified: null, ...patch });
+    // An agent at work, the file waits for the server: its reason, no "wait until they are done".
+    const live = safeToFormat(
+      card(
+        held({ waitReason: 'The server cannot be reached. Uploads continue by themselves when it is back.' }),
+      ),
+    );
+    expect(live.reasons).toEqual([
+      '1 file not uploaded yet (DJI_20240506101512_0001_V.JPG): The server cannot be reached. Uploads continue by themselves when it is back.',
+    ]);
+    expect(live.message).toBe('M3E_CARD: not safe to format yet — 1 not uploaded yet');
+    // The run gave up on the server: the reason the run stopped, and what to do.
+    const refused = safeToFormat(
+      card(held({ waitReason: 'Some other words.' }), {
+        stopped: { reason: 'Nothing answers at this address. Check the server address.', once: 'it answers' },
+      }),
+    );
+    expect(refused.reasons).toEqual([
+      '1 file not uploaded yet (DJI_20240506101512_0001_V.JPG): Nothing answers at this address. Check the server address; run sync again once it answers.',
+    ]);
+    expect(refused.counts).toMatchObject({ pending: 1, notSent: 1 });
+    // A question ends its sentence: the advice is a sentence of its own.
+    const silent = safeToFormat(
+      card(held(), { stopped: { reason: 'No answer within 10 s: is it overloaded?', once: 'it answers' } }),
+    );
+    expect(silent.reasons[0]).toMatch(
+      /: No answer within 10 s: is it overloaded\? Run sync again once it answers\.$/,
+    );
+    // The run simply ended before them.
+    const ended = safeToFormat(card(held(), { stopped: { reason: null, once: 'it answers' } }));
+    expect(ended.reasons).toEqual([
+      '1 file not uploaded yet (DJI_20240506101512_0001_V.JPG): the run ended before they were sent; run sync again.',
+    ]);
+  });
+
   it('not with a failed file, and says why', () => {
     const v = safeToFormat(
       card(spoil(1, { state: 'failed', error: 'The server refused this file: storage full.' })),

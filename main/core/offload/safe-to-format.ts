@@ -34,6 +34,7 @@ import { baseName, count, listOf } from './plain.js';
 import { flightAdvisory } from './advisory.js';
 import type {
   CardFileFact,
+  RunStopped,
   SafeToFormatCounts,
   SafeToFormatInput,
   SafeToFormatVerdict,
@@ -42,6 +43,7 @@ import type {
 
 type Problem =
   | 'pending'
+  | 'held'
   | 'waiting'
   | 'failed'
   | 'elsewhere'
@@ -51,8 +53,9 @@ type Problem =
   | 'different'
   | 'other-key';
 
-function problemOf(f: CardFileFact, targetId: string): Problem | null {
-  if (f.state === 'pending') return 'pending';
+function problemOf(f: CardFileFact, targetId: string, stopped: boolean): Problem | null {
+  // On its way only while something sends it: not once the run ended, nor while it waits for the server.
+  if (f.state === 'pending') return stopped || f.waitReason ? 'held' : 'pending';
   if (f.state === 'waiting') return 'waiting';
   if (f.state === 'failed') return 'failed';
   const ack = f.acknowledged;
@@ -78,7 +81,7 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   const ws = target.workspaceLabel;
   const by = new Map<Problem, CardFileFact[]>();
   for (const f of files) {
-    const p = problemOf(f, target.id);
+    const p = problemOf(f, target.id, Boolean(input.stopped));
     if (p) by.set(p, [...(by.get(p) ?? []), f]);
   }
   const get = (p: Problem): CardFileFact[] => by.get(p) ?? [];
@@ -99,6 +102,7 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     if (list.length > 0) reasons.push(text(count(list.length, 'file'), names(list)));
   };
   say('pending', (n, l) => `${n} still on the way (${l}): wait until they are done.`);
+  say('held', (n, l) => notSentYet(n, l, get('held'), input.stopped ?? null));
   say('waiting', (n, l) => `${n} waiting for the card (${l}): insert the card again so they can be sent.`);
   const failed = get('failed');
   if (failed.length > 0) {
@@ -157,7 +161,8 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     onServerWord: get('on-word').length,
     skippedBlocking: lost.length,
     skippedNamed: skipped.length - lost.length,
-    pending: get('pending').length,
+    pending: get('pending').length + get('held').length,
+    notSent: get('held').length,
     failed: failed.length,
     waiting: get('waiting').length,
     notAcknowledged: get('elsewhere').length,
@@ -170,6 +175,28 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   const message = verdictLine(card.label, ws, safe, counts, input.scanComplete);
   // Advisory only (flagged frames, camera clock): never part of `safe`.
   return { safe, reasons, notes, counts, message, advisory: flightAdvisory(input.flights) };
+}
+
+/**
+ * Files not sent and not moving, said for what holds them: the reason the
+ * run stopped (or their own last error), in the crew's words, and what to do.
+ */
+function notSentYet(
+  n: string,
+  list: string,
+  held: readonly CardFileFact[],
+  stopped: RunStopped | null,
+): string {
+  const reason = (stopped?.reason ?? held.find((f) => f.waitReason)?.waitReason ?? null)?.replace(
+    /[.\s]+$/,
+    '',
+  );
+  const head = `${n} not uploaded yet (${list})`;
+  if (!stopped) return `${head}: ${reason ?? 'waiting for their next try'}.`;
+  const again = `run sync again once ${stopped.once}.`;
+  return reason
+    ? `${head}: ${reason}${reason.endsWith('?') ? ` ${again[0]?.toUpperCase()}${again.slice(1)}` : `; ${again}`}`
+    : `${head}: the run ended before they were sent; run sync again.`;
 }
 
 /** What was not kept on purpose or holds nothing, grouped by reason: named, never silent. */
@@ -197,7 +224,8 @@ function verdictLine(
 ): string {
   if (safe) return `${label}: ${count(c.verified, 'file')} verified in ${ws} — safe to format`;
   const parts = [
-    c.pending > 0 && `${c.pending} on the way`,
+    c.pending - c.notSent > 0 && `${c.pending - c.notSent} on the way`,
+    c.notSent > 0 && `${c.notSent} not uploaded yet`,
     c.waiting > 0 && `${c.waiting} waiting for the card`,
     c.failed > 0 && `${c.failed} failed`,
     c.notAcknowledged > 0 && `${c.notAcknowledged} not acknowledged`,

@@ -230,6 +230,19 @@ export interface CardFileFact {
   } | null;
   /** The object key the server recorded the callback under, when it is not the one we uploaded. */
   serverKey?: string | null;
+  /** A file not done yet that waits for a reason (its last error, in the crew's words); null: on its way. */
+  waitReason?: string | null;
+}
+
+/**
+ * Nobody sends the card's files now (issue 30): the run ended, or gave up on
+ * a server that could not be reached. Files not done are not "on the way".
+ */
+export interface RunStopped {
+  /** Why, in the crew's words ("Nothing answers at this address. …"); null: the run simply ended. */
+  reason: string | null;
+  /** What the next run waits for: "it answers" (run sync again once …). */
+  once: string;
 }
 
 /** Something a scan found and did not keep, with its reason (see discover.ts). */
@@ -256,6 +269,8 @@ export interface SafeToFormatInput {
   acceptedFlights: readonly string[];
   /** What the last scan found and did not keep. */
   skipped?: readonly SkippedFact[];
+  /** The run ended with files not sent (see RunStopped); absent: an agent is at work on them. */
+  stopped?: RunStopped | null;
 }
 
 export interface SafeToFormatCounts {
@@ -270,7 +285,10 @@ export interface SafeToFormatCounts {
   /** Found and not kept: content only on the card (blocking), or nothing to keep / on purpose. */
   skippedBlocking: number;
   skippedNamed: number;
+  /** Not done yet: on their way, or not sent (notSent of them). */
   pending: number;
+  /** Not done and not moving: the run ended, or they wait for the server (RunStopped, waitReason). */
+  notSent: number;
   failed: number;
   waiting: number;
   notAcknowledged: number;
