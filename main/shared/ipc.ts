@@ -266,6 +266,10 @@ export const SettingsSchema = z.object({
    * than keepDays; 'archive' ones are kept.
    */
   destinations: z.array(DestinationSchema).max(8),
+
+  // --- flight checks (issue 32) ---
+  /** Photos taken below this height above take-off are flagged (metres); null = no minimum; absent = unchanged. */
+  flightMinHeightM: z.number().min(0).max(1000).nullish(),
 });
 export type SettingsView = z.infer<typeof SettingsSchema>;
 export type DestinationView = z.infer<typeof DestinationSchema>;

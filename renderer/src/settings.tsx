@@ -25,6 +25,7 @@ const FIELD_ORDER: FieldName[] = [
   'bandwidthLimitKiBps',
   'aircraftDefault',
   'aircraftSerial',
+  'flightMinHeightM',
 ];
 
 export function Settings(props: { onSignedInChange: (signedIn: boolean) => void }) {
@@ -383,6 +384,21 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
             />
             Start Drone Media Sync when I log in to this computer
           </label>
+        </fieldset>
+
+        {/* --- flight checks (issue 32) --- */}
+        <fieldset class="group">
+          <legend>Flight checks</legend>
+          <div class="field-row">
+            <NumberField
+              field="flightMinHeightM"
+              label="Minimum height above take-off (m)"
+              hint="Photos taken lower are listed in Flights to look at. Empty = no minimum."
+              value={form.flightMinHeightM}
+              error={e.flightMinHeightM}
+              onInput={(v) => update({ flightMinHeightM: v })}
+            />
+          </div>
         </fieldset>
 
         <div class="save-bar">

@@ -725,6 +725,7 @@ describe('settings', () => {
       aircraftSerial: '1ZNBJ7R00C00PH',
       startAtLogin: true,
       destinations: [],
+      flightMinHeightM: null,
     });
     expect(await calls(page, 'dialog:pick-folder')).toEqual([
       { channel: 'dialog:pick-folder', request: { purpose: 'watch' } },
