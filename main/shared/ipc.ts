@@ -82,6 +82,11 @@ export interface CardView {
   stopped: Array<{ destination: string; message: string }>;
   /** Destination folders made for this card (not there yet, or gone from a plugged-in drive): said once. */
   created: Array<{ destination: string; message: string }>;
+  /**
+   * The verdict's advisory third line (issue 32): a flight's photos that look unusable, "… — look
+   * before you leave". Never part of safe or not. Absent/null when there is nothing to look at.
+   */
+  advisory?: string | null;
 }
 
 /** Where uploads go, as the first-run steps and the sign-in panel say it. Never a secret. */
