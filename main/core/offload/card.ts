@@ -193,11 +193,12 @@ export function cardOffload(
   const files = rows.map((r) => fileOf(r, target.key));
   const flights = flightsOf(queue, card.sourceId, rows, flightOptions);
   const workspaceLabel = workspaceLabelOf(target);
-  const facts: CardFileFact[] = files.map((f) => ({
+  const facts: CardFileFact[] = files.map((f, i) => ({
     relPath: f.relPath,
     kind: f.kind,
     size: f.size,
     state: f.state,
+    ...(f.state === 'pending' && rows[i]?.lane === 'flagged' ? { flaggedHeld: true } : {}),
     error: f.error ?? null,
     acknowledged: f.acknowledged,
     verified: f.verified,
@@ -211,6 +212,7 @@ export function cardOffload(
     flights,
     acceptedFlights: queue.flights.accepted(card.sourceId),
     skipped: queue.sources.skipped(card.sourceId),
+    copies: destinations.length > 0,
   });
   const copies = gatherLocal(queue, card, destinations);
   const local = copies ? localVerdict(copies) : null;

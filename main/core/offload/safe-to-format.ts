@@ -32,6 +32,7 @@
  */
 import { baseName, count, listOf } from './plain.js';
 import { flightAdvisory } from './advisory.js';
+import { flaggedWaitLine } from '../../shared/lanes.js';
 import type {
   CardFileFact,
   SafeToFormatCounts,
@@ -41,6 +42,7 @@ import type {
 } from './types.js';
 
 type Problem =
+  | 'flagged-held'
   | 'pending'
   | 'waiting'
   | 'failed'
@@ -52,7 +54,7 @@ type Problem =
   | 'other-key';
 
 function problemOf(f: CardFileFact, targetId: string): Problem | null {
-  if (f.state === 'pending') return 'pending';
+  if (f.state === 'pending') return f.flaggedHeld ? 'flagged-held' : 'pending';
   if (f.state === 'waiting') return 'waiting';
   if (f.state === 'failed') return 'failed';
   const ack = f.acknowledged;
@@ -99,6 +101,11 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     if (list.length > 0) reasons.push(text(count(list.length, 'file'), names(list)));
   };
   say('pending', (n, l) => `${n} still on the way (${l}): wait until they are done.`);
+  const held = get('flagged-held');
+  if (held.length > 0)
+    reasons.push(
+      `${flaggedWaitLine(held.length, input.copies === true)} (${names(held)}): they are sent once this computer is on a network that is not metered.`,
+    );
   say('waiting', (n, l) => `${n} waiting for the card (${l}): insert the card again so they can be sent.`);
   const failed = get('failed');
   if (failed.length > 0) {
@@ -157,7 +164,8 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     onServerWord: get('on-word').length,
     skippedBlocking: lost.length,
     skippedNamed: skipped.length - lost.length,
-    pending: get('pending').length,
+    pending: get('pending').length + get('flagged-held').length,
+    flaggedHeld: get('flagged-held').length,
     failed: failed.length,
     waiting: get('waiting').length,
     notAcknowledged: get('elsewhere').length,
@@ -197,7 +205,8 @@ function verdictLine(
 ): string {
   if (safe) return `${label}: ${count(c.verified, 'file')} verified in ${ws} — safe to format`;
   const parts = [
-    c.pending > 0 && `${c.pending} on the way`,
+    c.pending - (c.flaggedHeld ?? 0) > 0 && `${c.pending - (c.flaggedHeld ?? 0)} on the way`,
+    (c.flaggedHeld ?? 0) > 0 && `${c.flaggedHeld} flagged waiting for an unmetered network`,
     c.waiting > 0 && `${c.waiting} waiting for the card`,
     c.failed > 0 && `${c.failed} failed`,
     c.notAcknowledged > 0 && `${c.notAcknowledged} not acknowledged`,

@@ -206,6 +206,8 @@ export interface CardFileFact {
   kind: FileKind;
   size: number;
   state: FileQueueState;
+  /** Pending in the flagged lane: left out of a metered upload by the crew's setting (issue 32). */
+  flaggedHeld?: boolean;
   /** The plain-words error of a failed file, if any. */
   error?: string | null;
   /**
@@ -256,6 +258,8 @@ export interface SafeToFormatInput {
   acceptedFlights: readonly string[];
   /** What the last scan found and did not keep. */
   skipped?: readonly SkippedFact[];
+  /** The card has local copies (said of the flagged photos held back: they are there too). */
+  copies?: boolean;
 }
 
 export interface SafeToFormatCounts {
@@ -271,6 +275,8 @@ export interface SafeToFormatCounts {
   skippedBlocking: number;
   skippedNamed: number;
   pending: number;
+  /** Of `pending`: flagged photos held for an unmetered network (issue 32). */
+  flaggedHeld?: number;
   failed: number;
   waiting: number;
   notAcknowledged: number;
