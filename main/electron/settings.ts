@@ -34,6 +34,7 @@ const FIELD_RULES: Record<keyof SettingsView, string> = {
 
   // --- flight checks (issue 32) ---
   flightMinHeightM: 'The minimum flight height is a number of metres from 0 to 1000, or empty (no minimum).',
+  holdFlaggedOnMetered: 'Choose on or off.',
 };
 
 /** Config paths (as zod reports them) -> the window's field names. */
@@ -79,6 +80,7 @@ export function toSettingsView(config: Config): SettingsView {
 
     // --- flight checks (issue 32) ---
     flightMinHeightM: config.flightMinHeightM ?? null,
+    holdFlaggedOnMetered: config.holdFlaggedOnMetered,
   };
 }
 
@@ -205,6 +207,7 @@ export function applySettings(
     // --- flight checks (issue 32) ---
     flightMinHeightM:
       view.flightMinHeightM === undefined ? current.flightMinHeightM : (view.flightMinHeightM ?? undefined),
+    holdFlaggedOnMetered: view.holdFlaggedOnMetered ?? current.holdFlaggedOnMetered,
   };
   const parsed = ConfigSchema.safeParse(candidate);
   if (!parsed.success) {

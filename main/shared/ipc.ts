@@ -275,6 +275,8 @@ export const SettingsSchema = z.object({
   // --- flight checks (issue 32) ---
   /** Photos taken below this height above take-off are flagged (metres); null = no minimum; absent = unchanged. */
   flightMinHeightM: z.number().min(0).max(1000).nullish(),
+  /** Photos flagged as unusable wait for an unmetered network (config holdFlaggedOnMetered); absent = unchanged. */
+  holdFlaggedOnMetered: z.boolean().optional(),
 });
 export type SettingsView = z.infer<typeof SettingsSchema>;
 export type DestinationView = z.infer<typeof DestinationSchema>;

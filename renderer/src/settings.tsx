@@ -399,6 +399,15 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
               onInput={(v) => update({ flightMinHeightM: v })}
             />
           </div>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={form.holdFlaggedOnMetered}
+              onChange={(ev) => update({ holdFlaggedOnMetered: ev.currentTarget.checked })}
+            />
+            Leave photos that look unusable out of a metered upload (they stay on the card and the copies, and
+            go on a network that is not metered)
+          </label>
         </fieldset>
 
         <div class="save-bar">

@@ -25,6 +25,8 @@ export interface SettingsForm {
   // --- flight checks (issue 32) ---
   /** Metres as typed; '' = no minimum height. */
   flightMinHeightM: string;
+  /** Leave photos flagged as unusable out of a metered upload. */
+  holdFlaggedOnMetered: boolean;
 }
 
 /** A local destination as its row of the form holds it (keep days as typed). */
@@ -62,6 +64,7 @@ export function toForm(s: SettingsView): SettingsForm {
 
     // --- flight checks (issue 32) ---
     flightMinHeightM: s.flightMinHeightM == null ? '' : String(s.flightMinHeightM),
+    holdFlaggedOnMetered: s.holdFlaggedOnMetered ?? false,
   };
 }
 
@@ -204,6 +207,7 @@ export function validateSettings(
       startAtLogin: f.startAtLogin,
       destinations: destinations.value,
       flightMinHeightM: height.value,
+      holdFlaggedOnMetered: f.holdFlaggedOnMetered,
     },
   };
 }

@@ -97,10 +97,15 @@ it('the minimum flight height: refused unless a number of metres ≥ 0, saved to
   expect(config().flightMinHeightM).toBeUndefined();
 
   // 30 m: saved through settings:save into config.json; the flight checks use it; Flights says it.
+  // And flagged photos left out of a metered upload (off by default).
+  const hold = page.getByLabel(/^Leave photos that look unusable out of a metered upload/);
+  expect(await hold.isChecked()).toBe(false);
   await field.fill('30');
+  await hold.check();
   await save.click();
   await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
   expect(config().flightMinHeightM).toBe(30);
+  expect(config().holdFlaggedOnMetered).toBe(true);
   expect(config().mountRoots).toEqual([mnt]); // what the window does not show is kept
   expect(c['flightChecks']()).toEqual({ minHeight: 30 });
   await field.scrollIntoViewIfNeeded();
@@ -116,6 +121,7 @@ it('the minimum flight height: refused unless a number of metres ≥ 0, saved to
   await save.click();
   await expect.poll(() => text(page, '.save-note')).toBe('Settings saved.');
   expect('flightMinHeightM' in config()).toBe(false);
+  expect(config().holdFlaggedOnMetered).toBe(true); // untouched by emptying the height
   expect(c['flightChecks']()).toEqual({ minHeight: null });
   await tab(page, 'Flights').click();
   await expect

@@ -726,6 +726,7 @@ describe('settings', () => {
       startAtLogin: true,
       destinations: [],
       flightMinHeightM: null,
+      holdFlaggedOnMetered: false,
     });
     expect(await calls(page, 'dialog:pick-folder')).toEqual([
       { channel: 'dialog:pick-folder', request: { purpose: 'watch' } },
