@@ -6,8 +6,8 @@
 import { lanesLine, laneEtas, type LaneEta, type LaneLeft } from '../shared/lanes.js';
 
 /** "Next: RTK files and logs: in the workspace in about 1 min; photos: about 2 h 10 min", or nothing. */
-export function laneLines(lanes: readonly LaneEta[] | undefined): string[] {
-  const line = lanesLine(lanes ?? []);
+export function laneLines(lanes: readonly LaneEta[] | undefined, copies = false): string[] {
+  const line = lanesLine(lanes ?? [], copies);
   return line === '' ? [] : [`Next: ${line}.`];
 }
 
@@ -18,6 +18,6 @@ export function queueLanes(queue: LaneQueue): LaneEta[] {
   return laneEtas(queue.lanesLeft(), queue.recentRate());
 }
 
-export function queueLaneLines(queue: LaneQueue): string[] {
-  return laneLines(queueLanes(queue));
+export function queueLaneLines(queue: LaneQueue, copies = false): string[] {
+  return laneLines(queueLanes(queue), copies);
 }

@@ -9,7 +9,7 @@ import type { BackoffPolicy, Queue, QueueRow } from './queue/queue.js';
 import { matchWayline, WaylineCatalog, type WaylineMatch } from './waylines/match.js';
 import { sourceAt, type Card, type CardMonitor } from './sources/cards.js';
 import { completeLocal, completeSource, type Completed } from './offload/complete.js';
-import type { CardOffload, FlightOptions } from './offload/card.js';
+import { flightsOf, type CardOffload, type FlightOptions } from './offload/card.js';
 import type { RunStopped } from './offload/types.js';
 import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
@@ -138,6 +138,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     });
     this.engine.on('progress', (p) => this.emit('progress', p));
     this.engine.on('copied', ({ sourceId }) => this.copiesAtRest(sourceId));
+    this.engine.on('read', ({ sourceId }) => this.holdFlagged(sourceId));
     this.engine.on('destination-stopped', ({ sourceId, destination, message }) => {
       const source = this.sourceById(sourceId);
       if (source) this.emit('destination-stopped', { source, destination: destination.label, message });
@@ -324,6 +325,30 @@ export class Agent extends EventEmitter<AgentEvents> {
     }
   }
 
+  /**
+   * A source's files are all read, so its flight checks have run: with the
+   * crew's "leave flagged frames out of a metered upload" on, the photos
+   * they found probably unusable go through the lanes' door into the
+   * 'flagged' lane, which the link holds on a metered network (issue 32).
+   * Hints (sharpness, RTK, clock) are not held.
+   */
+  private holdFlagged(sourceId: string): void {
+    const target = this.queue.target;
+    if (!this.config.holdFlaggedOnMetered || !target) return;
+    try {
+      const rows = this.queue.list({ sourceId, limit: 1_000_000 });
+      const flagged = flightsOf(this.queue, sourceId, rows, this.flightOptions()).flatMap((f) =>
+        (f.frames ?? []).filter((x) => x.unusable).map((x) => x.relPath),
+      );
+      if (flagged.length === 0) return;
+      const moved = this.queue.lanes.flag(target.id, sourceId, flagged);
+      if (moved > 0)
+        this.log.info({ source: sourceId, photos: moved }, 'flagged photos wait for an unmetered network');
+    } catch (err) {
+      this.emit('warning', `The flagged photos could not be set aside: ${toDmsError(err).message}`);
+    }
+  }
+
   /** Staging copies whose every file is in the workspace, older than their destination keeps them: deleted. */
   private tidyStaging(): void {
     try {
@@ -444,6 +469,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   updateConfig(config: Config): void {
     this.config = config;
     this.engine.updateConfig(config);
+    if (!config.holdFlaggedOnMetered) this.queue.lanes.unflag();
   }
 
   private get quietMs(): number {

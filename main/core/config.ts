@@ -3,9 +3,9 @@ import path from 'node:path';
 import { z } from 'zod';
 import { MEDIA_FILE_TYPES } from '../shared/domain.js';
 import { DmsError } from './errors.js';
-import { LANE_NAMES } from './queue/lanes.js';
+import { CREW_LANE_NAMES } from './queue/lanes.js';
 
-const laneSetting = z.enum(LANE_NAMES).optional();
+const laneSetting = z.enum(CREW_LANE_NAMES).optional();
 import { parseTimetable } from './link/timetable.js';
 
 const httpUrl = z
@@ -178,6 +178,13 @@ export const ConfigSchema = z.object({
    * only photos far below their flight's own height (take-off, landing).
    */
   flightMinHeightM: z.number().min(0).max(1000).optional(),
+  /**
+   * Leave the photos the flight checks flag as probably unusable out of a
+   * metered upload (issue 32): they wait for an unmetered network (the
+   * link holds their lane, even after a yes); they stay on the card and in
+   * the local copies. Off: they go with the other photos.
+   */
+  holdFlaggedOnMetered: z.boolean().default(false),
   /**
    * Base-map tiles for the flight map, fetched by the app (never by the
    * window) from this one source, e.g. `https://tile.openstreetmap.org/{z}/{x}/{y}.png`.

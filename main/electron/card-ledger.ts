@@ -18,9 +18,14 @@ interface Entry {
   final: VerdictView | null;
   bytesTotal: number;
   bytesThere: number;
+  /** The verdict's advisory line (flights to look at before leaving), else null. */
+  advisory: string | null;
 }
 
-export type CardVerdicts = Pick<CardView, 'headline' | 'local' | 'workspace' | 'stopped' | 'created'>;
+export type CardVerdicts = Pick<
+  CardView,
+  'headline' | 'local' | 'workspace' | 'stopped' | 'created' | 'advisory'
+>;
 
 const NONE: CardVerdicts = { headline: null, local: null, workspace: null, stopped: [], created: [] };
 
@@ -63,6 +68,7 @@ export class CardLedger {
       final: null,
       bytesTotal: b.total,
       bytesThere: b.there,
+      advisory: o.verdict.advisory ?? null,
     });
   }
 
@@ -76,6 +82,7 @@ export class CardLedger {
       final: { safe: v.safe, message: v.message, reasons: [...v.reasons] },
       bytesTotal: b.total,
       bytesThere: b.there,
+      advisory: v.advisory ?? null,
     });
   }
 
@@ -101,6 +108,11 @@ export class CardLedger {
   /** A new scan of the card tries every destination again (the engine forgets its stops then). */
   scanned(sourceId: string): void {
     this.stops.delete(sourceId);
+  }
+
+  /** The verdict's advisory line of a card (for the notifications), else null. */
+  advisoryOf(sourceId: string): string | null {
+    return this.cards.get(sourceId)?.advisory ?? null;
   }
 
   /** The local verdict of a card, if it was made (for the tray). */
@@ -132,7 +144,14 @@ export class CardLedger {
           amount,
           final: false,
         };
-    return { headline: headline(e, workspace), local: e.local, workspace, stopped, created };
+    return {
+      headline: headline(e, workspace),
+      local: e.local,
+      workspace,
+      stopped,
+      created,
+      advisory: e.advisory,
+    };
   }
 }
 

@@ -313,6 +313,12 @@ export class AppController extends EventEmitter<ControllerEvents> {
     );
   }
 
+  /** A card's verdict with its advisory line (issue 32), from the ledger the verdict was just put in. */
+  private advised(a: Activity): Activity {
+    if (a.type !== 'offload' && a.type !== 'local') return a;
+    return { ...a, advisory: this.cards.advisoryOf(a.sourceId) };
+  }
+
   /** The crew's settings of the flight checks (config.json flightMinHeightM). */
   private flightChecks(): { minHeight: number | null } {
     return { minHeight: this.config.flightMinHeightM ?? null };
@@ -588,7 +594,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
         sink: {
           adopt: (rt) => (this.rt = rt),
           live: (agent) => this.rt?.agent === agent,
-          activity: (a) => this.emit('activity', a),
+          activity: (a) => this.emit('activity', this.advised(a)),
           label: (id, label) => this.session?.queue.sources.seen(id, label),
           progress: (p) => (this.push.progress = progressView(p)),
           cards: this.cards,

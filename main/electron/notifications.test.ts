@@ -237,6 +237,55 @@ describe('notification policy', () => {
     expect(p.handle({ ...safe, sourceId: 'card:2', label: 'M30T_CARD' })).toHaveLength(1);
   });
 
+  it("says a card's advisory line (issue 32) once per insertion, with its first verdict; it never makes a card unsafe", () => {
+    const p = new NotificationPolicy();
+    const advisory =
+      'Flight 2 of 4: 38 of 212 photos look unusable (lens cap?), first at 10:42:13 — look before you leave';
+    const added = { type: 'source-added' as const, sourceId: 'card:1', label: 'M3E_CARD', isCard: true };
+    const local = {
+      type: 'local' as const,
+      sourceId: 'card:1',
+      label: 'M3E_CARD',
+      safe: true,
+      message: 'M3E_CARD: 1,214 files copied and verified on SSD — safe to format',
+      advisory,
+    };
+    const offload = {
+      type: 'offload' as const,
+      sourceId: 'card:1',
+      label: 'M3E_CARD',
+      safe: true,
+      message: 'M3E_CARD: 1,214 files verified in workspace ws-1 — safe to format',
+      reasons: [],
+      advisory,
+    };
+    p.handle(added);
+    // Locally safe first: the crew may leave now, so the advisory comes with it — and still "safe".
+    expect(p.handle(local)).toEqual([
+      {
+        kind: 'locally-safe',
+        title: 'M3E_CARD is locally safe: you can take the card out',
+        body: `${local.message}\n${advisory}`,
+      },
+    ]);
+    // The workspace verdict of the same insertion: said, the advisory not again.
+    expect(p.handle(offload)).toEqual([
+      { kind: 'safe', title: 'M3E_CARD: safe to format', body: offload.message },
+    ]);
+    // A later verdict of the same insertion (a retry made it unsafe): not again either.
+    expect(p.handle({ ...offload, safe: false, reasons: ['1 file failed.'] })).toEqual([
+      { kind: 'problem', title: 'M3E_CARD: not safe to format yet', body: '1 file failed.' },
+    ]);
+    // The card inserted again: a new card event, said again with its verdict.
+    p.handle({ type: 'source-removed', sourceId: 'card:1' });
+    p.handle(added);
+    expect(p.handle({ ...offload, message: `${offload.message}.` })).toEqual([
+      { kind: 'safe', title: 'M3E_CARD: safe to format', body: `${offload.message}.\n${advisory}` },
+    ]);
+    // Without an advisory line, the body is the verdict alone.
+    expect(p.handle({ ...offload, sourceId: 'card:2', advisory: null })[0]?.body).toBe(offload.message);
+  });
+
   it('says a destination that stopped for a card once, with its reason', () => {
     const p = new NotificationPolicy();
     const stop = {

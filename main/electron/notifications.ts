@@ -19,10 +19,25 @@ export type Activity =
       size: number;
     }
   | { type: 'state'; state: RunStateName; message: string | null; halt?: HaltReason }
-  /** A card came to rest: its verdict. */
-  | { type: 'offload'; sourceId: string; label: string; safe: boolean; message: string; reasons: string[] }
+  /** A card came to rest: its verdict (advisory: flights to look at before leaving, never blocking). */
+  | {
+      type: 'offload';
+      sourceId: string;
+      label: string;
+      safe: boolean;
+      message: string;
+      reasons: string[];
+      advisory?: string | null;
+    }
   /** A card's copies came to rest on the local destinations: its local verdict (the upload goes on). */
-  | { type: 'local'; sourceId: string; label: string; safe: boolean; message: string }
+  | {
+      type: 'local';
+      sourceId: string;
+      label: string;
+      safe: boolean;
+      message: string;
+      advisory?: string | null;
+    }
   /** A local destination stopped for a card (full, unplugged, too small): its reason. */
   | { type: 'destination-stopped'; sourceId: string; label: string; destination: string; message: string };
 
@@ -71,6 +86,8 @@ export class NotificationPolicy {
   private readonly locallySafe = new Set<string>();
   /** Destination stops already said, by card, destination and reason. */
   private readonly stops = new Set<string>();
+  /** Cards whose advisory line was said since they were inserted (once per card event). */
+  private readonly advised = new Set<string>();
 
   constructor(opts: PolicyOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -82,6 +99,7 @@ export class NotificationPolicy {
     switch (a.type) {
       case 'source-added':
         if (a.isCard) this.scans.set(a.sourceId, { label: a.label, flights: [] });
+        this.advised.delete(a.sourceId); // a new insertion: its flights are said again
         return [];
       case 'source-removed':
         this.scans.delete(a.sourceId);
@@ -126,9 +144,20 @@ export class NotificationPolicy {
       {
         kind: 'locally-safe',
         title: `${a.label} is locally safe: you can take the card out`,
-        body: a.message,
+        body: this.withAdvisory(a, a.message),
       },
     ];
+  }
+
+  /**
+   * The verdict's body, with the advisory line below it the first time a
+   * verdict of this card is said after it was inserted (issue 32). It only
+   * adds words: whether the card is safe is the verdict's alone.
+   */
+  private withAdvisory(a: { sourceId: string; advisory?: string | null }, body: string): string {
+    if (!a.advisory || this.advised.has(a.sourceId)) return body;
+    this.advised.add(a.sourceId);
+    return `${body}\n${a.advisory}`;
   }
 
   /**
@@ -140,9 +169,14 @@ export class NotificationPolicy {
     const key = `${a.safe}|${a.message}`;
     if (this.verdicts.get(a.sourceId) === key) return [];
     this.verdicts.set(a.sourceId, key);
-    if (a.safe) return [{ kind: 'safe', title: `${a.label}: safe to format`, body: a.message }];
+    if (a.safe)
+      return [{ kind: 'safe', title: `${a.label}: safe to format`, body: this.withAdvisory(a, a.message) }];
     return [
-      { kind: 'problem', title: `${a.label}: not safe to format yet`, body: a.reasons[0] ?? a.message },
+      {
+        kind: 'problem',
+        title: `${a.label}: not safe to format yet`,
+        body: this.withAdvisory(a, a.reasons[0] ?? a.message),
+      },
     ];
   }
 

@@ -98,3 +98,24 @@ describe('local destinations in the settings', () => {
     });
   });
 });
+
+describe('the minimum flight height (issue 32)', () => {
+  it('set, kept when a window that does not know it saves, cleared by null; config.json <-> the window', () => {
+    const base = { ...defaultConfig(), useLocalService: true };
+    const set = applySettings(base, view({ flightMinHeightM: 30 }));
+    expect(set).toMatchObject({ ok: true, config: { flightMinHeightM: 30 } });
+    if (!set.ok) return;
+    expect(toSettingsView(set.config).flightMinHeightM).toBe(30);
+    const { flightMinHeightM: _dropped, ...older } = view();
+    expect(applySettings(set.config, older)).toMatchObject({ ok: true, config: { flightMinHeightM: 30 } });
+    const cleared = applySettings(set.config, view({ flightMinHeightM: null }));
+    expect(cleared.ok && cleared.config.flightMinHeightM).toBeUndefined();
+    expect(applySettings(base, view({ flightMinHeightM: -1 }))).toEqual({
+      ok: false,
+      fields: {
+        flightMinHeightM:
+          'The minimum flight height is a number of metres from 0 to 1000, or empty (no minimum).',
+      },
+    });
+  });
+});

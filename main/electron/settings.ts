@@ -31,6 +31,10 @@ const FIELD_RULES: Record<keyof SettingsView, string> = {
   startAtLogin: 'Choose on or off.',
   destinations:
     'Each copy destination is a full folder path with a label of at most 64 characters (at most 8 destinations).',
+
+  // --- flight checks (issue 32) ---
+  flightMinHeightM: 'The minimum flight height is a number of metres from 0 to 1000, or empty (no minimum).',
+  holdFlaggedOnMetered: 'Choose on or off.',
 };
 
 /** Config paths (as zod reports them) -> the window's field names. */
@@ -73,6 +77,10 @@ export function toSettingsView(config: Config): SettingsView {
       role: d.role,
       keepDays: d.keepDays ?? null,
     })),
+
+    // --- flight checks (issue 32) ---
+    flightMinHeightM: config.flightMinHeightM ?? null,
+    holdFlaggedOnMetered: config.holdFlaggedOnMetered,
   };
 }
 
@@ -195,6 +203,11 @@ export function applySettings(
       // Archive copies are kept: keep days mean nothing there.
       ...(d.role === 'staging' && d.keepDays !== null ? { keepDays: d.keepDays } : {}),
     })),
+
+    // --- flight checks (issue 32) ---
+    flightMinHeightM:
+      view.flightMinHeightM === undefined ? current.flightMinHeightM : (view.flightMinHeightM ?? undefined),
+    holdFlaggedOnMetered: view.holdFlaggedOnMetered ?? current.holdFlaggedOnMetered,
   };
   const parsed = ConfigSchema.safeParse(candidate);
   if (!parsed.success) {

@@ -155,6 +155,54 @@ describe('trayView', () => {
     });
   });
 
+  it("says a card's advisory line (issue 32) in the tooltip and the menu, never instead of its verdict", () => {
+    const advisory =
+      'Flight 2 of 4: 38 of 212 photos look unusable (lens cap?), first at 10:42:13 — look before you leave';
+    const message = 'M30T_CARD: 212 files verified in workspace ws-1 — safe to format';
+    const card = {
+      id: 'c',
+      label: 'M30T_CARD',
+      root: '/media/x',
+      waitingForSignIn: null,
+      headline: { safe: true, message },
+      local: null,
+      workspace: null,
+      stopped: [],
+      created: [],
+      advisory,
+    };
+    const s = state({ cards: [card] });
+    const v = trayView(s);
+    expect(v).toEqual({
+      icon: 'idle',
+      tooltip: `Drone Media Sync: ${message}\nM30T_CARD: ${advisory}`,
+      activityLine: message,
+      advisory: `M30T_CARD: ${advisory}`,
+    });
+    const items = trayMenuTemplate(v, s, {
+      open: vi.fn(),
+      pause: vi.fn(),
+      resume: vi.fn(),
+      syncNow: vi.fn(),
+      openLogs: vi.fn(),
+      quit: vi.fn(),
+    });
+    expect(items.slice(0, 2)).toEqual([
+      { id: 'activity', label: message, enabled: false },
+      { id: 'advisory', label: `M30T_CARD: ${advisory}`, enabled: false },
+    ]);
+    // While uploading, too: the progress stays the activity line.
+    const up = trayView({ ...syncing, cards: [card] });
+    expect(up.icon).toBe('syncing');
+    expect(up.advisory).toBe(`M30T_CARD: ${advisory}`);
+    // Two cards with one: "and 1 more card".
+    expect(trayView(state({ cards: [card, { ...card, id: 'd', label: 'M3E' }] })).advisory).toBe(
+      `M30T_CARD: ${advisory} (and 1 more card)`,
+    );
+    // None: no line, no menu item.
+    expect(trayView(state({ cards: [{ ...card, advisory: null }] })).advisory).toBeUndefined();
+  });
+
   it('a halt shows its reason, and the menu offers Resume', () => {
     const message =
       'Disk full: the disk holding /x is full. Free space on it, then press Resume; nothing is lost.';

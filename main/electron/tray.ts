@@ -14,6 +14,8 @@ export interface TrayView {
   icon: IconName;
   tooltip: string;
   activityLine: string;
+  /** A card's advisory line (issue 32: flights to look at before leaving); absent when none. */
+  advisory?: string;
 }
 
 export interface TrayActions {
@@ -40,11 +42,27 @@ export function formatEta(seconds: number | null): string | null {
 const files = (n: number) => `${n} file${n === 1 ? '' : 's'}`;
 
 /**
+ * The view, plus the cards' advisory line (a flight's photos that look
+ * unusable) under it in the tooltip and as a line of the menu. It never
+ * changes the icon nor the verdict said: a card safe to format stays so.
+ */
+export function trayView(s: AppStateView): TrayView {
+  const view = stateView(s);
+  const advised = s.cards.filter((c) => c.advisory);
+  const first = advised[0];
+  if (!first?.advisory) return view;
+  const more =
+    advised.length > 1 ? ` (and ${advised.length - 1} more card${advised.length > 2 ? 's' : ''})` : '';
+  const advisory = `${first.label}: ${first.advisory}${more}`;
+  return { ...view, tooltip: `${view.tooltip}\n${advisory}`, advisory };
+}
+
+/**
  * Which icon: what the user must do first, then what the engine is doing.
  * Failed files show red only once the engine is otherwise idle, so a big
  * upload still shows its progress.
  */
-export function trayView(s: AppStateView): TrayView {
+function stateView(s: AppStateView): TrayView {
   const p = s.progress;
   const remaining = Math.max(0, p.filesTotal - p.filesDone - p.filesFailed);
   const percent = p.bytesTotal > 0 ? Math.min(100, Math.floor((p.bytesDone / p.bytesTotal) * 100)) : 0;
@@ -108,6 +126,9 @@ export function trayMenuTemplate(
   const paused = resumable(s.engine);
   return [
     { id: 'activity', label: view.activityLine, enabled: false },
+    ...(view.advisory
+      ? [{ id: 'advisory', label: view.advisory, enabled: false } satisfies MenuItemConstructorOptions]
+      : []),
     { type: 'separator' },
     { id: 'open', label: `Open ${APP}`, click: () => a.open() },
     paused
@@ -149,7 +170,7 @@ export class AppTray {
 
   update(s: AppStateView): void {
     const view = trayView(s);
-    const menuKey = `${view.activityLine}|${resumable(s.engine)}`;
+    const menuKey = `${view.activityLine}|${view.advisory ?? ''}|${resumable(s.engine)}`;
     if (this.shown?.icon !== view.icon) this.tray.setImage(this.image(view.icon));
     if (this.shown?.tooltip !== view.tooltip) this.tray.setToolTip(view.tooltip);
     // Linux app indicators only take a new menu, not changed items; rebuilt only when its text changes.

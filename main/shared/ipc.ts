@@ -82,6 +82,11 @@ export interface CardView {
   stopped: Array<{ destination: string; message: string }>;
   /** Destination folders made for this card (not there yet, or gone from a plugged-in drive): said once. */
   created: Array<{ destination: string; message: string }>;
+  /**
+   * The verdict's advisory third line (issue 32): a flight's photos that look unusable, "… — look
+   * before you leave". Never part of safe or not. Absent/null when there is nothing to look at.
+   */
+  advisory?: string | null;
 }
 
 /** Where uploads go, as the first-run steps and the sign-in panel say it. Never a secret. */
@@ -266,6 +271,12 @@ export const SettingsSchema = z.object({
    * than keepDays; 'archive' ones are kept.
    */
   destinations: z.array(DestinationSchema).max(8),
+
+  // --- flight checks (issue 32) ---
+  /** Photos taken below this height above take-off are flagged (metres); null = no minimum; absent = unchanged. */
+  flightMinHeightM: z.number().min(0).max(1000).nullish(),
+  /** Photos flagged as unusable wait for an unmetered network (config holdFlaggedOnMetered); absent = unchanged. */
+  holdFlaggedOnMetered: z.boolean().optional(),
 });
 export type SettingsView = z.infer<typeof SettingsSchema>;
 export type DestinationView = z.infer<typeof DestinationSchema>;

@@ -7,8 +7,15 @@
  */
 import { formatBytes } from './sizes.js';
 
-/** The lanes, first first. */
-export const LANE_NAMES = ['first', 'photos', 'videos', 'previews'] as const;
+/** The lanes a class of file may be set to (the setting `lanes`), first first. */
+export const CREW_LANE_NAMES = ['first', 'photos', 'videos', 'previews'] as const;
+
+/**
+ * The lanes, first first. 'flagged' is last and not a setting: photos the
+ * frame checks flagged, when the crew leaves them out of a metered upload
+ * (issue 32); the link holds it on a metered network, even after a yes.
+ */
+export const LANE_NAMES = [...CREW_LANE_NAMES, 'flagged'] as const;
 export type LaneName = (typeof LANE_NAMES)[number];
 
 /** What the crew reads for each lane. */
@@ -17,7 +24,14 @@ export const LANE_LABELS: Readonly<Record<LaneName, string>> = {
   photos: 'photos',
   videos: 'videos',
   previews: 'previews and MISC',
+  flagged: 'flagged photos',
 };
+
+/** "12 flagged photos wait for an unmetered network; they are on the card and the copies". */
+export function flaggedWaitLine(files: number, copies: boolean): string {
+  const n = files === 1 ? '1 flagged photo waits' : `${files} flagged photos wait`;
+  return `${n} for an unmetered network; ${files === 1 ? 'it is' : 'they are'} on the card${copies ? ' and the copies' : ''}`;
+}
 
 /** Files and bytes still to send in one lane. */
 export interface LaneLeft {
@@ -69,9 +83,11 @@ export function aboutDuration(seconds: number): string {
  * min; photos: about 2 h 10 min; videos: about 9 h". Without a rate: what is
  * left ("photos: 212 files, 3.4 GB left"). Empty when nothing is left.
  */
-export function lanesLine(etas: readonly LaneEta[]): string {
+export function lanesLine(etas: readonly LaneEta[], copies = false): string {
   return etas
     .map((e, i) => {
+      // Held by the link on a metered network, whatever the rate: said as such (issue 32).
+      if (e.lane === 'flagged') return flaggedWaitLine(e.files, copies);
       if (e.seconds === null)
         return `${e.label}: ${e.files === 1 ? '1 file' : `${e.files} files`}, ${formatBytes(e.bytes)} left`;
       return `${e.label}: ${i === 0 ? 'in the workspace in ' : ''}${aboutDuration(e.seconds)}`;

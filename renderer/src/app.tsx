@@ -100,7 +100,7 @@ export function App() {
         ) : null}
         {opened.has('flights') ? (
           <div hidden={screen !== 'flights'}>
-            <Flights />
+            <Flights shown={screen === 'flights'} />
           </div>
         ) : null}
         {opened.has('waylines') ? (

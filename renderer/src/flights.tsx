@@ -53,6 +53,13 @@ function FramesToCheck(props: { flight: FlightSummaryView }) {
   );
 }
 
+/** The crew's minimum height, as the tab says it ("below 30 m, set in Settings"). */
+function minHeightLine(m: number | null): string {
+  return m === null
+    ? 'Too low: no minimum height is set (Settings, Flight checks).'
+    : `Too low: below ${m.toLocaleString('en')} m, set in Settings.`;
+}
+
 function rtkLine(f: FlightSummaryView): string {
   const c = f.rtkCounts;
   if (!c) return 'No exposure log (MRK)';
@@ -78,11 +85,13 @@ function PointDetails(props: { point: FlightPointView | null }) {
   );
 }
 
-export function Flights() {
+export function Flights(props: { shown?: boolean }) {
   const [list, setList] = useState<FlightSummaryView[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [current, setCurrent] = useState<FlightView | null>(null);
   const [point, setPoint] = useState<FlightPointView | null>(null);
+  /** undefined while main has not said; null: no minimum height set. */
+  const [minHeight, setMinHeight] = useState<number | null | undefined>(undefined);
 
   const open = (f: FlightSummaryView): void => {
     setPoint(null);
@@ -105,6 +114,14 @@ export function Flights() {
     });
   };
 
+  // Read again each time the tab is shown: Settings may have changed it meanwhile.
+  useEffect(() => {
+    if (props.shown === false) return;
+    void call('settings:get', undefined).then((r) => {
+      if (r.ok) setMinHeight(r.value.flightMinHeightM ?? null);
+    });
+  }, [props.shown]);
+
   useEffect(() => {
     void call('flights:list', {}).then((r) => {
       if (!r.ok) return setError(r.error.message);
@@ -125,6 +142,7 @@ export function Flights() {
           <h2>Flights</h2>
           {list === null ? <p class="muted">Reading the flights…</p> : null}
           {list?.length === 0 ? <p class="muted">No flight on the cards seen so far.</p> : null}
+          {minHeight !== undefined ? <p class="muted flight-min-height">{minHeightLine(minHeight)}</p> : null}
           <ul>
             {list?.map((f) => (
               <li key={`${f.cardId}/${f.folder}/${f.part ?? ''}`}>

@@ -26,6 +26,7 @@ const FIELD_ORDER: FieldName[] = [
   'bandwidthLimitKiBps',
   'aircraftDefault',
   'aircraftSerial',
+  'flightMinHeightM',
 ];
 
 export function Settings(props: { onSignedInChange: (signedIn: boolean) => void }) {
@@ -385,6 +386,30 @@ export function Settings(props: { onSignedInChange: (signedIn: boolean) => void 
               onChange={(ev) => update({ startAtLogin: ev.currentTarget.checked })}
             />
             Start Drone Media Sync when I log in to this computer
+          </label>
+        </fieldset>
+
+        {/* --- flight checks (issue 32) --- */}
+        <fieldset class="group">
+          <legend>Flight checks</legend>
+          <div class="field-row">
+            <NumberField
+              field="flightMinHeightM"
+              label="Minimum height above take-off (m)"
+              hint="Photos taken lower are listed in Flights to look at. Empty = no minimum."
+              value={form.flightMinHeightM}
+              error={e.flightMinHeightM}
+              onInput={(v) => update({ flightMinHeightM: v })}
+            />
+          </div>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={form.holdFlaggedOnMetered}
+              onChange={(ev) => update({ holdFlaggedOnMetered: ev.currentTarget.checked })}
+            />
+            Leave photos that look unusable out of a metered upload (they stay on the card and the copies, and
+            go on a network that is not metered)
           </label>
         </fieldset>
 

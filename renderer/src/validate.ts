@@ -21,6 +21,12 @@ export interface SettingsForm {
   aircraftSerial: string;
   startAtLogin: boolean;
   destinations: DestinationForm[];
+
+  // --- flight checks (issue 32) ---
+  /** Metres as typed; '' = no minimum height. */
+  flightMinHeightM: string;
+  /** Leave photos flagged as unusable out of a metered upload. */
+  holdFlaggedOnMetered: boolean;
 }
 
 /** A local destination as its row of the form holds it (keep days as typed). */
@@ -55,7 +61,22 @@ export function toForm(s: SettingsView): SettingsForm {
       role: d.role,
       keepDays: d.keepDays === null ? (d.role === 'staging' ? '' : DEFAULT_KEEP_DAYS) : String(d.keepDays),
     })),
+
+    // --- flight checks (issue 32) ---
+    flightMinHeightM: s.flightMinHeightM == null ? '' : String(s.flightMinHeightM),
+    holdFlaggedOnMetered: s.holdFlaggedOnMetered ?? false,
   };
+}
+
+/** The minimum flight height: metres from 0 to 1000 (decimals allowed), '' = none. */
+export function minHeight(text: string): { value: number | null } | { error: string } {
+  const t = text.trim().replace(',', '.');
+  if (t === '') return { value: null };
+  if (!/^\d+(\.\d+)?$/.test(t))
+    return { error: 'Enter a height in metres, like 30, or leave it empty for no minimum.' };
+  const n = Number(t);
+  if (n > 1000) return { error: 'Must be from 0 to 1,000 m (or empty for no minimum).' };
+  return { value: n };
 }
 
 /**
@@ -155,12 +176,17 @@ export function validateSettings(
   const destinations = checkDestinations(f.destinations);
   if ('error' in destinations) errors.destinations = destinations.error;
 
+  // --- flight checks (issue 32) ---
+  const height = minHeight(f.flightMinHeightM);
+  if ('error' in height) errors.flightMinHeightM = height.error;
+
   if (
     Object.keys(errors).length > 0 ||
     'error' in files ||
     'error' in parts ||
     'error' in bw ||
-    'error' in destinations
+    'error' in destinations ||
+    'error' in height
   )
     return { ok: false, errors };
   return {
@@ -180,6 +206,8 @@ export function validateSettings(
       aircraftSerial: serial,
       startAtLogin: f.startAtLogin,
       destinations: destinations.value,
+      flightMinHeightM: height.value,
+      holdFlaggedOnMetered: f.holdFlaggedOnMetered,
     },
   };
 }

@@ -304,6 +304,8 @@ export function installTestBridge(options: BridgeOptions): void {
     aircraftSerial: '',
     startAtLogin: true,
     destinations: [],
+    flightMinHeightM: null,
+    holdFlaggedOnMetered: false,
   };
   let pickFolder: string | null = 'D:\\Survey\\2024-03-12';
 
@@ -500,6 +502,14 @@ export function installTestBridge(options: BridgeOptions): void {
             };
           })
         : fail('destinations'),
+      flightMinHeightM:
+        o.flightMinHeightM == null
+          ? null
+          : typeof o.flightMinHeightM === 'number' && o.flightMinHeightM >= 0 && o.flightMinHeightM <= 1000
+            ? o.flightMinHeightM
+            : fail('flightMinHeightM'),
+      holdFlaggedOnMetered:
+        o.holdFlaggedOnMetered === undefined ? false : bool(o.holdFlaggedOnMetered, 'holdFlaggedOnMetered'),
     };
     if (s.destinations.length > 8) fail('destinations');
     if (s.watchedFolders.length > 50 || s.watchedFolders.some((f) => typeof f !== 'string' || f.length === 0))

@@ -725,6 +725,8 @@ describe('settings', () => {
       aircraftSerial: '1ZNBJ7R00C00PH',
       startAtLogin: true,
       destinations: [],
+      flightMinHeightM: null,
+      holdFlaggedOnMetered: false,
     });
     expect(await calls(page, 'dialog:pick-folder')).toEqual([
       { channel: 'dialog:pick-folder', request: { purpose: 'watch' } },

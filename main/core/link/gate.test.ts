@@ -81,6 +81,27 @@ describe('the link gate (a real SQLite file)', () => {
     store.close();
   });
 
+  it('flagged frames (issue 32) go over an unmetered network only: never asked about, held after a yes', () => {
+    const store = new LinkStore(storeFile());
+    const gate = new LinkGate(store);
+    const questions: string[] = [];
+    gate.on('question', (q) => questions.push(q.text));
+    gate.see(hotspot);
+    expect(gate.mayStart('flagged', MiB)).toBe(false);
+    expect(questions).toEqual([]); // no yes lets them through: nothing to ask
+    gate.answer('yes');
+    expect(gate.mayStart('photos', MiB)).toBe(true);
+    expect(gate.mayStart('flagged', MiB)).toBe(false);
+    for (const cost of ['roaming', 'over-limit', 'ask'] as const) {
+      gate.see({ ...hotspot, key: cost, cost });
+      gate.answer('yes');
+      expect(gate.mayStart('flagged', MiB)).toBe(false);
+    }
+    gate.see({ ...hotspot, key: 'office', cost: 'unmetered' });
+    expect(gate.mayStart('flagged', MiB)).toBe(true);
+    store.close();
+  });
+
   it('an answer given by another process (the CLI) lets the parts through at the next look', () => {
     const file = storeFile();
     const store = new LinkStore(file);

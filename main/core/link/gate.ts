@@ -79,7 +79,17 @@ const LANE_WORDS: Record<LaneName, string> = {
   photos: 'photos',
   videos: 'videos',
   previews: 'previews',
+  flagged: 'flagged photos',
 };
+
+/**
+ * The lane of flagged frames (issue 32) goes over an unmetered network
+ * only: the crew's yes to a metered one is for the photos they want, not
+ * for those the checks found unusable (they stay on the card and copies).
+ */
+export function flaggedMayGo(cost: LinkCost): boolean {
+  return cost === 'unmetered';
+}
 
 function andList(words: string[]): string {
   if (words.length <= 1) return words.join('');
@@ -142,6 +152,8 @@ export class LinkGate
 
   mayStart(lane: LaneName, bytes: number): boolean {
     this.lookAgain();
+    // Held without a question: no answer lets flagged frames over a metered link.
+    if (lane === 'flagged' && !flaggedMayGo(this.link.cost)) return false;
     if (laneMayGo(this.link.name, lane === 'first' ? 0 : 1)) {
       if (this.budgetLeft()) {
         this.reserved.push({ lane, bytes, at: this.now() });

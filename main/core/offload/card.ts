@@ -208,6 +208,7 @@ export function cardOffload(
     kind: f.kind,
     size: f.size,
     state: f.state,
+    ...(f.state === 'pending' && rows[i]?.lane === 'flagged' ? { flaggedHeld: true } : {}),
     error: f.error ?? null,
     acknowledged: f.acknowledged,
     verified: f.verified,
@@ -223,6 +224,7 @@ export function cardOffload(
     acceptedFlights: queue.flights.accepted(card.sourceId),
     skipped: queue.sources.skipped(card.sourceId),
     stopped,
+    copies: destinations.length > 0,
   });
   const copies = gatherLocal(queue, card, destinations);
   const local = copies ? localVerdict(copies) : null;

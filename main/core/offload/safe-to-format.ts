@@ -32,6 +32,7 @@
  */
 import { baseName, count, listOf } from './plain.js';
 import { flightAdvisory } from './advisory.js';
+import { flaggedWaitLine } from '../../shared/lanes.js';
 import type {
   CardFileFact,
   RunStopped,
@@ -42,6 +43,7 @@ import type {
 } from './types.js';
 
 type Problem =
+  | 'flagged-held'
   | 'pending'
   | 'held'
   | 'waiting'
@@ -55,7 +57,8 @@ type Problem =
 
 function problemOf(f: CardFileFact, targetId: string, stopped: boolean): Problem | null {
   // On its way only while something sends it: not once the run ended, nor while it waits for the server.
-  if (f.state === 'pending') return stopped || f.waitReason ? 'held' : 'pending';
+  if (f.state === 'pending')
+    return f.flaggedHeld ? 'flagged-held' : stopped || f.waitReason ? 'held' : 'pending';
   if (f.state === 'waiting') return 'waiting';
   if (f.state === 'failed') return 'failed';
   const ack = f.acknowledged;
@@ -103,6 +106,11 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   };
   say('pending', (n, l) => `${n} still on the way (${l}): wait until they are done.`);
   say('held', (n, l) => notSentYet(n, l, get('held'), input.stopped ?? null));
+  const held = get('flagged-held');
+  if (held.length > 0)
+    reasons.push(
+      `${flaggedWaitLine(held.length, input.copies === true)} (${names(held)}): they are sent once this computer is on a network that is not metered.`,
+    );
   say('waiting', (n, l) => `${n} waiting for the card (${l}): insert the card again so they can be sent.`);
   const failed = get('failed');
   if (failed.length > 0) {
@@ -161,8 +169,9 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     onServerWord: get('on-word').length,
     skippedBlocking: lost.length,
     skippedNamed: skipped.length - lost.length,
-    pending: get('pending').length + get('held').length,
+    pending: get('pending').length + get('held').length + get('flagged-held').length,
     notSent: get('held').length,
+    flaggedHeld: get('flagged-held').length,
     failed: failed.length,
     waiting: get('waiting').length,
     notAcknowledged: get('elsewhere').length,
@@ -224,8 +233,10 @@ function verdictLine(
 ): string {
   if (safe) return `${label}: ${count(c.verified, 'file')} verified in ${ws} — safe to format`;
   const parts = [
-    c.pending - c.notSent > 0 && `${c.pending - c.notSent} on the way`,
+    c.pending - c.notSent - (c.flaggedHeld ?? 0) > 0 &&
+      `${c.pending - c.notSent - (c.flaggedHeld ?? 0)} on the way`,
     c.notSent > 0 && `${c.notSent} not uploaded yet`,
+    (c.flaggedHeld ?? 0) > 0 && `${c.flaggedHeld} flagged waiting for an unmetered network`,
     c.waiting > 0 && `${c.waiting} waiting for the card`,
     c.failed > 0 && `${c.failed} failed`,
     c.notAcknowledged > 0 && `${c.notAcknowledged} not acknowledged`,

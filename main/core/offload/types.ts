@@ -206,6 +206,8 @@ export interface CardFileFact {
   kind: FileKind;
   size: number;
   state: FileQueueState;
+  /** Pending in the flagged lane: left out of a metered upload by the crew's setting (issue 32). */
+  flaggedHeld?: boolean;
   /** The plain-words error of a failed file, if any. */
   error?: string | null;
   /**
@@ -271,6 +273,8 @@ export interface SafeToFormatInput {
   skipped?: readonly SkippedFact[];
   /** The run ended with files not sent (see RunStopped); absent: an agent is at work on them. */
   stopped?: RunStopped | null;
+  /** The card has local copies (said of the flagged photos held back: they are there too). */
+  copies?: boolean;
 }
 
 export interface SafeToFormatCounts {
@@ -289,6 +293,8 @@ export interface SafeToFormatCounts {
   pending: number;
   /** Not done and not moving: the run ended, or they wait for the server (RunStopped, waitReason). */
   notSent: number;
+  /** Of `pending`: flagged photos held for an unmetered network (issue 32). */
+  flaggedHeld?: number;
   failed: number;
   waiting: number;
   notAcknowledged: number;

@@ -54,6 +54,7 @@ describe('the lanes table', () => {
       video: 'videos',
       preview: 'previews',
       misc: 'previews',
+      flagged: 'flagged',
     };
     expect(Object.fromEntries(FILE_CLASSES.map((c) => [c, laneOf(c)]))).toEqual(expected);
     expect(DEFAULT_LANES).toEqual(expected);

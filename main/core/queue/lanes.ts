@@ -16,9 +16,22 @@ import { VIDEO_EXTENSIONS, normaliseExtension, type FileKind } from '../media/di
 
 import { LANE_NAMES, type LaneLeft, type LaneName } from '../../shared/lanes.js';
 
-export { LANE_LABELS, LANE_NAMES, type LaneName } from '../../shared/lanes.js';
+export { CREW_LANE_NAMES, LANE_LABELS, LANE_NAMES, type LaneName } from '../../shared/lanes.js';
 
-export const FILE_CLASSES = ['rtk', 'log', 'manifest', 'photo', 'video', 'preview', 'misc'] as const;
+/**
+ * 'flagged' is never found by `classify`: a photo the frame checks flagged
+ * is put in it through `flag` (the one door), once the checks have run.
+ */
+export const FILE_CLASSES = [
+  'rtk',
+  'log',
+  'manifest',
+  'photo',
+  'video',
+  'preview',
+  'misc',
+  'flagged',
+] as const;
 export type FileClass = (typeof FILE_CLASSES)[number];
 
 /**
@@ -34,9 +47,13 @@ export const DEFAULT_LANES: Readonly<Record<FileClass, LaneName>> = {
   video: 'videos',
   preview: 'previews',
   misc: 'previews',
+  flagged: 'flagged',
 };
 
 export type LaneSetting = Readonly<{ [C in FileClass]?: LaneName | undefined }>;
+
+/** What a flagged photo is when the crew sends flagged frames like the others (the setting off). */
+const UNFLAGGED: FileClass = 'photo';
 
 const MANIFEST_EXTENSIONS = new Set(['mhl', 'md5', 'sha1', 'xxh', 'csv', 'json', 'xml']);
 const PREVIEW_EXTENSIONS = new Set(['lrf', 'thm', 'scr']);
@@ -87,6 +104,12 @@ export class QueueLanes {
         `SELECT lane, COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files
          WHERE target_id = ? AND state NOT IN ('done', 'failed') GROUP BY lane`,
       ),
+      flag: db.prepare(
+        `UPDATE files SET file_class = 'flagged', lane = ? WHERE target_id = ? AND source_id = ? AND rel_path = ?
+         AND file_class = 'photo' AND state NOT IN ('done', 'failed')`,
+      ),
+      laneOfRow: db.prepare<[number], { lane: number }>('SELECT lane FROM files WHERE id = ?'),
+      unflag: db.prepare(`UPDATE files SET file_class = ?, lane = ? WHERE file_class = 'flagged'`),
       saveRate: db.prepare('INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)'),
       savedRate: db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?'),
     };
@@ -105,6 +128,29 @@ export class QueueLanes {
   of(relPath: string, kind: FileKind): { fileClass: FileClass; lane: number } {
     const fileClass = classify(relPath, kind);
     return { fileClass, lane: laneRank(laneOf(fileClass, this.setting)) };
+  }
+
+  /**
+   * The door for flagged frames (issue 32): photos of a source the frame
+   * checks flagged as probably unusable, not sent yet, go to the 'flagged'
+   * lane (the link holds it on a metered network). Returns how many moved.
+   */
+  flag(targetId: number, sourceId: string, relPaths: readonly string[]): number {
+    const rank = laneRank(laneOf('flagged', this.setting));
+    return this.db.transaction(() =>
+      relPaths.reduce((n, p) => n + this.stmts.flag.run(rank, targetId, sourceId, p).changes, 0),
+    )();
+  }
+
+  /** A row's lane now (a part waiting for the link asks it again: its file may have been flagged meanwhile). */
+  laneNow(id: number): LaneName | null {
+    const r = this.stmts.laneOfRow.get(id);
+    return r ? laneAt(r.lane) : null;
+  }
+
+  /** Flagged photos back among the photos (the crew sends flagged frames like the others again). */
+  unflag(): number {
+    return this.stmts.unflag.run(UNFLAGGED, laneRank(laneOf(UNFLAGGED, this.setting))).changes;
   }
 
   /** Files and bytes still to send of a target, per lane (failed files wait for the crew, not the link). */

@@ -69,6 +69,8 @@ export interface EngineEvents {
   state: [RunStateChange];
   /** Every file of a source found so far is read (with local copies: copied and read back). */
   copied: [{ sourceId: string }];
+  /** Every file of a source found so far is read: what the card's one read tells (its flight checks) is known. */
+  read: [{ sourceId: string }];
   /** A destination stopped for a card (full, unplugged, read-only): its reason. */
   'destination-stopped': [{ sourceId: string; destination: Destination; message: string }];
   /** A destination's folder at a card's scan: created (not there yet), made again, or its drive unplugged. */
@@ -443,8 +445,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         row,
         (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
         () => {
-          if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
-            this.emit('copied', { sourceId: row.sourceId });
+          if (!this.queue.hasUnread(row.sourceId)) {
+            this.emit('read', { sourceId: row.sourceId });
+            if (!this.copies.copyingAgain(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
+          }
           this.wake();
         },
       );
@@ -501,8 +505,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       if (row.state === 'discovered') {
         const discovered = row;
-        if (!this.copies.enabled) to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
-        else {
+        if (!this.copies.enabled) {
+          to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+          if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
+        } else {
           to(await this.hashLimiter.run(() => this.copies.copy(ctx, discovered)));
           // The copy lane only reads and copies: the upload lane takes the row from here.
           return;
@@ -586,6 +592,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       config: this.config,
       kept: this.kept,
       slots: this.slots,
+      laneOf: (rowId) => this.queue.lanes.laneNow(rowId),
       onBytes: (n, sent) => {
         this.progress.moved(n, sent, id);
         this.emitProgress(false);

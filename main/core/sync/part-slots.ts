@@ -36,6 +36,8 @@ export interface PartTicket {
 
 interface Waiter {
   lane: LaneName;
+  /** The lane its file is in now (it may move while the part waits: a flagged frame); default `lane`. */
+  laneNow?: (() => LaneName) | undefined;
   rank: number;
   bytes: number;
   seq: number;
@@ -103,7 +105,7 @@ export class PartSlots {
   }
 
   /** Waits for a slot for a part of `bytes` bytes of `lane` (its turn, and the gate's yes). */
-  take(lane: LaneName, bytes: number, signal?: AbortSignal): Promise<PartTicket> {
+  take(lane: LaneName, bytes: number, signal?: AbortSignal, laneNow?: () => LaneName): Promise<PartTicket> {
     const aborted = (): Error =>
       signal?.reason instanceof Error
         ? signal.reason
@@ -112,6 +114,7 @@ export class PartSlots {
     return new Promise<PartTicket>((resolve, reject) => {
       const waiter: Waiter = {
         lane,
+        laneNow,
         rank: laneRank(lane),
         bytes,
         seq: this.seq++,
@@ -177,7 +180,7 @@ export class PartSlots {
     const max = Math.max(1, this.opts.max);
     for (let i = 0; i < this.waiting.length && this.active < max;) {
       const w = this.waiting[i] as Waiter;
-      if (!this.gate.mayStart(w.lane, w.bytes)) {
+      if (!this.gate.mayStart(w.laneNow?.() ?? w.lane, w.bytes)) {
         held = true;
         i++;
         continue;

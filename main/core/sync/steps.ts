@@ -69,6 +69,8 @@ export interface StepContext {
   place: (row: QueueRow) => Place;
   /** Whose part goes next on the link (lane by lane, as many as fill it); none: no wait. */
   slots?: PartSlots;
+  /** A row's lane now (a flagged frame moves while its parts wait); none: the lane it was taken in. */
+  laneOf?: (id: number) => LaneName | null;
 }
 
 /**
@@ -483,7 +485,9 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
     onPartDone: (p) => log.partDone(p),
     onMultipartReset: () => log.record({ type: 'multipart-reset' }),
     onProgress: (n) => ctx.onBytes(n, true),
-    ...(ctx.slots ? { slot: slotOf(ctx.slots, row.lane) } : {}),
+    ...(ctx.slots
+      ? { slot: slotOf(ctx.slots, row.lane, ctx.laneOf && (() => ctx.laneOf?.(row.id) ?? row.lane)) }
+      : {}),
     signal: ctx.signal,
   });
   // Changed during the upload: the object holds a mix or the old content.
@@ -503,9 +507,9 @@ export async function uploadStep(ctx: StepContext, log: PartLog): Promise<Change
 
 /** A part's turn on the link, for a row of `lane`. */
 const slotOf =
-  (slots: PartSlots, lane: LaneName) =>
+  (slots: PartSlots, lane: LaneName, laneNow?: () => LaneName) =>
   (bytes: number, signal?: AbortSignal): Promise<SlotTicket> =>
-    slots.take(lane, bytes, signal);
+    slots.take(lane, bytes, signal, laneNow);
 
 /** The bucket's object at `key` when it is this file (size, and MD5 where the ETag is one), else null. */
 async function alreadyAtKey(
