@@ -9,6 +9,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CardRef } from '../core/offload/card.js';
 import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
+import { startLink, type LinkController } from '../core/link/controller.js';
+import type { LinkWatcher } from '../core/link/watcher.js';
 import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths, type StatePaths } from '../core/paths.js';
@@ -73,6 +75,8 @@ export interface ControllerOptions {
   cardPollMs?: number;
   pushIntervalMs?: number;
   lockRetryMs?: number;
+  /** What the OS says of the link (default: this OS's watcher; tests: NetworkManager on a private bus). */
+  linkWatcher?: LinkWatcher;
 }
 
 /** While the command line holds the queue, the app looks again this often. */
@@ -87,6 +91,12 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private config: Config = defaultConfig();
   private session: Session | null = null;
   private rt: Runtime | null = null;
+  /**
+   * The link (core/link, docs/link.md), as `watch` has it: what the OS says,
+   * the crew's pins, budgets and timetable, asked before every part. Started
+   * with the first agent, kept across rebuilds, stopped on quit.
+   */
+  private link: LinkController | null = null;
   /** No server chosen yet: cards are counted, nothing is sent ("Sign in to upload"). */
   private waiting: WaitingForSignIn | null = null;
   private lockRetry: NodeJS.Timeout | null = null;
@@ -173,6 +183,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
     if (this.lockRetry) clearTimeout(this.lockRetry);
     return this.serial(async () => {
       await this.teardown();
+      await this.link?.stop();
+      this.link = null;
       await this.local.close();
       this.push.cancel();
       this.session?.close();
@@ -504,6 +516,33 @@ export class AppController extends EventEmitter<ControllerEvents> {
     if (rt) await rt.agent.stop();
   }
 
+  /**
+   * The link, started once: `link pin/budget/limit/answer` from a terminal
+   * (config.json, link.db) are followed within seconds, as by `watch`; its
+   * new settings reach the agent in force without a rebuild.
+   */
+  private async startLink(): Promise<LinkController | null> {
+    if (this.link || this.stopped) return this.link;
+    try {
+      this.link = await startLink({
+        stateDir: this.paths.root,
+        configFile: this.paths.config,
+        config: this.config,
+        ...(this.opts.linkWatcher ? { watcher: this.opts.linkWatcher } : {}),
+        onSettings: (next) => {
+          this.config = { ...this.config, link: next.link };
+          this.rt?.agent.updateConfig(this.config);
+          this.changed();
+        },
+      });
+      this.link.gate.subscribe(() => this.changed());
+    } catch (err) {
+      // link.db cannot be opened: uploads go as if every network were unmetered; said in the log.
+      this.log.error({ err: toDmsError(err).toJSON() }, 'the link policy did not start');
+    }
+    return this.link;
+  }
+
   private async build(paused = false): Promise<void> {
     // Not open yet when the app started on a broken config.json.
     if (!this.session && !(await this.openSession())) return;
@@ -526,7 +565,9 @@ export class AppController extends EventEmitter<ControllerEvents> {
         this.log.info('waiting for a sign-in: nothing is uploaded');
         return this.changed();
       }
+      const link = await this.startLink();
       startRuntime({
+        ...(link ? { gate: link.gate } : {}),
         queue: session.queue,
         config: this.config,
         conn,
