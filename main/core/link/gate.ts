@@ -74,14 +74,14 @@ const WHERE: Record<LinkCost, string> = {
   ask: 'over this network',
 };
 
-const LANE_WORDS: Record<LaneName, string> = {
+export const LANE_WORDS: Record<LaneName, string> = {
   first: 'RTK files and logs',
   photos: 'photos',
   videos: 'videos',
   previews: 'previews',
 };
 
-function andList(words: string[]): string {
+export function andList(words: string[]): string {
   if (words.length <= 1) return words.join('');
   return `${words.slice(0, -1).join(', ')} and ${words[words.length - 1] ?? ''}`;
 }
@@ -152,6 +152,11 @@ export class LinkGate
     this.held.add(lane);
     this.askIfNeeded();
     return false;
+  }
+
+  /** Whether a part of `lane` would be held now (asked without letting anything through). */
+  holds(lane: LaneName): boolean {
+    return !laneMayGo(this.link.name, lane === 'first' ? 0 : 1) || !this.budgetLeft();
   }
 
   sent(lane: LaneName, bytes: number): void {
