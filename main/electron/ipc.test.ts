@@ -31,6 +31,8 @@ function fakeController() {
     settings: vi.fn(() => ({}) as never),
     saveSettings: vi.fn(() => Promise.resolve({} as never)),
     forgetDestination: vi.fn(() => Promise.resolve({ destinations: [] } as never)),
+    linkAnswer: vi.fn(() => ({}) as never),
+    linkPin: vi.fn(() => Promise.resolve({} as never)),
     login: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     setToken: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     signOut: vi.fn(() => Promise.resolve({ signedIn: false as const })),

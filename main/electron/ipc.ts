@@ -47,6 +47,8 @@ export type ControllerApi = Pick<
   | 'settings'
   | 'saveSettings'
   | 'forgetDestination'
+  | 'linkAnswer'
+  | 'linkPin'
   | 'login'
   | 'setToken'
   | 'signOut'
@@ -79,6 +81,8 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'settings:get': () => c.settings(),
     'settings:save': (r) => c.saveSettings(r),
     'copies:forget': (r) => c.forgetDestination(r.path),
+    'link:answer': (r) => c.linkAnswer(r.answer),
+    'link:pin': (r) => c.linkPin(r.pin),
     'auth:login': (r) => c.login(r.serverUrl, r.username, r.password),
     'auth:set-token': (r) => c.setToken(r.serverUrl, r.workspaceId, r.token),
     'auth:sign-out': () => c.signOut(),

@@ -25,6 +25,8 @@ const CHANNELS = [
   'settings:get',
   'settings:save',
   'copies:forget',
+  'link:answer',
+  'link:pin',
   'auth:login',
   'auth:set-token',
   'auth:sign-out',

@@ -101,6 +101,8 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
       destinations: [],
     },
     'copies:forget': { path: folder },
+    'link:answer': { answer: 'not-now' },
+    'link:pin': { pin: 'none' },
     'auth:login': { serverUrl: svc.baseUrl, username: 'crew', password: PASSWORD },
     'auth:set-token': { serverUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: 'not-a-valid-token' },
     'auth:test-connection': { serverUrl, workspaceId },
