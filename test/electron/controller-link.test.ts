@@ -3,8 +3,8 @@
  * queue, real card monitor on a temporary mount root, the built-in local
  * service over HTTP) with NetworkManager's word from a real dbus-daemon (a
  * private bus, a stand-in NetworkManager saying metered). Only the first
- * lane (the flight log) goes; the videos wait without a byte sent. The
- * crew's `link pin unmetered` from a terminal (the built CLI, the same
+ * lane (the flight log) goes; the videos wait without a byte sent, and the
+ * crew is asked once ("Not now" puts it off, nothing kept). The crew's `link pin unmetered` from a terminal (the built CLI, the same
  * private bus as its system bus) is followed by the running app without a
  * restart: the videos go. Quitting stops the link (its bus connection and
  * link.db) with the agent.
@@ -98,6 +98,21 @@ describe.skipIf(missing !== null)('the app on a metered link (real dbus-daemon)'
       await new Promise((r) => setTimeout(r, 3_000));
       expect(of('.MP4')).toHaveLength(2);
       expect(of('.MP4').filter((v) => v.state === 'done')).toEqual([]);
+      expect(of('.MP4').reduce((n, v) => n + v.bytes_sent, 0)).toBe(0);
+      // Asked once, with what waits; "Not now" puts it off without an answer kept, the videos still wait.
+      expect(c.state().link).toMatchObject({
+        cost: 'metered',
+        why: 'detected',
+        source: 'NetworkManager',
+        state: 'first-lane',
+        question: 'Upload 6.0 MB of videos over this metered network?',
+      });
+      expect(c.linkAnswer('not-now').link).toMatchObject({
+        question: null,
+        answer: null,
+        state: 'first-lane',
+      });
+      await new Promise((r) => setTimeout(r, 1_500));
       expect(of('.MP4').reduce((n, v) => n + v.bytes_sent, 0)).toBe(0);
 
       // Starlink-style: the crew says this network is not metered, from a terminal.
