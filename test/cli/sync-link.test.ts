@@ -121,4 +121,41 @@ describe.skipIf(missing !== null)('sync on a metered link (real CLI, service, db
       nm.stop();
     }
   }, 180_000);
+
+  it('a network pinned "ask first": nothing goes, the run ends at once saying so (exit 5), nothing lost', async () => {
+    const nm = await startNetworkManager(bus.address, 2); // NO: the system sees nothing special
+    const home = path.join(dir, 'home-ask');
+    fs.mkdirSync(home);
+    const state = path.join(dir, 'state-ask');
+    const card = path.join(dir, 'CARD-ASK');
+    const folder = 'DJI_202301021200_002_Survey';
+    makeCard(card, folder, [{ name: 'DJI_20230102120000_0001_W.MP4', size: 2 * MiB }]);
+    const srt = path.join(card, 'DCIM', folder, 'DJI_20230102120000_0001_W.SRT');
+    fs.copyFileSync(path.join(FIXTURES, 'SRT', 'p4_rtk.SRT'), srt);
+    const old = Date.now() / 1000 - 3600;
+    fs.utimesSync(srt, old, old);
+    const cli = (args: string[]) =>
+      runCli(args, {
+        home,
+        env: {
+          DBUS_SYSTEM_BUS_ADDRESS: bus.address,
+          DMS_STATE_DIR: state,
+          DMS_SERVER: svc.baseUrl,
+          DMS_WORKSPACE: svc.workspaceId,
+          DMS_TOKEN: svc.token,
+        },
+      });
+    try {
+      expect((await cli(['link', 'pin', 'ask'])).code).toBe(0);
+      const run = await cli(['sync', card]);
+      expect(run.code, run.out + run.err).toBe(EXIT.linkWaits);
+      expect(run.out).toMatch(
+        /of RTK files and logs and videos wait: this network is pinned "ask first"\. Run `drone-media-sync link answer yes` to send them over it, or sync again on another network\./,
+      );
+      expect(rows(state).every((r) => r.state !== 'done' && r.bytes_sent === 0)).toBe(true);
+      expect(rows(state)).toHaveLength(2);
+    } finally {
+      nm.stop();
+    }
+  }, 120_000);
 });
