@@ -115,6 +115,10 @@ describe.skipIf(missing !== null)('the link in the window (real main, real dbus-
         .poll(() => text(page, '[data-testid=link-question]'), { timeout: 15_000 })
         .toContain('Upload 6.0 MB of videos over this metered network?');
       expect(of('.MP4').reduce((n, r) => n + r.bytes_sent, 0)).toBe(0);
+      // Said at the top too: what goes now, and where to answer.
+      expect(await text(page, '[data-testid=banner]:has-text("Metered network")')).toBe(
+        'Metered network: RTK files and logs go first Photos, videos and previews wait for an unmetered network, or for your yes in the Network panel below. Keep the card in; nothing is lost.',
+      );
       await noHorizontalScroll(page);
       await shot(page, 'link-1-metered-question.png');
 
