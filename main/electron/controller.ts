@@ -626,6 +626,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       this.link.gate.subscribe(() => this.changed());
       this.link.gate.on('question', (q) => {
         this.linkQuestion = q;
+        this.emit('activity', { type: 'link-question', network: q.network, text: q.text });
         this.changed();
       });
     } catch (err) {

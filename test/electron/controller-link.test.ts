@@ -77,6 +77,10 @@ describe.skipIf(missing !== null)('the app on a metered link (real dbus-daemon)'
       pushIntervalMs: 40,
       linkWatcher: new NetworkManagerWatcher(bus.address),
     });
+    const asked: string[] = [];
+    c.on('activity', (a) => {
+      if (a.type === 'link-question') asked.push(a.text);
+    });
     await c.start();
     let stopped = false;
     try {
@@ -107,6 +111,8 @@ describe.skipIf(missing !== null)('the app on a metered link (real dbus-daemon)'
         state: 'first-lane',
         question: 'Upload 6.0 MB of videos over this metered network?',
       });
+      // The tray's notification policy gets the question once (the window may be closed).
+      expect(asked).toEqual(['Upload 6.0 MB of videos over this metered network?']);
       expect(c.linkAnswer('not-now').link).toMatchObject({
         question: null,
         answer: null,
