@@ -2,7 +2,7 @@
  * The exit codes of `sync`, with what each says, for the command and its
  * `--help` (program.ts must not load the command's module to know them).
  */
-export const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3, copies: 4 } as const;
+export const EXIT = { ok: 0, notAllDone: 1, usage: 2, auth: 3, copies: 4, linkWaits: 5 } as const;
 
 /** What each code means, in the order `sync --help` lists them. */
 export const EXIT_MEANINGS: readonly (readonly [number, string])[] = [
@@ -19,6 +19,10 @@ export const EXIT_MEANINGS: readonly (readonly [number, string])[] = [
   [
     EXIT.copies,
     'a local copy asked for (--copy-to or the settings) is not complete and verified; the reason is printed',
+  ],
+  [
+    EXIT.linkWaits,
+    'everything this network allows was sent; the rest waits for a better one (metered, roaming, or its data budget used up: `link status`); the last lines say what waits and what to do',
   ],
 ];
 

@@ -31,6 +31,7 @@ const NOTICE_ICONS: Record<Notice['kind'], IconName> = {
   halted: 'attention',
   safe: 'idle',
   'locally-safe': 'idle',
+  link: 'attention',
 };
 
 export async function runApp(): Promise<void> {

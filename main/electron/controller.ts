@@ -8,10 +8,16 @@ import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CardRef } from '../core/offload/card.js';
-import { defaultConfig, loadConfig, saveConfig, type Config } from '../core/config.js';
+import { defaultConfig, loadConfig, parseConfig, saveConfig, type Config } from '../core/config.js';
+import { startLink, type LinkController } from '../core/link/controller.js';
+import type { LinkQuestion } from '../core/link/gate.js';
+import { parseTimetable, rateAt } from '../core/link/timetable.js';
+import { needsAnswer } from '../core/link/transitions.js';
+import type { LinkWatcher } from '../core/link/watcher.js';
 import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths, type StatePaths } from '../core/paths.js';
+import type { LaneName } from '../core/queue/lanes.js';
 import type { Queue } from '../core/queue/queue.js';
 import { canUpload } from '../core/session/connection.js';
 import { FORGET_KEEPS, forgetPlan, forgetTarget, targetName } from '../core/session/forget-target.js';
@@ -23,6 +29,7 @@ import type {
   FlightSummaryView,
   FlightView,
   HistoryEntryView,
+  LinkView,
   QueueItemView,
   SettingsAnswer,
   SettingsView,
@@ -75,6 +82,8 @@ export interface ControllerOptions {
   cardPollMs?: number;
   pushIntervalMs?: number;
   lockRetryMs?: number;
+  /** What the OS says of the link (default: this OS's watcher; tests: NetworkManager on a private bus). */
+  linkWatcher?: LinkWatcher;
 }
 
 /** While the command line holds the queue, the app looks again this often. */
@@ -89,6 +98,16 @@ export class AppController extends EventEmitter<ControllerEvents> {
   private config: Config = defaultConfig();
   private session: Session | null = null;
   private rt: Runtime | null = null;
+  /**
+   * The link (core/link, docs/link.md), as `watch` has it: what the OS says,
+   * the crew's pins, budgets and timetable, asked before every part. Started
+   * with the first agent, kept across rebuilds, stopped on quit.
+   */
+  private link: LinkController | null = null;
+  /** The link's last question ("Upload 41 GB of photos and videos over this metered network?"). */
+  private linkQuestion: LinkQuestion | null = null;
+  /** Networks (and their kind of link) whose question the crew put off ("Not now") in this session. */
+  private readonly linkNotNow = new Set<string>();
   /** No server chosen yet: cards are counted, nothing is sent ("Sign in to upload"). */
   private waiting: WaitingForSignIn | null = null;
   private lockRetry: NodeJS.Timeout | null = null;
@@ -175,6 +194,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
     if (this.lockRetry) clearTimeout(this.lockRetry);
     return this.serial(async () => {
       await this.teardown();
+      await this.link?.stop();
+      this.link = null;
       await this.local.close();
       this.push.cancel();
       this.session?.close();
@@ -186,7 +207,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
     const rt = this.rt;
     const waiting = this.waiting;
     const counts = rt ? this.session?.queue.counts() : undefined;
-    return appStateView({
+    const view = appStateView({
       engine: rt?.agent.engine ?? null,
       signedIn: rt ? canUpload(rt.conn) : false,
       serverLabel:
@@ -201,6 +222,84 @@ export class AppController extends EventEmitter<ControllerEvents> {
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],
       verdicts: (sourceId) => this.cards.view(sourceId),
+    });
+    return { ...view, link: rt ? this.linkView() : null };
+  }
+
+  /** The link line: the network, metered or not and why, the budget left, the limit now, the question. */
+  private linkView(): LinkView | null {
+    const link = this.link;
+    if (!link) return null;
+    const { gate, detected, settings } = link;
+    const snap = gate.snapshot();
+    const facts = gate.facts;
+    const pin = (facts.key && settings.link.networks[facts.key]?.pin) || null;
+    const timetable = settings.link.timetable ?? null;
+    const q = this.linkQuestion;
+    const asking =
+      q !== null &&
+      needsAnswer(snap.state) &&
+      q.network === facts.key &&
+      q.cost === snap.state.cost &&
+      !this.linkNotNow.has(`${q.network} ${q.cost}`);
+    return {
+      network: facts.label,
+      known: facts.key !== '',
+      cost: facts.cost,
+      why: pin ? 'pinned' : detected.cost === 'unknown' ? 'not-said' : 'detected',
+      source: detected.source,
+      pin,
+      state: snap.state.name,
+      answer: snap.state.answer,
+      budget: snap.budget,
+      limit: {
+        bytesPerSecond: timetable
+          ? rateAt(parseTimetable(timetable), new Date())
+          : settings.bandwidthLimitKiBps * 1024,
+        timetable,
+      },
+      question: asking ? q.text : null,
+    };
+  }
+
+  private requireNetwork(): LinkController {
+    const link = this.link;
+    if (!link) throw new UserError('unavailable', 'The link is not watched yet: try again in a moment.');
+    if (!link.gate.facts.key)
+      throw new UserError('invalid-input', 'No network found (no default route): connect first.');
+    return link;
+  }
+
+  /**
+   * The crew's answer to the link's question, for the network the agent is
+   * on: yes and never are kept for it (link.db, as `link answer yes|no`);
+   * not now puts the question off for this session.
+   */
+  linkAnswer(answer: 'yes' | 'not-now' | 'never'): AppStateView {
+    const { gate } = this.requireNetwork();
+    if (answer === 'not-now') this.linkNotNow.add(`${gate.facts.key} ${gate.state.cost}`);
+    else gate.answer(answer === 'yes' ? 'yes' : 'no');
+    this.log.info({ network: gate.facts.label, answer }, 'link question answered');
+    return this.stateNow();
+  }
+
+  /** The crew pins this network (as `link pin`): a setting; the answer given before no longer holds. */
+  linkPin(pin: 'metered' | 'unmetered' | 'ask' | 'none'): Promise<AppStateView> {
+    return this.serial(async () => {
+      const link = this.requireNetwork();
+      const key = link.gate.facts.key;
+      const current = this.readConfig() ?? this.config;
+      const networks = { ...current.link.networks };
+      const entry = { ...networks[key] };
+      if (pin === 'none') delete entry.pin;
+      else entry.pin = pin;
+      if (Object.keys(entry).length === 0) delete networks[key];
+      else networks[key] = entry;
+      const next = parseConfig({ ...current, link: { ...current.link, networks } }, 'link settings');
+      link.store.setAnswer(key, null);
+      await this.applyConfig(next);
+      link.tick(); // the gate sees the pin now, not at the next look at the file
+      return this.stateNow();
     });
   }
 
@@ -562,6 +661,48 @@ export class AppController extends EventEmitter<ControllerEvents> {
     if (rt) await rt.agent.stop();
   }
 
+  /**
+   * The link, started once: `link pin/budget/limit/answer` from a terminal
+   * (config.json, link.db) are followed within seconds, as by `watch`; its
+   * new settings reach the agent in force without a rebuild.
+   */
+  private async startLink(): Promise<LinkController | null> {
+    if (this.link || this.stopped) return this.link;
+    try {
+      this.link = await startLink({
+        stateDir: this.paths.root,
+        configFile: this.paths.config,
+        config: this.config,
+        ...(this.opts.linkWatcher ? { watcher: this.opts.linkWatcher } : {}),
+        gate: { waiting: () => this.linkWaiting() },
+        onSettings: (next) => {
+          this.config = { ...this.config, link: next.link };
+          this.rt?.agent.updateConfig(this.config);
+          this.changed();
+        },
+      });
+      this.link.gate.subscribe(() => this.changed());
+      this.link.gate.on('question', (q) => {
+        this.linkQuestion = q;
+        this.emit('activity', { type: 'link-question', network: q.network, text: q.text });
+        this.changed();
+      });
+    } catch (err) {
+      // link.db cannot be opened: uploads go as if every network were unmetered; said in the log.
+      this.log.error({ err: toDmsError(err).toJSON() }, 'the link policy did not start');
+    }
+    return this.link;
+  }
+
+  /** For the link's question: what waits in the lanes it holds, from the queue (every card). */
+  private linkWaiting(): { lanes: LaneName[]; bytes: number } | undefined {
+    const queue = this.session?.queue;
+    const gate = this.link?.gate;
+    if (!queue?.target || !gate) return undefined;
+    const left = queue.lanesLeft().filter((l) => l.bytes > 0 && gate.holds(l.lane));
+    return { lanes: left.map((l) => l.lane), bytes: left.reduce((n, l) => n + l.bytes, 0) };
+  }
+
   private async build(paused = false): Promise<void> {
     // Not open yet when the app started on a broken config.json.
     if (!this.session && !(await this.openSession())) return;
@@ -584,7 +725,9 @@ export class AppController extends EventEmitter<ControllerEvents> {
         this.log.info('waiting for a sign-in: nothing is uploaded');
         return this.changed();
       }
+      const link = await this.startLink();
       startRuntime({
+        ...(link ? { gate: link.gate } : {}),
         queue: session.queue,
         config: this.config,
         conn,

@@ -33,6 +33,8 @@ function fakeController() {
     forgetDestination: vi.fn(() => Promise.resolve({ destinations: [] } as never)),
     targets: vi.fn(() => []),
     forgetTarget: vi.fn(() => Promise.resolve([])),
+    linkAnswer: vi.fn(() => ({}) as never),
+    linkPin: vi.fn(() => Promise.resolve({} as never)),
     login: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     setToken: vi.fn(() => Promise.resolve({ workspaceId: 'ws' })),
     signOut: vi.fn(() => Promise.resolve({ signedIn: false as const })),

@@ -49,6 +49,8 @@ export type ControllerApi = Pick<
   | 'forgetDestination'
   | 'targets'
   | 'forgetTarget'
+  | 'linkAnswer'
+  | 'linkPin'
   | 'login'
   | 'setToken'
   | 'signOut'
@@ -83,6 +85,8 @@ export function createHandlers(c: ControllerApi, s: ShellActions): Handlers {
     'copies:forget': (r) => c.forgetDestination(r.path),
     'targets:list': () => c.targets(),
     'targets:forget': (r) => c.forgetTarget(r.key),
+    'link:answer': (r) => c.linkAnswer(r.answer),
+    'link:pin': (r) => c.linkPin(r.pin),
     'auth:login': (r) => c.login(r.serverUrl, r.username, r.password),
     'auth:set-token': (r) => c.setToken(r.serverUrl, r.workspaceId, r.token),
     'auth:sign-out': () => c.signOut(),

@@ -302,6 +302,24 @@ describe('notification policy', () => {
     expect(p.handle(stop)).toEqual([]);
   });
 
+  it("says the link's question once per network, so a crew with the window closed can answer it", () => {
+    const p = new NotificationPolicy();
+    const ask = {
+      type: 'link-question' as const,
+      network: 'wwan0 10.64.0.1 ?',
+      text: 'Upload 41.0 GB of photos and videos over this metered network?',
+    };
+    expect(p.handle(ask)).toEqual([
+      {
+        kind: 'link',
+        title: 'Upload 41.0 GB of photos and videos over this metered network?',
+        body: 'Open Drone Media Sync to answer (Yes for this network, Not now, Never on this network). RTK files and logs go meanwhile.',
+      },
+    ]);
+    expect(p.handle(ask)).toEqual([]);
+    expect(p.handle({ ...ask, network: 'wlan0 192.168.43.1 02:11:22:33:44:55' })).toHaveLength(1);
+  });
+
   it('formats sizes', () => {
     expect(formatBytes(0)).toBe('0 bytes');
     expect(formatBytes(1536)).toBe('1.5 KB');

@@ -39,10 +39,12 @@ export type Activity =
       advisory?: string | null;
     }
   /** A local destination stopped for a card (full, unplugged, too small): its reason. */
-  | { type: 'destination-stopped'; sourceId: string; label: string; destination: string; message: string };
+  | { type: 'destination-stopped'; sourceId: string; label: string; destination: string; message: string }
+  /** The link asks the crew (issue 31): "Upload 41.0 GB of photos and videos over this metered network?" */
+  | { type: 'link-question'; network: string; text: string };
 
 export interface Notice {
-  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted' | 'safe' | 'locally-safe';
+  kind: 'card' | 'synced' | 'problem' | 'sign-in' | 'halted' | 'safe' | 'locally-safe' | 'link';
   title: string;
   body: string;
 }
@@ -88,6 +90,8 @@ export class NotificationPolicy {
   private readonly stops = new Set<string>();
   /** Cards whose advisory line was said since they were inserted (once per card event). */
   private readonly advised = new Set<string>();
+  /** The link's questions already said, by network and question. */
+  private readonly linkAsked = new Set<string>();
 
   constructor(opts: PolicyOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -127,6 +131,19 @@ export class NotificationPolicy {
         if (this.stops.has(key)) return [];
         this.stops.add(key);
         return [{ kind: 'problem', title: `${a.label}: not copied to ${a.destination}`, body: a.message }];
+      }
+      case 'link-question': {
+        // Once per network and question: the window may be closed while the videos wait.
+        const key = `${a.network}|${a.text}`;
+        if (this.linkAsked.has(key)) return [];
+        this.linkAsked.add(key);
+        return [
+          {
+            kind: 'link',
+            title: a.text,
+            body: 'Open Drone Media Sync to answer (Yes for this network, Not now, Never on this network). RTK files and logs go meanwhile.',
+          },
+        ];
       }
     }
   }

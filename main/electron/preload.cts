@@ -27,6 +27,8 @@ const CHANNELS = [
   'copies:forget',
   'targets:list',
   'targets:forget',
+  'link:answer',
+  'link:pin',
   'auth:login',
   'auth:set-token',
   'auth:sign-out',

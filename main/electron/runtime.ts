@@ -11,6 +11,7 @@ import type { Logger } from '../core/log.js';
 import type { Queue } from '../core/queue/queue.js';
 import { canUpload, type Connection } from '../core/session/connection.js';
 import type { RunState } from '../core/sync/engine.js';
+import type { PartGate } from '../core/sync/part-gate.js';
 import { CardMonitor, type Card } from '../core/sources/cards.js';
 import { cardSource } from '../core/sources/source.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
@@ -52,6 +53,11 @@ export interface RuntimeOptions {
   cardPollMs?: number;
   /** The user's pause outlives a rebuild of the agent (a settings change must not resume). */
   paused?: boolean;
+  /**
+   * The link's policy, asked before every part (core/link: metered, pinned,
+   * budget), as `watch` has it; it outlives a rebuild of the agent.
+   */
+  gate?: PartGate;
 }
 
 /**
@@ -74,6 +80,7 @@ export function startRuntime(o: RuntimeOptions): Runtime {
     manifestsDir: o.manifestsDir,
     ...(o.quietMs === undefined ? {} : { quietMs: o.quietMs }),
     ...(initialState(o) ? { initialState: initialState(o) } : {}),
+    ...(o.gate ? { gate: o.gate } : {}),
   });
   const rt: Runtime = { agent, conn: o.conn, monitor: null };
   o.sink.adopt(rt);

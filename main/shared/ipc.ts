@@ -100,6 +100,33 @@ export interface AccountView {
   user: string | null;
 }
 
+/**
+ * The network the agent is on and what uploads may do over it (core/link,
+ * docs/link.md), for the window's link line and its one question.
+ */
+export interface LinkView {
+  /** The network's name for the crew (the label pinned, else the interface and gateway). */
+  network: string;
+  /** Whether the network is known (a default route): it can be pinned and answered for. */
+  known: boolean;
+  /** What counts now: the crew's pin, else what the OS says (not saying counts as not metered). */
+  cost: 'unmetered' | 'metered' | 'roaming' | 'over-limit' | 'ask';
+  /** Why: pinned by the crew, detected by the OS (source names it), or the OS does not say. */
+  why: 'pinned' | 'detected' | 'not-said';
+  /** Who detected it ("NetworkManager"), or why nobody did. */
+  source: string;
+  pin: 'metered' | 'unmetered' | 'ask' | null;
+  /** What goes: every lane, the first lane only, nothing until a yes, nothing (budget used up). */
+  state: 'open' | 'first-lane' | 'held' | 'spent';
+  /** The crew's answer for this network, kept. */
+  answer: 'yes' | 'no' | null;
+  budget: { bytes: number; per: 'day' | 'month'; used: number; left: number } | null;
+  /** The bandwidth limit now (bytes/s, 0: none), and the timetable it comes from. */
+  limit: { bytesPerSecond: number; timetable: string | null };
+  /** "Upload 41.0 GB of photos and videos over this metered network?" — asked once per network; null: nothing to ask. */
+  question: string | null;
+}
+
 export interface AppStateView {
   /** The engine's one run state, as the engine has it (paused, halted... are its values, never kept twice). */
   engine: RunStateName;
@@ -121,6 +148,8 @@ export interface AppStateView {
   destinations: string[];
   /** Cards currently inserted. */
   cards: CardView[];
+  /** The link (absent or null before the agent has started it). */
+  link?: LinkView | null;
 }
 
 export type QueueItemState = FileState;
@@ -385,6 +414,19 @@ export const Channels = {
   'targets:forget': {
     request: z.object({ key: z.string().min(1).max(4096) }).strict(),
     response: null as unknown as TargetView[],
+  },
+  /**
+   * The crew's answer to the link's question, for the network the agent is on (issue 31):
+   * yes (kept for this network), not now (asked again later), never (kept: only what the link allows).
+   */
+  'link:answer': {
+    request: z.object({ answer: z.enum(['yes', 'not-now', 'never']) }).strict(),
+    response: null as unknown as AppStateView,
+  },
+  /** The crew says what this network is, over what the system says ('none': the system's word counts). */
+  'link:pin': {
+    request: z.object({ pin: z.enum(['metered', 'unmetered', 'ask', 'none']) }).strict(),
+    response: null as unknown as AppStateView,
   },
   'auth:login': {
     request: z

@@ -13,6 +13,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call } from './bridge.js';
 import { formatBytes, formatDuration, formatEta, formatRate, formatWhen, plural } from './format.js';
 import { Cards } from './cards.js';
+import { LinkPanel } from './link.js';
 import { GetStarted, firstRunSteps } from './get-started.js';
 import { NeedYou } from './need-you.js';
 import { usePushed } from './use-pushed.js';
@@ -105,6 +106,7 @@ export function Overview({ state, onState, onGoToSettings }: Props) {
         <NeedYou failedCount={state.failedCount} busy={busy} onRetry={retry} />
       ) : null}
       {state ? <Cards state={state} /> : null}
+      {state ? <LinkPanel state={state} onState={onState} /> : null}
 
       {/* Before the first sign-in there is no engine: nothing is counted, paused or synced yet. */}
       {state && (state.signedIn || state.account.kind !== 'none') ? (

@@ -1,5 +1,5 @@
 /** What the engine and each file are doing, in plain words. */
-import type { AppStateView, QueueItemView, RunStateName } from '../../main/shared/ipc.js';
+import type { AppStateView, LinkView, QueueItemView, RunStateName } from '../../main/shared/ipc.js';
 import { formatBytes, formatEta, plural } from './format.js';
 
 export type Tone = 'ok' | 'busy' | 'paused' | 'warn' | 'error';
@@ -143,6 +143,9 @@ export function banners(s: AppStateView): Banner[] {
       }
       break;
   }
+  // The link holds lanes back (issue 31): said at the top; the question and the pin are in the Network panel.
+  const link = s.link;
+  if (link && link.state !== 'open' && s.engine === 'syncing') out.push(linkBanner(link));
   if (s.waitingForCard > 0) {
     out.push({
       tone: 'warn',
@@ -220,4 +223,29 @@ export function fileTone(item: QueueItemView, engine: RunStateName = 'syncing'):
     default:
       return 'paused';
   }
+}
+
+/** What the link lets through now, when it holds something back (metered, roaming, a budget used up). */
+function linkBanner(l: LinkView): Banner {
+  const tail = 'Keep the card in; nothing is lost.';
+  if (l.state === 'first-lane')
+    return {
+      tone: 'warn',
+      title: 'Metered network: RTK files and logs go first',
+      detail: `Photos, videos and previews wait for an unmetered network${l.answer === 'no' ? '' : ', or for your yes in the Network panel below'}. ${tail}`,
+      action: null,
+    };
+  if (l.state === 'spent')
+    return {
+      tone: 'warn',
+      title: 'The data budget of this network is used up',
+      detail: `Uploads continue ${l.budget?.per === 'day' ? 'tomorrow' : 'next month'}, or on another network. ${tail}`,
+      action: null,
+    };
+  return {
+    tone: 'warn',
+    title: 'Nothing is uploaded over this network yet',
+    detail: `${l.cost === 'roaming' ? 'This network is roaming' : l.cost === 'over-limit' ? 'This network is over its data limit' : 'You asked to be asked first on this network'}: say yes in the Network panel below, or connect to another network. ${tail}`,
+    action: null,
+  };
 }

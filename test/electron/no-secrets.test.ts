@@ -103,6 +103,8 @@ function requests(serverUrl: string, workspaceId: string, folder: string): Recor
     'copies:forget': { path: folder },
     'targets:list': undefined,
     'targets:forget': { key: 'http://127.0.0.1:1#ws-never' },
+    'link:answer': { answer: 'not-now' },
+    'link:pin': { pin: 'none' },
     'auth:login': { serverUrl: svc.baseUrl, username: 'crew', password: PASSWORD },
     'auth:set-token': { serverUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: 'not-a-valid-token' },
     'auth:test-connection': { serverUrl, workspaceId },

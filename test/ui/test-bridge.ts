@@ -749,6 +749,17 @@ export function installTestBridge(options: BridgeOptions): void {
       str(strict(req, ['key']).key, 1, 4096, 'key');
       return err('invalid-input', 'This server was already forgotten: there is nothing to forget.');
     },
+    // The link is exercised with the real main logic (test/ui/link.test.ts): here only checked and answered.
+    'link:answer': (req) => {
+      const o = strict(req, ['answer']);
+      if (o.answer !== 'yes' && o.answer !== 'not-now' && o.answer !== 'never') fail('answer');
+      return ok(state);
+    },
+    'link:pin': (req) => {
+      const o = strict(req, ['pin']);
+      if (!['metered', 'unmetered', 'ask', 'none'].includes(String(o.pin))) fail('pin');
+      return ok(state);
+    },
     'auth:login': (req) => {
       const o = strict(req, ['serverUrl', 'username', 'password']);
       str(o.serverUrl, 0, 2048, 'serverUrl');

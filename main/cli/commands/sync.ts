@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent } from '../../core/agent.js';
+import { startLink } from '../../core/link/controller.js';
+import { linkWaits } from '../../core/link/waits.js';
 import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
 import type { CardOffload } from '../../core/offload/card.js';
@@ -67,7 +69,11 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     },
     'options',
   );
+  // The link (issue 31, docs/link.md), as `watch` has it, asked before every part: on a metered
+  // network the first lane goes and the run ends saying what waits (exit code 5).
+  const link = await startLink({ stateDir: ctx.paths.root, configFile: ctx.paths.config, config });
   const agent = new Agent({
+    gate: link.gate,
     queue,
     api: ctx.api,
     config,
@@ -200,6 +206,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   let sources: readonly Source[];
   try {
     ({ sources } = await agent.syncOnce(roots, controller.signal));
+  } catch (err) {
+    await link.stop(); // its bus connection would keep the command alive
+    throw err;
   } finally {
     bar.done();
     if (plainProgress) clearInterval(plainProgress);
@@ -234,6 +243,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   }));
   // Copies asked for and not made and verified: the run did not do what was asked (exit code 4).
   const copiesShort = [...copies.values()].filter((c) => !c.safe);
+  // What the link's policy holds back (a metered network...): one sentence with what to do, not a line per file.
+  const waits = engine.heldByLink ? linkWaits(link.gate, leftovers) : null;
   const summary = {
     type: 'summary',
     server: ctx.serverLabel,
@@ -246,11 +257,22 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     copied,
     ...(copiesShort.length > 0 ? { copies_not_done: copiesShort.map((c) => c.message) } : {}),
     ...(authError ? { error: { kind: authError.kind, message: plainMessage(authError) } } : {}),
+    ...(waits
+      ? {
+          link: {
+            state: waits.state,
+            cost: waits.cost,
+            network: waits.network,
+            waiting: { files: waits.files, bytes: waits.bytes, lanes: waits.lanes },
+            message: waits.message,
+          },
+        }
+      : {}),
     files: leftovers.map((r) => ({
       path: r.absPath,
       state: r.state,
-      kind: r.errorKind,
-      reason: r.errorMessage,
+      kind: waits?.ids.has(r.id) ? 'link' : r.errorKind,
+      reason: waits?.ids.has(r.id) ? waits.message : r.errorMessage,
     })),
   };
   if (flags.json) printJson(summary);
@@ -271,6 +293,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       // The reason is the card's copies verdict above: named, not said again.
       ...copiesShort.map((c) => `Copies not done: ${c.label} (why: its copies' verdict above); exit code 4.`),
       ...(authError ? [plainMessage(authError)] : []),
+      ...(waits ? [waits.message] : []),
       ...(offline && counts.pending > 0
         ? [
             // The one reason said from the first line to the last (issue 30), and what follows from it.
@@ -283,6 +306,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         : []),
       // A file left for later because the server is down carries no reason of its own (said once above).
       ...leftovers
+        .filter((r) => !waits?.ids.has(r.id))
         .slice(0, 50)
         .map((r) =>
           r.state !== 'failed' && offline
@@ -293,9 +317,13 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     ]);
   }
   await agent.stop();
+  await link.stop();
   await ctx.close();
   if (authError?.kind === 'auth') return EXIT.auth;
   if (copiesShort.length > 0) return EXIT.copies;
+  // Only what waits for a better network is left: done as far as this network allows.
+  if (waits && leftovers.length === waits.files && lost === 0 && engine.state !== 'halted')
+    return EXIT.linkWaits;
   // Halted (disk full...): not everything may even be recorded yet.
   return leftovers.length === 0 && lost === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
 }

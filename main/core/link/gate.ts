@@ -74,7 +74,7 @@ const WHERE: Record<LinkCost, string> = {
   ask: 'over this network',
 };
 
-const LANE_WORDS: Record<LaneName, string> = {
+export const LANE_WORDS: Record<LaneName, string> = {
   first: 'RTK files and logs',
   photos: 'photos',
   videos: 'videos',
@@ -91,7 +91,7 @@ export function flaggedMayGo(cost: LinkCost): boolean {
   return cost === 'unmetered';
 }
 
-function andList(words: string[]): string {
+export function andList(words: string[]): string {
   if (words.length <= 1) return words.join('');
   return `${words.slice(0, -1).join(', ')} and ${words[words.length - 1] ?? ''}`;
 }
@@ -164,6 +164,11 @@ export class LinkGate
     this.held.add(lane);
     this.askIfNeeded();
     return false;
+  }
+
+  /** Whether a part of `lane` would be held now (asked without letting anything through). */
+  holds(lane: LaneName): boolean {
+    return !laneMayGo(this.link.name, lane === 'first' ? 0 : 1) || !this.budgetLeft();
   }
 
   sent(lane: LaneName, bytes: number): void {

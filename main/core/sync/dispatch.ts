@@ -3,7 +3,7 @@
  * exactly one worker at a time, and a source that goes away stops its rows
  * at once.
  */
-import { LANE_NAMES, laneRank } from '../queue/lanes.js';
+import { LANE_NAMES, laneRank, type LaneName } from '../queue/lanes.js';
 import type { Queue } from '../queue/queue.js';
 import type { WorkingRow } from '../queue/rows.js';
 import type { WorkingState } from '../queue/states.js';
@@ -12,6 +12,7 @@ interface InFlight {
   promise: Promise<void>;
   controller: AbortController;
   sourceId: string;
+  lane: LaneName;
   /** Its lane's rank (0 goes first). */
   rank: number;
 }
@@ -100,7 +101,23 @@ export class Dispatcher {
       this.flying.delete(row.id);
       done();
     });
-    this.flying.set(row.id, { promise, controller, sourceId: row.sourceId, rank: laneRank(row.lane) });
+    this.flying.set(row.id, {
+      promise,
+      controller,
+      sourceId: row.sourceId,
+      lane: row.lane,
+      rank: laneRank(row.lane),
+    });
+  }
+
+  /** The rows in flight: their id and lane. */
+  flyingRows(): Array<{ id: number; lane: LaneName }> {
+    return [...this.flying].map(([id, f]) => ({ id, lane: f.lane }));
+  }
+
+  /** Stops every row in flight (a one-shot run whose rows all wait for the link). */
+  abortAll(reason: unknown): void {
+    for (const f of this.flying.values()) f.controller.abort(reason);
   }
 
   /** Stops reading from a source that went away (the rows `which` says, default all of it). */

@@ -142,6 +142,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private answeredInRun = false;
   /** Set at each change of the run state: see givesUp. */
   private gaveUp = false;
+  /** See heldByLink. */
+  private endedHeld = false;
   private readonly queue: Queue;
   private readonly api: ApiClient;
   private readonly log: Logger;
@@ -364,6 +366,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       if (opts.mode === 'until-idle') this.queue.freshTries();
       this.answeredInRun = false;
+      this.endedHeld = false;
     } catch (err) {
       if (!isQueueFailure(err)) throw err;
       this.halt(err);
@@ -383,6 +386,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (opts.mode === 'until-idle' && blocked && this.state !== 'paused' && !copyLaneBusy) break;
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
+        // A one-shot run sends what the link's policy lets go, then ends: the rest waits (heldByLink).
+        if (opts.mode === 'until-idle' && this.onlyHeldByLink()) {
+          this.endedHeld = true;
+          this.dispatcher.abortAll(new DmsError('cancelled', 'Waits for a better network.'));
+          break;
+        }
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
           // A one-shot run whose files have all had their tries ends now, not after the wait;
           // so does one whose server never answered in it (givesUp).
@@ -409,6 +418,31 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       this.emitProgress(true);
       if (this.state === 'syncing') this.status.set('idle');
     }
+  }
+
+  /**
+   * The last one-shot run ended with files the link's policy holds (a
+   * metered network: every lane but the first; roaming; a budget used up):
+   * they keep their place and their parts sent, for a later run.
+   */
+  get heldByLink(): boolean {
+    return this.endedHeld;
+  }
+
+  /**
+   * Everything in flight waits for the link's gate alone: no part on the
+   * wire, no copy being made, and each row in flight has reached its upload
+   * in a lane the gate holds (a row still hashing or asking the server may
+   * yet be fast-uploaded: it is waited for).
+   */
+  private onlyHeldByLink(): boolean {
+    if (this.copyLane.inFlight > 0 || this.dispatcher.inFlight === 0) return false;
+    const held = this.slots.heldByGate();
+    if (!held) return false;
+    return this.dispatcher.flyingRows().every(({ id, lane }) => {
+      const state = this.queue.get(id)?.state;
+      return held.has(lane) && (state === 'fast-upload-checked' || state === 'uploading');
+    });
   }
 
   close(): void {

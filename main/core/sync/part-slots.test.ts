@@ -97,4 +97,22 @@ describe('the part slots', () => {
     slots.close();
     expect(listeners).toHaveLength(0);
   });
+
+  it('say when the gate alone holds what waits (a one-shot run ends on it): not while a part is on the wire', async () => {
+    let metered = true;
+    const gate: PartGate = { mayStart: (lane) => !metered || lane === 'first', sent: () => undefined };
+    const slots = new PartSlots({ max: 4, partBytes: 8 * MiB, gate });
+    expect(slots.heldByGate()).toBeNull(); // nothing waits
+    const log = await slots.take('first', 30_000);
+    const held = slots.take('videos', 8 * MiB);
+    await new Promise((r) => setImmediate(r));
+    expect(slots.heldByGate()).toBeNull(); // the log's part is on the wire
+    log.done(30_000);
+    expect([...(slots.heldByGate() ?? [])]).toEqual(['videos']);
+    // The gate opened meanwhile: asked again first, the part goes; nothing is held.
+    metered = false;
+    expect(slots.heldByGate()).toBeNull();
+    (await held).done(8 * MiB);
+    slots.close();
+  });
 });

@@ -137,6 +137,18 @@ export class PartSlots {
     });
   }
 
+  /**
+   * The lanes whose parts wait for the gate alone (asked again first), when
+   * nothing else happens on the link: no part in flight and every waiting
+   * part held by the gate. Else null. A one-shot run ends on it.
+   */
+  heldByGate(): ReadonlySet<LaneName> | null {
+    this.drain();
+    // With no part in flight every waiter the gate lets go was granted: those left are held.
+    if (this.active > 0 || this.waiting.length === 0) return null;
+    return new Set(this.waiting.map((w) => w.lane));
+  }
+
   /** Stops listening to the gate. */
   close(): void {
     this.unsubscribe?.();
