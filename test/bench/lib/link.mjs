@@ -19,7 +19,24 @@ import { makeCard, MiB } from './cards.mjs';
 
 const KiB = 1024;
 
+/**
+ * Waits (at most 30 s) until the link is quiet: a killed tool's sockets
+ * still send what they held (the lane row kills rclone mid-copy), which the
+ * next run would share the link with.
+ */
+async function quiet(lab) {
+  const file = `/sys/class/net/${lab.dev}/statistics/tx_bytes`;
+  let last = Number(fs.readFileSync(file, 'utf8'));
+  for (let i = 0; i < 60; i++) {
+    await sleep(500);
+    const now = Number(fs.readFileSync(file, 'utf8'));
+    if (now - last < 16 * KiB) return;
+    last = now;
+  }
+}
+
 async function timed(cmd, args, env, lab, onStart, fileBytes) {
+  await quiet(lab);
   const before = lab.sentBytes();
   const t0 = Date.now();
   const s = sampler(lab, 100);
@@ -34,6 +51,12 @@ async function timed(cmd, args, env, lab, onStart, fileBytes) {
   globalThis.clearTimeout(timer);
   await side;
   s.stop();
+  // The link's bytes over the run, for a look at where the time went.
+  if (process.env.DMS_LINK_SAMPLES)
+    fs.writeFileSync(
+      `${process.env.DMS_LINK_SAMPLES}-${path.basename(cmd)}-${t0}.json`,
+      JSON.stringify(s.samples.map((x) => [x.t - t0, x.bytes - s.samples[0].bytes])),
+    );
   const onLink = lab.sentBytes() - before;
   return {
     code,
@@ -96,6 +119,12 @@ export async function linkScenario({ tmp, bin, quick, log, rclone, rcloneEnv, ro
   const lab = openLab({ mbit: 15, id: process.pid + 13 });
   let svc = null;
   let cardNo = 0;
+  // Stopped (the bench's SIGTERM/SIGINT handler exits): the namespace and the service go too.
+  const onExit = () => {
+    svc?.child.kill('SIGKILL');
+    lab.close();
+  };
+  process.once('exit', onExit);
   try {
     const svcDir = path.join(tmp, 'link-service');
     // On the namespace's addresses (the latency proxy's bucket endpoint), its request log kept (callbacks counted).
@@ -282,7 +311,7 @@ export async function linkScenario({ tmp, bin, quick, log, rclone, rcloneEnv, ro
           errors: [a.code ? a.err : null, r?.code ? r.err : null].filter(Boolean),
         };
         log(
-          `link: 300 ms each way: agent ${a.seconds.toFixed(1)} s, rclone ${r?.seconds.toFixed(1) ?? 'n/a'} s`,
+          `link: 300 ms each way: agent ${a.seconds.toFixed(1)} s (sending ${a.sending?.toFixed(1)} s, ${(a.onLink / c1.bytes).toFixed(3)} x its bytes), rclone ${r?.seconds.toFixed(1) ?? 'n/a'} s (sending ${r?.sending?.toFixed(1) ?? 'n/a'} s, ${r ? (r.onLink / c2.bytes).toFixed(3) : 'n/a'} x)`,
         );
       } finally {
         await proxy.close();
@@ -291,6 +320,7 @@ export async function linkScenario({ tmp, bin, quick, log, rclone, rcloneEnv, ro
     }
     return out;
   } finally {
+    process.off('exit', onExit);
     if (svc) await stop(svc.child);
     lab.close();
   }
