@@ -5,6 +5,7 @@
 // separate process. See test/bench/README.md; results in test/bench/RESULTS.md.
 //
 //   npm run bench [-- --rounds N] [-- --quick] [-- --json] [-- --only survey,small,big,reinsert,offload,link]
+//   (link-rate, link-lane, link-timetable, link-faults, link-latency: one row of it; link-outage: the 5 min outage, opt-in)
 //   (link: the agent and rclone through a shaped link, test/bench/lib/link.mjs; root only, not in the default set)
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -999,9 +1000,11 @@ async function main() {
   log(
     `${m.cores} cores, ${m.ram_gib} GiB, node ${m.node}; ${ROUNDS} round(s)${opt.quick ? ', quick' : ''}; scenario 2 page cache: ${cache}; temp ${TMP}`,
   );
-  if (ONLY.has('link')) {
-    const { linkScenario, linkText } = await import('./lib/link.mjs');
+  const linkRows = [...ONLY].filter((x) => x.startsWith('link'));
+  if (linkRows.length > 0) {
+    const { linkScenario, linkText, LINK_ROWS } = await import('./lib/link.mjs');
     const link = await linkScenario({
+      rows: linkRows.flatMap((x) => (x === 'link' ? LINK_ROWS : [x.slice('link-'.length)])),
       tmp: TMP,
       bin: BIN,
       quick: opt.quick,
@@ -1011,7 +1014,7 @@ async function main() {
     });
     process.stdout.write(`\n${linkText(link)}\n`);
     if (opt.json) process.stdout.write(JSON.stringify({ link }) + '\n');
-    if (ONLY.size === 1) return;
+    if (ONLY.size === linkRows.length) return;
   }
   const svc = await startService();
   log(`service pid ${svc.pid} at ${svc.baseUrl}`);

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { LaneName } from '../queue/lanes.js';
 import type { PartGate } from './part-gate.js';
-import { PartSlots, type PartTicket } from './part-slots.js';
+import { LEAD_SECONDS, PartSlots, type PartTicket } from './part-slots.js';
 
 const MiB = 1024 * 1024;
 
@@ -61,6 +61,54 @@ describe('the part slots', () => {
     await new Promise((r) => setImmediate(r));
     expect(second).toBe(true);
     for (const s of small) s.done(40_000);
+    slots.close();
+  });
+
+  it('start the next part when the one in flight is nearly sent, never more than one beyond the link', async () => {
+    // 1 MiB/s (the limit, until measured) and 8 MiB parts: one part fills the link (8 s).
+    let clock = 0;
+    const slots = new PartSlots({ max: 12, partBytes: 8 * MiB, limitBytesPerSecond: MiB, now: () => clock });
+    const granted: PartTicket[] = [];
+    const take = (lane: LaneName): void => void slots.take(lane, 8 * MiB).then((t) => granted.push(t));
+    const tick = () => new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 4; i++) take('videos');
+    await tick();
+    expect(granted).toHaveLength(1);
+    // 5 s in: 3 s of the part left, more than the lead; nothing new starts.
+    clock = 5000;
+    slots.update({});
+    await tick();
+    expect(granted).toHaveLength(1);
+    // 1.5 s left: the next part starts, so the link does not fall idle at the boundary...
+    clock = 8000 - LEAD_SECONDS * 1000;
+    slots.update({});
+    await tick();
+    expect(granted).toHaveLength(2);
+    // ...and no third, however long the first takes.
+    clock = 30_000;
+    slots.update({});
+    await tick();
+    expect(granted).toHaveLength(2);
+    // The first answered: the third part leads only near the second's end (it is due at 6.5 + 8 s).
+    granted[0]?.done(8 * MiB);
+    await tick();
+    expect(granted).toHaveLength(2);
+    slots.close();
+  });
+
+  it('measure the link, not the parts: a part that shared the link half its time counts that time half', async () => {
+    // Two parts of 8 MiB on a 1 MiB/s link: alone 4 s, then side by side 8 s (each at 0.5 MiB/s), then alone 4 s.
+    let clock = 0;
+    const slots = new PartSlots({ max: 12, partBytes: 8 * MiB, now: () => clock });
+    const a = await slots.take('videos', 8 * MiB);
+    clock = 4000;
+    const b = await slots.take('videos', 8 * MiB);
+    clock = 12_000;
+    a.done(8 * MiB); // 4 MiB alone + 4 MiB at half: 8 MiB in 4 + 8/2 = 8 s of the link
+    expect(slots.rate).toBe(MiB);
+    clock = 16_000;
+    b.done(8 * MiB);
+    expect(slots.rate).toBe(MiB);
     slots.close();
   });
 
