@@ -159,11 +159,13 @@ export class Agent extends EventEmitter<AgentEvents> {
       }),
     );
     this.engine.on('state', (change) => {
+      // Going idle: what the run did comes first, so whoever sums it up at 'idle' has it.
+      const idle = change.to.name === 'idle' && !this.runOnce;
+      if (idle) this.emitResult();
       this.emit('state', change);
       // `sync` settles its folders itself, after its one run.
-      if (change.to.name === 'idle' && !this.runOnce) {
+      if (idle) {
         this.emit('idle');
-        this.emitResult();
         void this.settleCards();
         void this.ejectFinishedCards();
       }
