@@ -19,6 +19,7 @@ import type { ProgressSnapshot } from './sync/progress.js';
 import type { DiscoverWarning } from './media/discover.js';
 import { cardSource, folderSource, type Source } from './sources/source.js';
 import { gatherRun, runResult, RunTally, type RunResult } from './run-result.js';
+import type { LaneName } from './queue/lanes.js';
 import { ONE_SHOT_TRIES } from './sync/engine.js';
 
 export type SourceEvent =
@@ -69,6 +70,12 @@ export interface AgentOptions {
   initialState?: RunState;
   /** Asked before every part (the link's policy: metered, budget); default: every part may go. */
   gate?: PartGate;
+  /**
+   * The lanes the link holds now (asked without reserving anything, unlike
+   * the gate): what is left in them waits for the link in the run's result.
+   * Supplied by the link's wiring; without it nothing waits for the link.
+   */
+  linkHolds?: () => Iterable<LaneName>;
 }
 
 /** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
@@ -219,6 +226,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       bytesSent: this.engine.progress.bytesSent,
       engine: { state: this.engine.state, error: this.engine.error },
       cancelled,
+      ...(this.opts.linkHolds ? { heldLanes: new Set(this.opts.linkHolds()) } : {}),
     });
   }
 

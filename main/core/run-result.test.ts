@@ -199,4 +199,20 @@ describe('the run result, from one read of a real queue', () => {
     // The same run with the server answering again and Ctrl+C: cancelled, not "unreachable".
     expect(runResult(facts(tally, { cancelled: true })).stopped).toEqual({ kind: 'cancelled' });
   });
+
+  it('a link that holds a lane (metered): what is left in it waits for the link, per lane; the rest for the server', () => {
+    const tally = new RunTally();
+    const [photo, video] = scan(['DJI_0001.JPG', 'DJI_0002.MP4'], 5000);
+    expect(photo!.lane).not.toBe(video!.lane);
+    const r = runResult(facts(tally, { heldLanes: new Set([video!.lane]) }));
+    expect(r.left).toMatchObject({ link: 1, server: 1, card: 0, failed: 0 });
+    expect(r.left.files.find((f) => f.why === 'link')?.absPath).toBe(video!.absPath);
+    expect(r.waitingForLink).toEqual({
+      files: 1,
+      bytes: 5000,
+      lanes: [{ lane: video!.lane, files: 1, bytes: 5000 }],
+    });
+    // Without a link, nothing waits for it.
+    expect(runResult(facts(tally)).waitingForLink).toEqual({ files: 0, bytes: 0, lanes: [] });
+  });
 });

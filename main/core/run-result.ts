@@ -10,7 +10,7 @@
 import { plainMessage, type DmsError } from './errors.js';
 import type { CopyRecord, Destination, FileVersion } from './queue/copies.js';
 import { NOT_DONE_STATES } from './queue/states.js';
-import type { LaneName } from './queue/lanes.js';
+import { LANE_NAMES, type LaneName } from './queue/lanes.js';
 import type { Queue, QueueRow } from './queue/queue.js';
 import type { RunStateName } from '../shared/states.js';
 
@@ -20,6 +20,8 @@ export type LeftWhy = 'card' | 'server' | 'link' | 'failed';
 export interface LeftFile {
   id: number;
   absPath: string;
+  size: number;
+  lane: LaneName;
   /** Its state in the queue ('failed', 'waiting-for-source', a working state). */
   state: string;
   why: LeftWhy;
@@ -67,7 +69,7 @@ export interface CardRun {
   left: LeftFile[];
 }
 
-/** Files and bytes held by the link (metered, over budget, its timetable), per lane; filled by the link's wiring. */
+/** Files and bytes of the run's cards held by the link (metered, over budget, its timetable), per lane. */
 export interface WaitingForLink {
   files: number;
   bytes: number;
@@ -186,9 +188,8 @@ export interface RunFacts {
   bytesSent: number;
   engine: { state: RunStateName; error: DmsError | null };
   cancelled: boolean;
-  /** Files held by the link (the link's wiring says which); none without it. */
-  heldByLink?: (row: QueueRow) => boolean;
-  waitingForLink?: WaitingForLink;
+  /** Lanes the link holds now (metered, budget spent, timetable), as its wiring says; none without a link. */
+  heldLanes?: ReadonlySet<LaneName>;
 }
 
 /** One read of the store for the cards of a run. */
@@ -210,7 +211,15 @@ export function gatherRun(
   });
 }
 
-const NO_LINK: WaitingForLink = { files: 0, bytes: 0, lanes: [] };
+/** What the link holds, per lane in the lanes' order. */
+function waitingForLink(left: readonly LeftFile[]): WaitingForLink {
+  const held = left.filter((f) => f.why === 'link');
+  const lanes = LANE_NAMES.flatMap((lane) => {
+    const of = held.filter((f) => f.lane === lane);
+    return of.length > 0 ? [{ lane, files: of.length, bytes: of.reduce((n, f) => n + f.size, 0) }] : [];
+  });
+  return { files: held.length, bytes: held.reduce((n, f) => n + f.size, 0), lanes };
+}
 
 /** The run's result: a pure function of the facts. */
 export function runResult(facts: RunFacts): RunResult {
@@ -240,13 +249,15 @@ export function runResult(facts: RunFacts): RunResult {
     const left = card.notDone.map((r): LeftFile => ({
       id: r.id,
       absPath: r.absPath,
+      size: r.size,
+      lane: r.lane,
       state: r.state,
       why:
         r.state === 'failed'
           ? 'failed'
           : r.state === 'waiting-for-source'
             ? 'card'
-            : facts.heldByLink?.(r)
+            : facts.heldLanes?.has(r.lane)
               ? 'link'
               : 'server',
       kind: r.errorKind,
@@ -277,7 +288,7 @@ export function runResult(facts: RunFacts): RunResult {
     failedNow: sum((c) => c.failedNow),
     notKept: sum((c) => c.notKept),
     left,
-    waitingForLink: facts.waitingForLink ?? NO_LINK,
+    waitingForLink: waitingForLink(files),
     stopped: stopOf(facts, left, cards),
   };
 }
