@@ -19,6 +19,9 @@ import { SyncEngine, type FileEvent, type RunState, type RunStateChange } from '
 import type { ProgressSnapshot } from './sync/progress.js';
 import type { DiscoverWarning } from './media/discover.js';
 import { cardSource, folderSource, type Source } from './sources/source.js';
+import { gatherRun, runResult, RunTally, type RunResult } from './run-result.js';
+import { LANE_NAMES, type LaneName } from './queue/lanes.js';
+import { ONE_SHOT_TRIES } from './sync/engine.js';
 
 export type SourceEvent =
   | { type: 'source-added' | 'source-back'; source: Source }
@@ -49,6 +52,8 @@ export interface AgentEvents {
   destination: [{ source: Source | undefined; destination: string; look: string; message: string }];
   /** A staging destination's copy of a card was deleted: every file of it is in the workspace. */
   cleaned: [Cleaned];
+  /** Run until stopped: what the run did since the last result, each time the engine goes idle. */
+  result: [RunResult];
 }
 
 export interface AgentOptions {
@@ -66,6 +71,12 @@ export interface AgentOptions {
   initialState?: RunState;
   /** Asked before every part (the link's policy: metered, budget); default: every part may go. */
   gate?: PartGate;
+  /**
+   * The lanes the link holds now (asked without reserving anything, unlike
+   * the gate): what is left in them waits for the link in the run's result.
+   * Default: the gate's own `holds`; without either nothing waits for the link.
+   */
+  linkHolds?: () => Iterable<LaneName>;
 }
 
 /** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
@@ -73,6 +84,8 @@ export interface OnceResult {
   /** The sources the folders were taken as (a card by the card), in the order given. */
   sources: Source[];
   completed: Array<{ source: Source } & Completed>;
+  /** What the run did, per card, what is left and why it stopped: what `sync` prints. */
+  result: RunResult;
 }
 
 /**
@@ -99,6 +112,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   private readonly ejected = new Set<string>();
   /** Run once (`sync`): no card settling in the background. */
   private runOnce = false;
+  /** What this run saw that the store does not keep (outcomes, scans, verdicts said): half of its result. */
+  private readonly tally = new RunTally();
 
   constructor(private readonly opts: AgentOptions) {
     super();
@@ -119,6 +134,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     if (!opts.queue.target) throw new Error('The agent needs a queue bound to a target.');
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
+      this.tally.file(e);
       if (
         e.outcome === 'uploaded' ||
         e.outcome === 'fast-uploaded' ||
@@ -152,9 +168,12 @@ export class Agent extends EventEmitter<AgentEvents> {
       }),
     );
     this.engine.on('state', (change) => {
+      // Going idle: what the run did comes first, so whoever sums it up at 'idle' has it.
+      const idle = change.to.name === 'idle' && !this.runOnce;
+      if (idle) this.emitResult();
       this.emit('state', change);
       // `sync` settles its folders itself, after its one run.
-      if (change.to.name === 'idle' && !this.runOnce) {
+      if (idle) {
         this.emit('idle');
         void this.settleCards();
         void this.ejectFinishedCards();
@@ -175,6 +194,7 @@ export class Agent extends EventEmitter<AgentEvents> {
    */
   async syncOnce(roots: readonly string[], signal?: AbortSignal): Promise<OnceResult> {
     this.runOnce = true;
+    this.tally.reset();
     // A card by the card (two cards from one slot are two), another folder by its path.
     const sources = roots.map((root) => sourceAt(root));
     for (const source of sources) {
@@ -186,14 +206,73 @@ export class Agent extends EventEmitter<AgentEvents> {
     const completed: OnceResult['completed'] = [];
     const manifestsDir = this.opts.manifestsDir;
     const stopped = this.engine.state === 'auth-required' || this.engine.state === 'halted';
-    if (!manifestsDir || stopped || signal?.aborted) return { sources, completed };
-    for (const source of sources) {
-      const done = await this.complete(source, manifestsDir, signal);
-      this.emit('offload', { source, ...done });
-      completed.push({ source, ...done });
+    if (manifestsDir && !stopped && !signal?.aborted) {
+      for (const source of sources) {
+        const done = await this.complete(source, manifestsDir, signal);
+        this.emitOffload({ source, ...done });
+        completed.push({ source, ...done });
+      }
+      this.tidyStaging();
     }
-    this.tidyStaging();
-    return { sources, completed };
+    return { sources, completed, result: this.result(sources, signal?.aborted ?? false) };
+  }
+
+  /**
+   * What the run did for these sources (since `syncOnce` began, or the last
+   * result): the run's tally beside one read of the store's facts.
+   */
+  result(sources: ReadonlyArray<{ sourceId: string; label: string }>, cancelled = false): RunResult {
+    const gate = this.opts.gate;
+    const holds =
+      this.opts.linkHolds ?? (gate?.holds ? () => LANE_NAMES.filter((l) => gate.holds?.(l)) : undefined);
+    return runResult({
+      cards: gatherRun(this.queue, sources),
+      tally: this.tally,
+      bytesSent: this.engine.progress.bytesSent,
+      engine: { state: this.engine.state, error: this.engine.error },
+      cancelled,
+      ...(holds ? { heldLanes: new Set(holds()) } : {}),
+    });
+  }
+
+  /**
+   * What is left over every card (the app's standing between runs): files
+   * failed, files waiting for their card, and whether any file was ever recorded.
+   */
+  left(): { failed: number; card: number; anyFiles: boolean } {
+    const counts = this.queue.counts();
+    return {
+      failed: counts.failed.files,
+      card: counts['waiting-for-source'].files,
+      anyFiles: Object.values(counts).some((c) => c.files > 0),
+    };
+  }
+
+  /** Whether any file has a try left in this one-shot run (else it stops now, and says so at the end). */
+  get triesLeft(): boolean {
+    return !this.engine.givesUp && this.queue.nextWakeAt(ONE_SHOT_TRIES) !== null;
+  }
+
+  /** The engine went idle: what it did since the last result, for `watch` and the app. */
+  private emitResult(): void {
+    const touched = this.tally.touched;
+    if (touched.length === 0) return;
+    try {
+      const result = this.result(
+        touched.map((sourceId) => ({ sourceId, label: this.queue.sources.labelOf(sourceId) })),
+      );
+      this.tally.reset();
+      this.emit('result', result);
+    } catch (err) {
+      this.emit('warning', `What the run did could not be read: ${toDmsError(err).message}`);
+    }
+  }
+
+  /** A card's verdict, said and kept for the run's result (its copies' part). */
+  private emitOffload(done: { source: Source } & Completed): void {
+    const local = done.offload.local;
+    if (local) this.tally.copies(done.source.sourceId, { safe: local.safe, message: local.message });
+    this.emit('offload', done);
   }
 
   start(): void {
@@ -281,7 +360,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         this.unsettled.delete(sourceId);
         try {
           const done = await this.complete(cardSource(card), manifestsDir, this.controller.signal);
-          this.emit('offload', { source: cardSource(card), ...done });
+          this.emitOffload({ source: cardSource(card), ...done });
           if (done.offload.verdict.safe) this.tidyStaging();
         } catch (err) {
           const e = toDmsError(err);
@@ -318,6 +397,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         destinations: this.engine.localDestinations,
         flights: this.flightOptions(),
       });
+      const local = done.offload.local;
+      if (local) this.tally.copies(sourceId, { safe: local.safe, message: local.message });
       this.emit('local', { source, ...done });
     } catch (err) {
       const e = toDmsError(err);
@@ -524,6 +605,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     try {
       const r = await this.engine.scan(source, signal, { quietMs: this.runOnce ? 0 : this.quietMs });
       this.gone.delete(source.sourceId);
+      this.tally.scanned(source.sourceId, r.alreadyDone, r.skipped.filter((w) => w.blocking).length);
       // Files too fresh to read (still being written when we looked) get
       // another look once the quiet period is over: the watcher only reports
       // files that change after it started.

@@ -206,7 +206,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
   state(): AppStateView {
     const rt = this.rt;
     const waiting = this.waiting;
-    const counts = rt ? this.session?.queue.counts() : undefined;
+    // What is left, as the agent says it (the window only shows it).
+    const left = rt?.agent.left();
     const view = appStateView({
       engine: rt?.agent.engine ?? null,
       signedIn: rt ? canUpload(rt.conn) : false,
@@ -215,9 +216,9 @@ export class AppController extends EventEmitter<ControllerEvents> {
         (this.config.server?.url || (this.config.useLocalService ? LOCAL_LABEL : 'No server chosen yet')),
       account: this.account(),
       startError: rt ? null : (waiting?.attention() ?? this.startError ?? 'The sync engine is not running.'),
-      failedCount: counts?.failed.files ?? 0,
-      waitingForCard: counts?.['waiting-for-source'].files ?? 0,
-      hasFiles: counts ? Object.values(counts).some((c) => c.files > 0) : false,
+      failedCount: left?.failed ?? 0,
+      waitingForCard: left?.card ?? 0,
+      hasFiles: left?.anyFiles ?? false,
       destinations: rt?.agent.engine.localDestinations.map((d) => d.label) ?? [],
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],

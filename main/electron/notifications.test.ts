@@ -98,11 +98,16 @@ describe('notification policy', () => {
     const p = new NotificationPolicy();
     const notices = [];
     notices.push(...p.handle({ type: 'state', state: 'syncing', message: null }));
-    for (let i = 0; i < 200; i++)
-      notices.push(...p.handle({ type: 'file', outcome: 'uploaded', size: 10 * 1024 * 1024 }));
-    for (let i = 0; i < 12; i++)
-      notices.push(...p.handle({ type: 'file', outcome: 'fast-uploaded', size: 5_000_000 }));
-    notices.push(...p.handle({ type: 'file', outcome: 'retry-later', size: 1 }));
+    // The agent's run result, as it comes just before the engine goes idle.
+    notices.push(
+      ...p.handle({
+        type: 'result',
+        uploaded: 200,
+        bytes: 200 * 10 * 1024 * 1024,
+        alreadyThere: 12,
+        failed: 0,
+      }),
+    );
     expect(notices).toEqual([]);
     expect(p.handle({ type: 'state', state: 'idle', message: null })).toEqual([
       {
@@ -117,8 +122,7 @@ describe('notification policy', () => {
 
   it('reports rejected files as one problem notice', () => {
     const p = new NotificationPolicy();
-    for (let i = 0; i < 3; i++) p.handle({ type: 'file', outcome: 'failed', size: 1 });
-    p.handle({ type: 'file', outcome: 'uploaded', size: 2048 });
+    p.handle({ type: 'result', uploaded: 1, bytes: 2048, alreadyThere: 0, failed: 3 });
     const out = p.handle({ type: 'state', state: 'idle', message: null });
     expect(out.map((n) => n.kind)).toEqual(['synced', 'problem']);
     expect(out[1]!.title).toBe('3 files not uploaded');
@@ -127,12 +131,12 @@ describe('notification policy', () => {
   it('rate-limits summaries: a folder filling file by file gives one summary, flushed when due', () => {
     const c = clock();
     const p = new NotificationPolicy({ now: c.now, summaryCooldownMs: 120_000 });
-    p.handle({ type: 'file', outcome: 'uploaded', size: 1 });
+    p.handle({ type: 'result', uploaded: 1, bytes: 1, alreadyThere: 0, failed: 0 });
     expect(p.handle({ type: 'state', state: 'idle', message: null })).toHaveLength(1);
     for (let i = 0; i < 10; i++) {
       c.advance(5_000);
       p.handle({ type: 'state', state: 'syncing', message: null });
-      p.handle({ type: 'file', outcome: 'uploaded', size: 1 });
+      p.handle({ type: 'result', uploaded: 1, bytes: 1, alreadyThere: 0, failed: 0 });
       expect(p.handle({ type: 'state', state: 'idle', message: null })).toEqual([]);
     }
     expect(p.dueAt).toBe(1_000_000 + 120_000);

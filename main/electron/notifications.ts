@@ -13,11 +13,8 @@ export type Activity =
   | { type: 'source-removed'; sourceId: string }
   | { type: 'wayline'; sourceId: string; folder: string; waylineName: string | null }
   | { type: 'scanned'; sourceId: string; pending: number; alreadyDone: number }
-  | {
-      type: 'file';
-      outcome: 'uploaded' | 'fast-uploaded' | 'stored' | 'failed' | 'waiting-for-source' | 'retry-later';
-      size: number;
-    }
+  /** What the agent's run did since its last result (it goes idle): the app sums it up, never rebuilds it. */
+  | { type: 'result'; uploaded: number; bytes: number; alreadyThere: number; failed: number }
   | { type: 'state'; state: RunStateName; message: string | null; halt?: HaltReason }
   /** A card came to rest: its verdict (advisory: flights to look at before leaving, never blocking). */
   | {
@@ -113,12 +110,11 @@ export class NotificationPolicy {
         return [];
       case 'scanned':
         return this.cardScanned(a.sourceId, a.pending, a.alreadyDone);
-      case 'file':
-        if (a.outcome === 'uploaded' || a.outcome === 'stored') {
-          this.batch.uploaded++;
-          this.batch.bytes += a.size;
-        } else if (a.outcome === 'fast-uploaded') this.batch.fastUploaded++;
-        else if (a.outcome === 'failed') this.batch.failed++;
+      case 'result':
+        this.batch.uploaded += a.uploaded;
+        this.batch.bytes += a.bytes;
+        this.batch.fastUploaded += a.alreadyThere;
+        this.batch.failed += a.failed;
         return [];
       case 'state':
         return this.stateChanged(a.state, a.message, a.halt);

@@ -125,11 +125,20 @@ function wire(agent: Agent, sink: RuntimeSink, log: Logger): void {
   agent.on('file', (e) => {
     if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored')
       sink.cards.fileThere(e.sourceId, e.size);
-    activity({ type: 'file', outcome: e.outcome, size: e.size });
     if (!live()) return;
     refresh();
     sink.changed();
   });
+  // What the run did since the engine last went idle: the agent's result, summed up by the policy.
+  agent.on('result', (r) =>
+    activity({
+      type: 'result',
+      uploaded: r.uploaded.files,
+      bytes: r.uploaded.bytes,
+      alreadyThere: r.alreadyThere,
+      failed: r.failedNow,
+    }),
+  );
   agent.on('progress', (p) => {
     if (live()) sink.progress(p);
   });

@@ -2,14 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Agent } from '../../core/agent.js';
 import { startLink } from '../../core/link/controller.js';
-import { linkWaits } from '../../core/link/waits.js';
+import { linkWaits, type LinkWaits } from '../../core/link/waits.js';
 import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
-import type { CardOffload } from '../../core/offload/card.js';
 import { count, listOf } from '../../core/offload/plain.js';
-import { NOT_DONE_STATES } from '../../core/queue/states.js';
-import type { Source } from '../../core/sources/source.js';
-import { ONE_SHOT_TRIES, type FileEvent } from '../../core/sync/engine.js';
+import type { RunResult } from '../../core/run-result.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { forgetDestinations } from './copies.js';
 import { EXIT } from '../exit-codes.js';
@@ -83,8 +80,6 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   });
   const engine = agent.engine;
   const bar = new ProgressBar();
-  const counts = { uploaded: 0, fastUploaded: 0, skipped: 0, failed: 0, pending: 0 };
-  const problems = new Map<number, FileEvent>();
   const controller = new AbortController();
   const stop = () => controller.abort();
   process.once('SIGINT', stop);
@@ -92,11 +87,6 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
 
   agent.on('progress', (p) => bar.update(p));
   agent.on('file', (e) => {
-    if (e.outcome === 'uploaded' || e.outcome === 'stored') counts.uploaded++;
-    else if (e.outcome === 'fast-uploaded') counts.fastUploaded++;
-    if (e.outcome === 'uploaded' || e.outcome === 'fast-uploaded' || e.outcome === 'stored')
-      problems.delete(e.id);
-    else problems.set(e.id, e);
     if (flags.json)
       printJson({
         type: 'file',
@@ -106,12 +96,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
         ...(e.error ? { error: e.error } : {}),
       });
   });
-  // Found on a card and kept nowhere (a name that is not text, a file that cannot be read): not done.
-  let lost = 0;
   agent.on('source', (e) => {
     if (e.type !== 'scanned') return;
-    counts.skipped += e.alreadyDone;
-    lost += e.skipped.filter((w) => w.blocking).length;
     // Links out of the card are never read: named, so nobody wonders where a file went.
     for (const w of e.skipped) {
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
@@ -124,7 +110,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       const inS = Math.max(1, Math.round((to.until - Date.now()) / 1000));
       const what = plainMessage(to.error, 'request');
       // Whether any file has a try left in this run: else it stops now, and says so at the end.
-      const again = !engine.givesUp && queue.nextWakeAt(ONE_SHOT_TRIES) !== null;
+      const again = agent.triesLeft;
       if (flags.json) printJson({ type: 'offline', message: what, ...(again ? { retry_in_s: inS } : {}) });
       else {
         bar.done();
@@ -169,15 +155,8 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   plainProgress?.unref();
   // Each verdict said once: the copies' when they come to rest, the card's later without them again.
   const said = new VerdictsSaid();
-  // The copies asked for, per card, as their last verdict left them: the exit code says whether they were made.
-  const copies = new Map<string, { label: string; safe: boolean; message: string }>();
-  const noteCopies = (o: CardOffload) => {
-    if (o.local)
-      copies.set(o.card.sourceId, { label: o.card.label, safe: o.local.safe, message: o.local.message });
-  };
   // Copied to every local destination and read back: the card may be pulled; said at once.
   agent.on('local', ({ offload }) => {
-    noteCopies(offload);
     const lines = said.localLines(offload);
     if (lines.length > 0 && flags.json) printJson(localJson(offload));
     else writeLines(lines);
@@ -198,14 +177,13 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   });
   // Each folder at rest: checked in the bucket, its verdict and manifest.
   agent.on('offload', (done) => {
-    noteCopies(done.offload);
     if (flags.json) printJson(offloadJson(done.offload, done.manifest.dir));
     else writeLines(said.offloadLines(done.offload, done.manifest.dir));
   });
 
-  let sources: readonly Source[];
+  let result: RunResult;
   try {
-    ({ sources } = await agent.syncOnce(roots, controller.signal));
+    ({ result } = await agent.syncOnce(roots, controller.signal));
   } catch (err) {
     await link.stop(); // its bus connection would keep the command alive
     throw err;
@@ -215,48 +193,61 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }
-
-  // What is not done is reported from the queue itself: the truth survives us.
-  // Only unfinished rows are read: loading (and parsing) every done row of a
-  // card seen before cost more than recognising them did.
-  // An answer the server should never send (nested too deep, too large): said in the crew's words;
-  // the request and the parser's detail stay in the queue and the log.
-  const crewReason = (id: number): string | undefined => {
-    const e = problems.get(id)?.error;
-    return e?.kind === 'malformed-response' ? e.plain : undefined;
-  };
-  // The server failing as a whole when the run ended: its reason, said once at the end.
-  const offline = engine.state === 'offline' ? engine.status.error : null;
-  const leftovers = sources.flatMap((source) =>
-    queue.list({ sourceId: source.sourceId, states: NOT_DONE_STATES, limit: 1_000_000 }),
-  );
-  counts.failed = leftovers.filter((r) => r.state === 'failed').length;
-  counts.pending = leftovers.length - counts.failed;
-  // Why the run stopped short, when it did: a sign-in to renew, or a halt (disk full...).
-  const authError = engine.state === 'auth-required' || engine.state === 'halted' ? engine.error : null;
-  // Copies made in this run (the first copies of a card, or copies again to a drive that lacked them).
-  const copied = engine.copiesMade.map((m) => ({
-    destination: m.destination.label,
-    path: m.destination.path,
-    files: m.files,
-    bytes: m.bytes,
-  }));
-  // Copies asked for and not made and verified: the run did not do what was asked (exit code 4).
-  const copiesShort = [...copies.values()].filter((c) => !c.safe);
   // What the link's policy holds back (a metered network...): one sentence with what to do, not a line per file.
-  const waits = engine.heldByLink ? linkWaits(link.gate, leftovers) : null;
-  const summary = {
+  const waits = engine.heldByLink ? linkWaits(link.gate, result.left.files) : null;
+  if (flags.json) printJson(summaryJson(result, ctx.serverLabel, waits));
+  else writeLines(summaryLines(result, roots, ctx.serverLabel, waits));
+  await agent.stop();
+  await link.stop();
+  await ctx.close();
+  return exitCode(result, waits);
+}
+
+/** The files of a run not done: failed, or left for later (waiting for the card, the server, the link). */
+const failedOf = (r: RunResult): number => r.left.failed;
+const pendingOf = (r: RunResult): number => r.left.files.length - r.left.failed;
+/** Copies asked for and not made and verified: the run did not do what was asked (exit code 4). */
+const copiesShort = (r: RunResult) => r.cards.filter((c) => c.copies && !c.copies.safe);
+
+/** The exit code: what was asked happened (0), or why not (sign-in, copies, files left). */
+function exitCode(r: RunResult, waits: LinkWaits | null): number {
+  if (r.stopped.kind === 'sign-in' && r.stopped.error.kind === 'auth') return EXIT.auth;
+  if (copiesShort(r).length > 0) return EXIT.copies;
+  // Only what waits for a better network is left: done as far as this network allows.
+  if (waits && r.left.files.length === waits.files && r.notKept === 0 && r.stopped.kind !== 'halted')
+    return EXIT.linkWaits;
+  // Halted (disk full...): not everything may even be recorded yet.
+  return r.left.files.length === 0 && r.notKept === 0 && r.stopped.kind !== 'halted'
+    ? EXIT.ok
+    : EXIT.notAllDone;
+}
+
+/** Why the run stopped short, when it is the store or the sign-in: a sign-in to renew, or a halt. */
+const stopError = (r: RunResult) =>
+  r.stopped.kind === 'sign-in' || r.stopped.kind === 'halted' ? r.stopped.error : null;
+
+/** The run's result as the last JSON line of `sync --json`. */
+function summaryJson(r: RunResult, server: string, waits: LinkWaits | null): Record<string, unknown> {
+  const short = copiesShort(r);
+  const error = stopError(r);
+  return {
     type: 'summary',
-    server: ctx.serverLabel,
-    uploaded: counts.uploaded,
-    fast_uploaded: counts.fastUploaded,
-    skipped: counts.skipped,
-    failed: counts.failed,
-    pending: counts.pending,
-    bytes_sent: engine.progress.bytesSent,
-    copied,
-    ...(copiesShort.length > 0 ? { copies_not_done: copiesShort.map((c) => c.message) } : {}),
-    ...(authError ? { error: { kind: authError.kind, message: plainMessage(authError) } } : {}),
+    server,
+    uploaded: r.uploaded.files,
+    fast_uploaded: r.alreadyThere,
+    skipped: r.skipped,
+    failed: failedOf(r),
+    pending: pendingOf(r),
+    bytes_sent: r.bytesSent,
+    // Copies made in this run (the first copies of a card, or copies again to a drive that lacked them).
+    copied: r.copied.map((c) => ({
+      destination: c.destination.label,
+      path: c.destination.path,
+      files: c.files,
+      bytes: c.bytes,
+    })),
+    ...(short.length > 0 ? { copies_not_done: short.map((c) => c.copies!.message) } : {}),
+    ...(error ? { error: { kind: error.kind, message: plainMessage(error) } } : {}),
     ...(waits
       ? {
           link: {
@@ -268,62 +259,66 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
           },
         }
       : {}),
-    files: leftovers.map((r) => ({
-      path: r.absPath,
-      state: r.state,
-      kind: waits?.ids.has(r.id) ? 'link' : r.errorKind,
-      reason: waits?.ids.has(r.id) ? waits.message : r.errorMessage,
+    stopped: r.stopped.kind,
+    files: r.left.files.map((f) => ({
+      path: f.absPath,
+      state: f.state,
+      kind: waits?.ids.has(f.id) ? 'link' : f.kind,
+      reason: waits?.ids.has(f.id) ? waits.message : f.message,
+      why: f.why,
     })),
   };
-  if (flags.json) printJson(summary);
-  else {
-    // Paths and the server's words are outside text: each line made visible-safe (no forged lines).
-    writeLines([
-      `Done with ${roots.length === 1 ? roots[0] : `${roots.length} folders`} (${ctx.serverLabel}): ` +
-        `${counts.uploaded} uploaded, ${counts.fastUploaded} already on the server, ${counts.skipped} skipped (done before), ` +
-        `${counts.failed} failed, ${counts.pending} left for later; ${formatBytes(engine.progress.bytesSent)} sent.`,
-      ...(copied.length > 0
-        ? [
-            `Copied and verified in this run: ${listOf(
-              copied.map((c) => `${count(c.files, 'file')} (${formatBytes(c.bytes)}) to ${c.destination}`),
-              copied.length,
-            )}.`,
-          ]
-        : []),
-      // The reason is the card's copies verdict above: named, not said again.
-      ...copiesShort.map((c) => `Copies not done: ${c.label} (why: its copies' verdict above); exit code 4.`),
-      ...(authError ? [plainMessage(authError)] : []),
-      ...(waits ? [waits.message] : []),
-      ...(offline && counts.pending > 0
-        ? [
-            // The one reason said from the first line to the last (issue 30), and what follows from it.
-            `Stopped trying for now: ${ctx.serverLabel}: ${plainMessage(offline, 'request')} ${
-              engine.progress.bytesSent === 0 && counts.uploaded + counts.fastUploaded === 0
-                ? 'Nothing was sent; run sync again once it answers.'
-                : 'Run sync again once it answers; nothing is lost.'
-            }`,
-          ]
-        : []),
-      // A file left for later because the server is down carries no reason of its own (said once above).
-      ...leftovers
-        .filter((r) => !waits?.ids.has(r.id))
-        .slice(0, 50)
-        .map((r) =>
-          r.state !== 'failed' && offline
-            ? `  LATER  ${r.absPath}`
-            : `  ${r.state === 'failed' ? 'FAILED' : 'LATER '} ${r.absPath}: ${crewReason(r.id) ?? r.errorMessage ?? r.state}`,
-        ),
-      ...(leftovers.length > 50 ? [`  ... and ${leftovers.length - 50} more (drone-media-sync status)`] : []),
-    ]);
-  }
-  await agent.stop();
-  await link.stop();
-  await ctx.close();
-  if (authError?.kind === 'auth') return EXIT.auth;
-  if (copiesShort.length > 0) return EXIT.copies;
-  // Only what waits for a better network is left: done as far as this network allows.
-  if (waits && leftovers.length === waits.files && lost === 0 && engine.state !== 'halted')
-    return EXIT.linkWaits;
-  // Halted (disk full...): not everything may even be recorded yet.
-  return leftovers.length === 0 && lost === 0 && engine.state !== 'halted' ? EXIT.ok : EXIT.notAllDone;
+}
+
+/** The run's result for a person. Paths and the server's words are outside text: writeLines makes each line visible-safe. */
+function summaryLines(
+  r: RunResult,
+  roots: readonly string[],
+  server: string,
+  waits: LinkWaits | null,
+): string[] {
+  const offline = r.stopped.kind === 'server-unreachable' ? r.stopped : null;
+  const error = stopError(r);
+  const left = r.left.files;
+  return [
+    `Done with ${roots.length === 1 ? roots[0] : `${roots.length} folders`} (${server}): ` +
+      `${r.uploaded.files} uploaded, ${r.alreadyThere} already on the server, ${r.skipped} skipped (done before), ` +
+      `${failedOf(r)} failed, ${pendingOf(r)} left for later; ${formatBytes(r.bytesSent)} sent.`,
+    ...(r.copied.length > 0
+      ? [
+          `Copied and verified in this run: ${listOf(
+            r.copied.map(
+              (c) => `${count(c.files, 'file')} (${formatBytes(c.bytes)}) to ${c.destination.label}`,
+            ),
+            r.copied.length,
+          )}.`,
+        ]
+      : []),
+    // The reason is the card's copies verdict above: named, not said again.
+    ...copiesShort(r).map(
+      (c) => `Copies not done: ${c.label} (why: its copies' verdict above); exit code 4.`,
+    ),
+    ...(error ? [plainMessage(error)] : []),
+    ...(waits ? [waits.message] : []),
+    ...(offline
+      ? [
+          // The one reason said from the first line to the last (issue 30), and what follows from it.
+          `Stopped trying for now: ${server}: ${offline.reason} ${
+            r.bytesSent === 0 && r.uploaded.files + r.alreadyThere === 0
+              ? 'Nothing was sent; run sync again once it answers.'
+              : 'Run sync again once it answers; nothing is lost.'
+          }`,
+        ]
+      : []),
+    // A file left for later because the server is down carries no reason of its own (said once above).
+    ...left
+      .filter((f) => !waits?.ids.has(f.id))
+      .slice(0, 50)
+      .map((f) =>
+        f.why !== 'failed' && offline
+          ? `  LATER  ${f.absPath}`
+          : `  ${f.why === 'failed' ? 'FAILED' : 'LATER '} ${f.absPath}: ${f.plain ?? f.message ?? f.state}`,
+      ),
+    ...(left.length > 50 ? [`  ... and ${left.length - 50} more (drone-media-sync status)`] : []),
+  ];
 }

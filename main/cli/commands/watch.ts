@@ -57,7 +57,6 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     else writeLines(typeof text === 'string' ? [text] : text);
   };
   const verdicts = new VerdictsSaid();
-  let batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
   const said = new Set<string>();
   const firstTime = (key: string): boolean => !said.has(key) && said.add(key).size > 0;
 
@@ -90,12 +89,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     }
   });
   agent.on('file', (e) => {
-    if (e.outcome === 'uploaded' || e.outcome === 'stored') {
-      batch.uploaded++;
-      batch.bytes += e.size;
-    } else if (e.outcome === 'fast-uploaded') batch.fastUploaded++;
-    else if (e.outcome === 'failed') {
-      batch.failed++;
+    if (e.outcome === 'failed') {
       say(
         { type: 'file-failed', path: e.absPath, error: e.error },
         `FAILED ${e.absPath}: ${e.error?.plain ?? ''}`,
@@ -147,19 +141,20 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
         agent.engine.resume();
       }, 2000);
     }
-    if (state === 'idle' && batch.uploaded + batch.fastUploaded + batch.failed > 0) {
-      say(
-        {
-          type: 'summary',
-          uploaded: batch.uploaded,
-          fast_uploaded: batch.fastUploaded,
-          failed: batch.failed,
-          bytes_sent: batch.bytes,
-        },
-        `Synced: ${batch.uploaded} uploaded (${formatBytes(batch.bytes)}), ${batch.fastUploaded} already on the server, ${batch.failed} failed.`,
-      );
-      batch = { uploaded: 0, fastUploaded: 0, failed: 0, bytes: 0 };
-    }
+  });
+  // Each time the engine goes idle: what it did since the last time (the agent's run result).
+  agent.on('result', (r) => {
+    if (r.uploaded.files + r.alreadyThere + r.failedNow === 0) return;
+    say(
+      {
+        type: 'summary',
+        uploaded: r.uploaded.files,
+        fast_uploaded: r.alreadyThere,
+        failed: r.failedNow,
+        bytes_sent: r.uploaded.bytes,
+      },
+      `Synced: ${r.uploaded.files} uploaded (${formatBytes(r.uploaded.bytes)}), ${r.alreadyThere} already on the server, ${r.failedNow} failed.`,
+    );
   });
   agent.on('warning', (w) => say({ type: 'warning', message: w }, w));
   agent.on('local', ({ offload }) => {

@@ -160,10 +160,6 @@ export class CopyFacts {
          JOIN card_destinations cd ON cd.source_id = c.source_id AND cd.destination_id = c.destination_id
          WHERE c.source_id = ? AND c.state IN ('wanted', 'writing') LIMIT 1`,
       ),
-      madeSince: db.prepare<[number], { destination_id: number; files: number; bytes: number }>(
-        `SELECT destination_id, count(*) AS files, sum(size) AS bytes FROM copies
-         WHERE state = 'verified' AND at >= ? GROUP BY destination_id ORDER BY min(at)`,
-      ),
       counting: db.prepare<[string], { destination_id: number }>(
         `SELECT cd.destination_id FROM card_destinations cd JOIN destinations d ON d.id = cd.destination_id
          WHERE cd.source_id = ? AND d.forgotten_at IS NULL ORDER BY cd.destination_id`,
@@ -288,13 +284,6 @@ export class CopyFacts {
   /** A copy of this card is still wanted or being written on a destination that counts for it. */
   unsettled(sourceId: string): boolean {
     return this.stmts.unsettled.get(sourceId) !== undefined;
-  }
-
-  /** Copies verified since a time (a run's start), per destination, in the order they were first made. */
-  madeSince(since: number): Array<{ destinationId: number; files: number; bytes: number }> {
-    return this.stmts.madeSince
-      .all(since)
-      .map((r) => ({ destinationId: r.destination_id, files: r.files, bytes: r.bytes }));
   }
 
   /** The destinations that count for a card: those of the settings and of its last run, not forgotten. */

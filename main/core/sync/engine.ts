@@ -32,7 +32,7 @@ import { scanSource, type ScanResult } from './scan.js';
 import type { Destination } from '../queue/copies.js';
 import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
-import { LocalCopies, type CopiesMade, type DestinationSeen, type DestinationStop } from './local-copies.js';
+import { LocalCopies, type DestinationSeen, type DestinationStop } from './local-copies.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
@@ -318,11 +318,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Rows in flight in both lanes. */
   private get inFlight(): number {
     return this.dispatcher.inFlight + this.copyLane.inFlight;
-  }
-
-  /** Files copied and verified on each local destination since the engine started (a `sync`: this run). */
-  get copiesMade(): readonly CopiesMade[] {
-    return this.copies.made;
   }
 
   /** Where a row's file is read from: a verified copy still as written, else the card. */

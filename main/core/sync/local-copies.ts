@@ -16,13 +16,6 @@ import { copyAndVerify, type CopyJob } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
 
-/** Files copied and verified on one destination since the engine started (a `sync`: this run). */
-export interface CopiesMade {
-  destination: Destination;
-  files: number;
-  bytes: number;
-}
-
 export interface DestinationStop {
   sourceId: string;
   destination: Destination;
@@ -50,8 +43,6 @@ type Target = CopyJob['targets'][number];
  */
 export class LocalCopies {
   private destinations: Destination[];
-  /** When this engine started: a run's summary counts the copies verified since. */
-  private readonly since: number;
 
   constructor(
     private readonly queue: Queue,
@@ -64,7 +55,6 @@ export class LocalCopies {
     },
   ) {
     this.destinations = destinationsOf(config, queue.copies);
-    this.since = Date.now();
     // A write cut short by a crash or a kill: wanted again (the table allows it, from writing only here).
     queue.copies.together(() => {
       for (const c of queue.copies.inState('writing'))
@@ -222,15 +212,6 @@ export class LocalCopies {
     const row = id === undefined ? undefined : this.queue.get(id);
     if (!row) return undefined;
     return { row, targets: this.begin(row) };
-  }
-
-  /** Copies verified since the engine started, per destination, in the order they were first made. */
-  get made(): readonly CopiesMade[] {
-    const known = this.queue.copies.destinations();
-    return this.queue.copies.madeSince(this.since).flatMap((m) => {
-      const destination = known.find((d) => d.id === m.destinationId);
-      return destination ? [{ destination, files: m.files, bytes: m.bytes }] : [];
-    });
   }
 
   /** The card went away: its files still wanted somewhere are stopped until it is back (its next scan). */

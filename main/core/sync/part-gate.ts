@@ -30,6 +30,12 @@ export interface PartGate {
    * an object already at its key).
    */
   sent(lane: LaneName, bytes: number): void;
+  /**
+   * Whether `lane` is held now, asked without reserving anything (unlike
+   * mayStart): what is left in a held lane waits for the link in a run's
+   * result. Absent: no lane is ever held.
+   */
+  holds?(lane: LaneName): boolean;
   /** Calls `onChange` when an answer of mayStart may have changed; returns the unsubscribe. */
   subscribe?(onChange: () => void): () => void;
 }
