@@ -120,8 +120,28 @@ describe('IPC handlers', () => {
     });
   });
 
+  it('targets:list and targets:forget reach the controller, the key as given; a refusal crosses as plain words', async () => {
+    expect(await invoke('targets:list', undefined)).toEqual({ ok: true, value: [] });
+    expect(c.targets).toHaveBeenCalledOnce();
+    expect(await invoke('targets:forget', { key: 'http://127.0.0.1:1#ws-typo' })).toEqual({
+      ok: true,
+      value: [],
+    });
+    expect(c.forgetTarget).toHaveBeenCalledExactlyOnceWith('http://127.0.0.1:1#ws-typo');
+    c.forgetTarget.mockRejectedValueOnce(
+      new UserError('invalid-input', 'It is where the app sends cards now.'),
+    );
+    expect(await invoke('targets:forget', { key: 'k' })).toEqual({
+      ok: false,
+      error: { kind: 'invalid-input', message: 'It is where the app sends cards now.' },
+    });
+  });
+
   it.each([
     ['copies:forget', { path: '' }],
+    ['targets:forget', { key: '' }],
+    ['targets:forget', { key: 'k', all: true }],
+    ['targets:list', { all: true }],
     ['copies:forget', { path: '/media/T7', all: true }],
     ['copies:forget', {}],
     ['queue:list', { filter: 'everything', limit: 5 }],

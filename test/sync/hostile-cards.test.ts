@@ -175,15 +175,15 @@ describe('every file found on a card is kept, or named with its true reason', ()
     const { run, verdict, lines } = await sync('denied', card, ['setpriv', '--bounding-set=-all', '--']);
     fs.chmodSync(locked, 0o644);
     expect(run.code, explain(run)).toBe(1);
-    const failed = lines.find(
-      (l) => l.type === 'file' && String(l.path).endsWith('M3T_IR.JPG'),
-    ) as unknown as {
-      outcome: string;
-      error: { message: string };
-    };
-    expect(failed?.outcome).toBe('failed');
-    expect(failed.error.message).toMatch(/cannot be read: permission denied/);
-    expect(failed.error.message).not.toMatch(/card removed/);
+    // Named with its reason and left for the next run (issue 30): not queued to fail, so the
+    // next run takes it once its permissions are fixed.
+    expect(lines.some((l) => l.type === 'file' && String(l.path).endsWith('M3T_IR.JPG'))).toBe(false);
+    const skipped = lines.find((l) => l.type === 'skipped' && String(l.path).endsWith('M3T_IR.JPG')) as
+      { reason: string } | undefined;
+    expect(skipped?.reason, explain(run)).toMatch(
+      /M3T_IR\.JPG cannot be read \(permission denied\): it is left for the next run/,
+    );
+    expect(skipped?.reason).not.toMatch(/card removed/);
     expect(verdict?.safe).toBe(false);
   });
 });
