@@ -44,6 +44,8 @@ function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
       () => reject(new Error(`${what} did not answer within ${ASK_TIMEOUT_MS / 1000} s`)),
       ASK_TIMEOUT_MS,
     );
+    // A question the bus failed first (no system bus at all) must not keep a finished command alive.
+    timer.unref();
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
