@@ -171,6 +171,42 @@ describe('"safe to format" appears only when it holds', () => {
   });
 });
 
+describe("a card's manifest in the bucket", () => {
+  it('follows the card: a second generation replaces the report and the chain there, no warning', async () => {
+    // Not safe at first (an exposure missing); the crew accepts the flight; the next run writes generation 2.
+    const c = card('card-again', { missing: [2], float: [] });
+    const state = path.join(dir, 'state-again');
+    const first = await cli(['sync', c.root, '--json', '--state', state]);
+    expect(verdictOf(first).safe, first.stderr).toBe(false);
+    expect((await cli(['report', c.root, '--accept-flight', c.folder, '--state', state])).status).toBe(0);
+    const again = await cli(['sync', c.root, '--json', '--state', state]);
+    const shown = `${again.stdout}${again.stderr}`;
+    expect(again.status, shown).toBe(0);
+    expect(verdictOf(again).safe, shown).toBe(true);
+    // Before: "could not be uploaded: Another upload put a different file where this one goes".
+    expect(shown).not.toMatch(/could not be uploaded|different file/);
+
+    const manifest = (lines(again.stdout).find((l) => l['type'] === 'verdict') as { manifest: string })
+      .manifest;
+    const sts = await new ApiClient({
+      baseUrl: svc.baseUrl,
+      workspaceId: svc.workspaceId,
+      token: svc.token,
+    }).getSts();
+    const key = (rel: string) =>
+      [sts.object_key_prefix, 'manifests', path.basename(manifest), rel].filter((p) => p !== '').join('/');
+    for (const rel of ['report.json', 'report.html', 'ascmhl/ascmhl_chain.xml'])
+      expect(md5(await getObject(sts, key(rel))), rel).toBe(md5(fs.readFileSync(path.join(manifest, rel))));
+    // Both generations' hash lists are there, each as written.
+    const mhls = fs.readdirSync(path.join(manifest, 'ascmhl')).filter((f) => f.endsWith('.mhl'));
+    expect(mhls).toHaveLength(2);
+    for (const f of mhls)
+      expect(md5(await getObject(sts, key(`ascmhl/${f}`))), f).toBe(
+        md5(fs.readFileSync(path.join(manifest, 'ascmhl', f))),
+      );
+  });
+});
+
 /**
  * Deletes an object of the embedded bucket behind the agent's back, as an
  * operator freeing space by hand would (the bucket takes a missing file for an

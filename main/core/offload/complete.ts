@@ -16,7 +16,7 @@ import type { Destination } from '../queue/copies.js';
 import { cardOffload, type CardOffload, type CardRef, type FlightOptions } from './card.js';
 import type { RunStopped } from './types.js';
 import { TOOL } from '../version.js';
-import { manifestFolder, writeManifest, type Published } from './publish.js';
+import { manifestFolder, markUploaded, writeManifest, type Published } from './publish.js';
 import { verifySource } from './verify.js';
 
 export { TOOL } from '../version.js';
@@ -95,11 +95,19 @@ export async function completeSource(o: {
   const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights, o.stopped ?? null);
   const manifest = writeManifest(o.manifestsDir, offload, TOOL);
   let uploadProblem: string | null = null;
-  if (manifest.changed && !o.serverDown) {
+  if (manifest.toUpload.length > 0 && !o.serverDown) {
     try {
       const folder = `manifests/${manifestFolder(offload)}`;
-      for (const f of manifest.files)
-        await o.bucket.put(folder, f, fs.readFileSync(path.join(manifest.dir, f)), contentType(f), o.signal);
+      for (const f of manifest.toUpload)
+        await o.bucket.put(
+          folder,
+          f,
+          fs.readFileSync(path.join(manifest.dir, f)),
+          contentType(f),
+          o.signal,
+          livingFile(f),
+        );
+      markUploaded(manifest.dir, manifest.digest);
     } catch (err) {
       const e = toDmsError(err);
       // The crew's words; the request and its error code stay in the log's fields.
@@ -114,4 +122,13 @@ function contentType(file: string): string {
   if (file.endsWith('.html')) return 'text/html; charset=utf-8';
   if (file.endsWith('.json')) return 'application/json';
   return 'application/xml';
+}
+
+/**
+ * The files each new generation rewrites (the report, the ASC MHL chain):
+ * replaced in the bucket. A generation's hash list (`.mhl`) is written once
+ * and never replaced.
+ */
+function livingFile(file: string): boolean {
+  return !file.endsWith('.mhl');
 }

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CardOffload } from './card.js';
 import { reportInput } from './card.js';
+import { MHL_CHAIN_FILE } from '../ascmhl.js';
 import { MHL_FOLDER, nextMhlGeneration, type MhlGeneration } from './manifest.js';
 import { renderReportHtml, reportJson } from './report.js';
 
@@ -20,6 +21,14 @@ export interface Published {
   files: string[];
   /** Whether a new generation was written (false: nothing changed since the last one). */
   changed: boolean;
+  /**
+   * Files of the folder the bucket does not have as they are now (a new
+   * generation, or one written by `report` or a run that could not upload
+   * it): to upload, then `markUploaded`. Empty when the bucket is up to date.
+   */
+  toUpload: string[];
+  /** What the folder vouches for now (given back to markUploaded). */
+  digest: string;
   /** The newest ASC MHL hash list, relative to `dir` (what the report's `hashList` names), or null. */
   hashList: string | null;
 }
@@ -28,6 +37,8 @@ interface Ledger {
   generations: MhlGeneration[];
   /** What the last generation said, to write a new one only when the card's state changed. */
   digest: string;
+  /** The digest whose files last reached the bucket (absent: none yet). */
+  uploaded?: string;
 }
 
 /**
@@ -94,7 +105,14 @@ export function writeManifest(
   const digest = digestOf(o);
   const last = ledger?.generations.at(-1);
   if (ledger && ledger.digest === digest)
-    return { dir, files: [], changed: false, hashList: last ? `${MHL_FOLDER}/${last.fileName}` : null };
+    return {
+      dir,
+      files: [],
+      changed: false,
+      toUpload: ledger.uploaded === digest ? [] : filesOf(dir, ledger),
+      digest,
+      hashList: last ? `${MHL_FOLDER}/${last.fileName}` : null,
+    };
   const input = reportInput(o, now, tool);
   const hashed = { ...input, files: input.files.filter((f) => /^[0-9a-f]{32}$/i.test(f.md5)) };
   const next = nextMhlGeneration(hashed, ledger?.generations ?? []);
@@ -106,6 +124,27 @@ export function writeManifest(
     { path: 'report.json', content: `${JSON.stringify(report, null, 2)}\n` },
   ];
   for (const f of written) writeAtomic(path.join(dir, f.path), f.content);
-  writeAtomic(ledgerFile, JSON.stringify({ generations: next.generations, digest } satisfies Ledger));
-  return { dir, files: written.map((f) => f.path), changed: true, hashList: mhl };
+  const kept: Ledger = { generations: next.generations, digest };
+  writeAtomic(ledgerFile, JSON.stringify(kept));
+  const files = written.map((f) => f.path);
+  // A generation before this one that never reached the bucket goes with it.
+  const behind = ledger !== null && ledger.uploaded !== ledger.digest;
+  return { dir, files, changed: true, toUpload: behind ? filesOf(dir, kept) : files, digest, hashList: mhl };
+}
+
+/** Every file of a manifest folder (its hash lists, the chain, the reports): what the bucket should hold. */
+function filesOf(dir: string, ledger: Ledger): string[] {
+  return [
+    ...ledger.generations.map((g) => `${MHL_FOLDER}/${g.fileName}`),
+    `${MHL_FOLDER}/${MHL_CHAIN_FILE}`,
+    'report.html',
+    'report.json',
+  ].filter((f) => fs.existsSync(path.join(dir, f)));
+}
+
+/** The folder's files as of `digest` reached the bucket: not uploaded again until it changes. */
+export function markUploaded(dir: string, digest: string): void {
+  const file = path.join(dir, 'ledger.json');
+  const ledger = readLedger(file);
+  if (ledger && ledger.digest === digest) writeAtomic(file, JSON.stringify({ ...ledger, uploaded: digest }));
 }

@@ -254,7 +254,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
 
   const backend: StorageBackend = {
     async putObject(req, body, md5, onChunk) {
-      const etag = await exclusive(req.key, req.signal, (ifNoneMatch) =>
+      const put = (ifNoneMatch: boolean) =>
         call('PutObject', req.key, req.signal, (c, t) =>
           signedPut.send(c, t, {
             key: req.key,
@@ -266,8 +266,10 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
             ...(req.contentType !== undefined ? { contentType: req.contentType } : {}),
             ...(req.signal ? { signal: req.signal } : {}),
           }),
-        ),
-      );
+        );
+      // A manifest's living file (report, chain) is rewritten by each generation.
+      if (req.replace === true) return { etag: await put(false), written: true };
+      const etag = await exclusive(req.key, req.signal, put);
       return etag === 'exists'
         ? {
             etag: await alreadyThere('PutObject', req, Buffer.from(md5, 'base64').toString('hex')),

@@ -57,6 +57,12 @@ export interface UploadRequest {
    */
   content?: Buffer;
   contentType?: string;
+  /**
+   * Replace what is at the key (no If-None-Match): only for the living files
+   * of a card's manifest (its report and ASC MHL chain), which each new
+   * generation rewrites. Card files and hash lists are never replaced.
+   */
+  replace?: boolean;
   /** A multipart upload started by an earlier run (from the queue), if any. */
   resume?: MultipartState | null;
   /** Called (and awaited) once a multipart upload id exists, before any part is sent. */
@@ -147,12 +153,16 @@ export interface BucketPort {
   /** The current target's object key prefix (the workspace's folder in the bucket). */
   prefix(signal?: AbortSignal): Promise<string>;
   stat(key: string, signal?: AbortSignal): Promise<ObjectStat>;
-  /** Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`; returns the key. */
+  /**
+   * Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`;
+   * returns the key. An object already there is kept unless `replace`.
+   */
   put(
     folder: string,
     rel: string,
     content: Buffer,
     contentType: string,
     signal?: AbortSignal,
+    replace?: boolean,
   ): Promise<string>;
 }

@@ -91,6 +91,7 @@ export class BucketAccess implements BucketPort {
     content: Buffer,
     contentType: string,
     signal?: AbortSignal,
+    replace = false,
   ): Promise<string> {
     const target = await this.sts.get(signal ? { signal } : {});
     const key = objectKeyOf(target.objectKeyPrefix, [...folder.split('/'), ...rel.split('/')]);
@@ -101,6 +102,7 @@ export class BucketAccess implements BucketPort {
       md5Hex: createHash('md5').update(content).digest('hex'),
       content,
       contentType,
+      ...(replace ? { replace } : {}),
       ...(signal ? { signal } : {}),
     });
     return key;
