@@ -291,6 +291,12 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE files ADD COLUMN lane INTEGER NOT NULL DEFAULT 0;
   CREATE INDEX files_lane_due ON files (target_id, lane, state, next_attempt_at);
   `,
+  `
+  -- Issue 33: the XXH3-64 a copy's read-back matched (the card's bytes as read
+  -- once), recorded in the copy's ASC MHL beside the MD5; NULL for copies
+  -- verified before, or read back with MD5 (no XXH3 module in the app).
+  ALTER TABLE copies ADD COLUMN xxh3 TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
