@@ -148,7 +148,7 @@ export class Queue {
     private readonly now: () => number = Date.now,
   ) {
     this.file = file;
-    this.db = openDatabase(file);
+    this.db = openDatabase(file, now);
     const db = this.db;
     this.history = new History(db, () => this.targetId, now);
     this.flights = new FlightFacts(db, () => this.targetId, now);
