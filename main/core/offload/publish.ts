@@ -48,7 +48,7 @@ export function manifestFolder(o: Pick<CardOffload, 'card' | 'target'>): string 
 
 /** The part of a card's state a manifest vouches for (not the time it was written). */
 function digestOf(o: CardOffload): string {
-  const facts = o.files.map((f) => [
+  const facts = o.facts.map((f) => [
     f.relPath,
     f.md5,
     f.state,

@@ -296,6 +296,17 @@ const MIGRATIONS: readonly string[] = [
   -- once), recorded in the copy's ASC MHL beside the MD5; NULL for copies
   -- verified before, or read back with MD5 (no XXH3 module in the app).
   ALTER TABLE copies ADD COLUMN xxh3 TEXT;
+  -- A card's flights as last analysed (offload/card.ts), with a stamp of
+  -- what they were made from (its rows' ids and times, its MRK files, the
+  -- wayline matches, the settings, the version): a card re-inserted
+  -- unchanged gets them without reading every file's info again.
+  CREATE TABLE flight_summaries (
+    target_id INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    stamp TEXT NOT NULL,
+    flights_json TEXT NOT NULL,
+    PRIMARY KEY (target_id, source_id)
+  );
   `,
 ];
 
