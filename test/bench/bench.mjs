@@ -44,7 +44,13 @@ const BIN = path.join(path.resolve(REPO, opt['agent-dist'] ?? 'dist'), 'main', '
 const ROUNDS = Math.max(1, Number(opt.rounds ?? (opt.quick ? 1 : 3)));
 const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert,offload').split(',').map((s) => s.trim()));
 const AGENT_CONFIG = opt['agent-config'] ? JSON.parse(opt['agent-config']) : null;
-const AGENT_NODE_ARGS = opt['agent-node-args'] ? opt['agent-node-args'].split(' ').filter(Boolean) : [];
+// The agent as its launcher starts it: the Node flags of bin.js's first line (`#!/usr/bin/env -S node …`).
+const LAUNCH_ARGS = (/^#!\/usr\/bin\/env -S node (.*)$/m.exec(fs.readFileSync(BIN, 'utf8').split('\n')[0]) ??
+  [])[1];
+const AGENT_NODE_ARGS = [
+  ...(LAUNCH_ARGS ? LAUNCH_ARGS.split(' ').filter(Boolean) : []),
+  ...(opt['agent-node-args'] ? opt['agent-node-args'].split(' ').filter(Boolean) : []),
+];
 const RESULTS_FILE = opt.results
   ? path.resolve(opt.results)
   : opt.quick

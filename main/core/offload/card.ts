@@ -270,6 +270,7 @@ export function cardOffload(
       if (!files) {
         const info = new Map(fullRows().map((r) => [r.id, 'info' in r ? r.info : undefined]));
         files = fileFacts.map((f, i) => fileOf(f, info.get((factRows[i] as FactRow).id)));
+        rows = undefined; // not held as long as the verdict is (the agent's events, the window)
       }
       return files;
     },

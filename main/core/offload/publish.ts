@@ -97,15 +97,20 @@ export function writeManifest(
     return { dir, files: [], changed: false, hashList: last ? `${MHL_FOLDER}/${last.fileName}` : null };
   const input = reportInput(o, now, tool);
   const hashed = { ...input, files: input.files.filter((f) => /^[0-9a-f]{32}$/i.test(f.md5)) };
+  // Each file written as soon as it is made, none held with the next (a 10,000-file card's
+  // hash list, report page and JSON are some 10 MB each, with their makings).
+  const written: string[] = [];
+  const write = (file: string, content: string): void => {
+    writeAtomic(path.join(dir, file), content);
+    written.push(file);
+  };
   const next = nextMhlGeneration(hashed, ledger?.generations ?? []);
+  for (const f of next.files) write(f.path, f.content);
   const mhl = next.files[0]?.path ?? null;
+  const generations = next.generations;
   const report = reportJson(input, mhl);
-  const written = [
-    ...next.files,
-    { path: 'report.html', content: renderReportHtml(report) },
-    { path: 'report.json', content: `${JSON.stringify(report, null, 2)}\n` },
-  ];
-  for (const f of written) writeAtomic(path.join(dir, f.path), f.content);
-  writeAtomic(ledgerFile, JSON.stringify({ generations: next.generations, digest } satisfies Ledger));
-  return { dir, files: written.map((f) => f.path), changed: true, hashList: mhl };
+  write('report.html', renderReportHtml(report));
+  write('report.json', `${JSON.stringify(report, null, 2)}\n`);
+  writeAtomic(ledgerFile, JSON.stringify({ generations, digest } satisfies Ledger));
+  return { dir, files: written, changed: true, hashList: mhl };
 }
