@@ -66,7 +66,13 @@ function copy(row: QueueRow, d: Destination, end: 'verified' | 'differs' | 'stop
   if (end === 'differs') return void c.apply(row, d.id, { type: 'differs', reason });
   c.apply(row, d.id, {
     type: 'verified',
-    copy: { md5: 'a'.repeat(32), copySize: row.size, copyMtimeMs: row.mtimeMs, readBack: 'direct' },
+    copy: {
+      md5: 'a'.repeat(32),
+      xxh3: null,
+      copySize: row.size,
+      copyMtimeMs: row.mtimeMs,
+      readBack: 'direct',
+    },
   });
 }
 

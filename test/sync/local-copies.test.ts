@@ -150,6 +150,10 @@ describe('a card offloaded to two local destinations', () => {
       expect(mhl).toHaveLength(1);
       const xml = fs.readFileSync(path.join(copy, 'ascmhl', mhl[0]!), 'utf8');
       for (const rel of originals.keys()) expect(xml).toContain(`>${rel}</path>`);
+      // Each file's MD5 and, beside it, the XXH3-64 its copy's read-back matched (issue 33).
+      expect(xml.match(/<\/md5>\s*<xxh3 action="original"[^>]*>[0-9a-f]{16}<\/xxh3>/g)).toHaveLength(
+        originals.size,
+      );
       if (HAVE_XSD) expect((await validateMhl(xml, 'ASCMHL.xsd')).valid).toBe(true);
     }
     // The crew pulls the card: the upload goes on from the copies.

@@ -75,6 +75,45 @@ it('not while a file is still on its way; safe once all are done and checked', a
   queue.close();
 });
 
+it('a card read again unchanged: its flights as kept, no file info read; a change makes them anew', async () => {
+  const { queue, engine, source } = setup('again');
+  await engine.scan(source);
+  await engine.run({ mode: 'until-idle' });
+  await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
+  const card = { sourceId: source.sourceId, label: 'again' };
+  const first = cardOffload(queue, card);
+  expect(first.flights).toHaveLength(1);
+  expect(first.flights[0]!.photos).toBe(6);
+  const firstFiles = first.files;
+  expect(firstFiles.filter((f) => f.position !== null)).toHaveLength(6);
+  // Issue 33: re-inserted unchanged, the verdict reads no file's info (a 10,000-file card's
+  // parse and check of every info was most of its 1.4 s) and says the same.
+  const list = vi.spyOn(queue, 'list');
+  const second = cardOffload(queue, card);
+  expect(list).not.toHaveBeenCalled();
+  expect(second.flights).toEqual(first.flights);
+  expect(second.verdict).toEqual(first.verdict);
+  expect(second.message).toBe(first.message);
+  // The files' metadata (the manifest, the report) is read when asked for, the same.
+  expect(second.files).toEqual(firstFiles);
+  expect(list).toHaveBeenCalledTimes(1);
+  // Another setting of the flight checks: analysed anew (and flagged by it).
+  list.mockClear();
+  const high = cardOffload(queue, card, [], { minHeight: 10_000 });
+  expect(list).toHaveBeenCalledTimes(1);
+  expect(high.flights[0]!.flags.length).toBeGreaterThan(first.flights[0]!.flags.length);
+  // A file of the card changed in the queue (checked in the bucket again): anew too.
+  list.mockClear();
+  await new Promise((r) => setTimeout(r, 5));
+  await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
+  list.mockClear();
+  expect(cardOffload(queue, card).flights).toEqual(first.flights);
+  expect(list).toHaveBeenCalledTimes(1);
+  list.mockRestore();
+  engine.close();
+  queue.close();
+});
+
 it('not with a pulled card: its files wait for it', async () => {
   const { queue, engine, source, verdict } = setup('pulled');
   await engine.scan(source);

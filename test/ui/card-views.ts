@@ -40,6 +40,7 @@ export function m3eCard(): CardView {
           path: `${d.path}/${v.relPath}`,
           state: 'verified',
           md5: null,
+          xxh3: null,
           copySize: v.size,
           copyMtimeMs: v.mtimeMs,
           readBack: 'direct',

@@ -18,7 +18,7 @@ import { Queue } from '../queue/queue.js';
 import { copyAndVerify, readBack, type PlacedOutcome } from './copy-file.js';
 import { cardFolderName, spaceProblem } from './destinations.js';
 import { fileKey, localVerdict, type LocalVerdictInput } from './locally-safe.js';
-import { writeCopyHistory } from './mhl.js';
+import { writeCopyHistory, writeDestinationHistories } from './mhl.js';
 import { cleanStaging } from './staging.js';
 
 let dir: string;
@@ -180,6 +180,7 @@ describe('the local verdict', () => {
     path: `/d${destinationId}/x`,
     state,
     md5: 'a'.repeat(32),
+    xxh3: 'c'.repeat(16),
     copySize: 10,
     copyMtimeMs: 1,
     readBack: 'direct',
@@ -274,6 +275,7 @@ describe('the copy’s ASC MHL history', () => {
         size: 10,
         mtimeMs: 1_700_000_000_000,
         md5: 'b'.repeat(32),
+        xxh3: '0123456789abcdef',
         verifiedAt: 1_700_000_100_000,
         readBack: 'direct' as const,
       });
@@ -289,7 +291,9 @@ describe('the copy’s ASC MHL history', () => {
       const g1 = fs.readFileSync(first!, 'utf8');
       expect((await validateMhl(g1, 'ASCMHL.xsd')).valid).toBe(true);
       expect(g1).toContain('<process>transfer</process>');
-      expect(g1).toMatch(/<md5 action="original"[^>]*>b{32}<\/md5>/);
+      expect(g1).toMatch(
+        /<md5 action="original"[^>]*>b{32}<\/md5>\s*<xxh3 action="original"[^>]*>0123456789abcdef<\/xxh3>/,
+      );
       expect(g1).toContain('read back from the disk itself (O_DIRECT');
       // Nothing new: no generation. One more file: a second one, the first file now "verified".
       expect(
@@ -310,12 +314,105 @@ describe('the copy’s ASC MHL history', () => {
       });
       const g2 = fs.readFileSync(second!, 'utf8');
       expect((await validateMhl(g2, 'ASCMHL.xsd')).valid).toBe(true);
-      expect(g2).toMatch(/DJI_0001\.JPG<\/path>\s*<md5 action="verified"/);
+      expect(g2).toMatch(
+        /DJI_0001\.JPG<\/path>\s*<md5 action="verified"[^>]*>b{32}<\/md5>\s*<xxh3 action="verified"/,
+      );
       expect(g2).toMatch(/DJI_0002\.JPG<\/path>\s*<md5 action="original"/);
       const chain = fs.readFileSync(path.join(root, 'ascmhl', 'ascmhl_chain.xml'), 'utf8');
       expect((await validateMhl(chain, 'ASCMHLDirectory.xsd')).valid).toBe(true);
       expect(chain.match(/<hashlist sequencenr/g)).toHaveLength(2);
+      // A copy read back with MD5 (no XXH3 module in the app): its MD5 only, still valid.
+      const md5Only = writeCopyHistory({
+        root: path.join(dir, 'T7', 'CARD'),
+        card: { label: 'M3E_CARD' },
+        destinationLabel: 'T7',
+        files: [{ ...file('DCIM/A/DJI_0001.JPG'), xxh3: null }],
+        tool,
+      });
+      const g3 = fs.readFileSync(md5Only!, 'utf8');
+      expect((await validateMhl(g3, 'ASCMHL.xsd')).valid).toBe(true);
+      expect(g3).not.toContain('<xxh3');
+      expect(g3).toContain('its MD5 compared with the card’s');
     },
+  );
+
+  // The official tool (ascmitc/mhl's `ascmhl-debug`, a clone on the developers' machines; not in CI).
+  const ASCMHL_DEBUG = process.env.ASCMHL_DEBUG ?? '/tmp/ascmhl-debug';
+  const haveTool = fs.existsSync(ASCMHL_DEBUG);
+  it.skipIf(!haveTool || !HAVE_XSD)(
+    `a real copy's history carries each file's MD5 and XXH3 from its record; the official tool verifies it and catches a changed byte${haveTool ? '' : ` (skipped: the official ASC MHL tool is not installed at ${ASCMHL_DEBUG})`}`,
+    async () => {
+      const queue = new Queue(path.join(dir, 'queue.db'));
+      queue.bindTarget({ key: 'srv#ws', label: 'srv', workspaceId: 'ws' });
+      const ssd = queue.copies.destination({
+        path: path.join(dir, 'SSD'),
+        label: 'SSD',
+        role: 'archive',
+        keepDays: null,
+      });
+      fs.mkdirSync(ssd.path);
+      const root = path.join(ssd.path, 'CARD-1');
+      // One large enough for a copy worker, two copied on this thread.
+      const card = [
+        ['DCIM/100MEDIA/DJI_0001.MP4', Buffer.alloc(3 * 1024 * 1024 + 5, 3)],
+        ['DCIM/100MEDIA/DJI_0001.SRT', Buffer.from('1\n00:00:00,000 --> 00:00:00,033\n')],
+        ['MISC/IDX/0001.idx', Buffer.from('idx')],
+      ] as const;
+      const xxh3Of = new Map<string, string>();
+      for (const [rel, bytes] of card) {
+        const f = cardFile(rel, bytes);
+        const [row] = queue.observe([
+          { sourceId: 'card:1', relPath: rel, absPath: f.source, size: f.size, mtimeMs: f.mtimeMs },
+        ]).pending;
+        queue.copies.apply(row!, ssd.id, { type: 'want', path: path.join(root, rel) });
+        queue.copies.apply(row!, ssd.id, { type: 'writing' });
+        const r = await copyAndVerify({ ...f, relPath: rel, targets: [{ destination: ssd, root }] });
+        const [o] = r.outcomes;
+        expect(o).toMatchObject({ type: 'verified', copy: { md5: md5(bytes), xxh3: r.xxh3 } });
+        expect(r.xxh3).toMatch(/^[0-9a-f]{16}$/);
+        queue.copies.settle(row!, o!);
+        xxh3Of.set(rel, r.xxh3);
+      }
+      // The records carry the XXH3 (the history is written from them, as completeLocal does).
+      const records = queue.copies.ofSource('card:1');
+      expect(records.map((c) => c.xxh3)).toEqual(records.map((c) => xxh3Of.get(c.relPath)));
+      const [written] = writeDestinationHistories({
+        copies: records,
+        destinations: [{ id: ssd.id, label: 'SSD', root }],
+        card: { label: 'CARD-1' },
+        tool: { name: 'Drone Media Sync', version: '0.2.0' },
+        intact: () => true,
+      });
+      queue.close();
+      const xml = fs.readFileSync(written!, 'utf8');
+      expect((await validateMhl(xml, 'ASCMHL.xsd')).valid).toBe(true);
+      const tool = (...args: string[]) =>
+        spawnSync(ASCMHL_DEBUG, args, { encoding: 'utf8', timeout: 60_000 });
+      for (const [rel] of card) {
+        expect(xml).toContain(`<xxh3 action="original"`);
+        expect(xml).toMatch(
+          new RegExp(
+            `>${rel}</path>\\s*<md5[^>]*>[0-9a-f]{32}</md5>\\s*<xxh3[^>]*>${xxh3Of.get(rel)}</xxh3>`,
+          ),
+        );
+        // The official tool's own XXH3 of the copy is the one recorded.
+        const h = tool('hash', '-h', 'xxh3', path.join(root, rel));
+        expect(h.stdout + h.stderr).toContain(xxh3Of.get(rel));
+      }
+      const ok = tool('verify', root);
+      expect(ok.status, ok.stdout + ok.stderr).toBe(0);
+      // One byte of a copy changes, size and time kept: the official tool catches it (exit 11).
+      const video = path.join(root, card[0][0]);
+      const st = fs.statSync(video);
+      const fd = fs.openSync(video, 'r+');
+      fs.writeSync(fd, Buffer.from([4]), 0, 1, 2_000_000);
+      fs.closeSync(fd);
+      fs.utimesSync(video, st.atime, st.mtime);
+      const bad = tool('verify', root);
+      expect(bad.status, bad.stdout + bad.stderr).toBe(11);
+      expect(bad.stdout + bad.stderr).toContain('DJI_0001.MP4');
+    },
+    120_000,
   );
 });
 
@@ -358,6 +455,7 @@ describe('the staging clean-up', () => {
         type: 'verified',
         copy: {
           md5: md5(Buffer.from('photo')),
+          xxh3: null,
           copySize: f.size,
           copyMtimeMs: f.mtimeMs,
           readBack: 'direct',

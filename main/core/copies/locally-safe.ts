@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import { baseName, count, listOf } from '../plain.js';
 import { lookAt, lookMessage, type DestinationLook } from './destinations.js';
 import type { CopyRecord, Destination, FileVersion } from '../queue/copies.js';
-import type { Queue } from '../queue/queue.js';
+import type { FactRow, Queue } from '../queue/queue.js';
 
 export interface LocalFileFact extends FileVersion {
   kind: string;
@@ -179,6 +179,8 @@ export function gatherLocal(
   queue: Queue,
   card: { sourceId: string; label: string },
   configured: readonly Destination[],
+  /** The card's files as the verdict read them (queue.factsOf), when read already. */
+  rows?: readonly FactRow[],
 ): LocalVerdictInput | null {
   const copies = queue.copies.ofSource(card.sourceId);
   // Those that count for the card: the settings' and its last run's (a past one not named again does not).
@@ -196,13 +198,13 @@ export function gatherLocal(
     if (c.state === 'stopped' && c.error && !stops.has(c.destinationId)) stops.set(c.destinationId, c.error);
   }
   const looks = new Map(destinations.map((d) => [d.id, lookAt(d, queue.copies.volumeOf(d.id))]));
-  const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
+  const files = rows ?? queue.factsOf(card.sourceId);
   return {
     card: { id: card.sourceId, label: card.label },
     destinations,
     scanComplete: queue.sources.lastScan(card.sourceId)?.complete ?? false,
-    files: rows.map((r) => ({
-      sourceId: r.sourceId,
+    files: files.map((r) => ({
+      sourceId: card.sourceId,
       relPath: r.relPath,
       size: r.size,
       mtimeMs: r.mtimeMs,

@@ -2,8 +2,9 @@
  * Each destination's copy of a card carries its own ASC MHL history, in
  * `ascmhl/` at the copy's root: one generation (process "transfer") each
  * time more of the card was copied and verified there, chained with C4 ids.
- * A file new to the history is listed with action "original" (its MD5 from
- * the one read of the card), the others "verified"; every hash's date is
+ * A file new to the history is listed with action "original" (its MD5 and
+ * XXH3-64 from the one read of the card; the copy's read-back matched the
+ * XXH3), the others "verified"; every hash's date is
  * when its copy was read back and matched, and how it was read back is
  * recorded (our namespace), so the film tools and the official `ascmhl`
  * tool can check a copy years later (`ascmhl verify <copy>`).
@@ -32,7 +33,9 @@ export interface CopiedFile {
   size: number;
   mtimeMs: number;
   md5: string;
-  /** When the copy was read back from the disk and its MD5 matched the card's. */
+  /** XXH3-64 of the card's bytes, which the copy's read-back matched (null: read back with MD5). */
+  xxh3: string | null;
+  /** When the copy was read back from the disk and matched the card's bytes. */
   verifiedAt: number;
   readBack: ReadBack;
 }
@@ -105,9 +108,10 @@ export function writeCopyHistory(o: {
   if (files.length === 0 || files.every((f) => known.has(f.relPath))) return null;
   const created = (o.now ?? new Date()).toISOString();
   const direct = files.every((f) => f.readBack === 'direct');
+  const by = files.every((f) => f.xxh3 !== null) ? 'XXH3' : 'MD5';
   const how = direct
-    ? 'then read back from the disk itself (O_DIRECT, around the operating system cache) and its MD5 compared with the card’s'
-    : 'then read back through the operating system cache (this system or file system does not allow reading around it) and its MD5 compared with the card’s';
+    ? `then read back from the disk itself (O_DIRECT, around the operating system cache) and its ${by} compared with the card’s`
+    : `then read back through the operating system cache (this system or file system does not allow reading around it) and its ${by} compared with the card’s`;
   const out = [
     ...mhlHead({
       created,
@@ -118,10 +122,13 @@ export function writeCopyHistory(o: {
     '  <hashes>',
   ];
   for (const f of files) {
+    const hash = `action="${known.has(f.relPath) ? 'verified' : 'original'}" hashdate="${isoSeconds(f.verifiedAt)}"`;
     out.push(
       '    <hash>',
       `      <path${attrs({ size: f.size, lastmodificationdate: isoSeconds(f.mtimeMs) })}>${xmlText(f.relPath)}</path>`,
-      `      <md5 action="${known.has(f.relPath) ? 'verified' : 'original'}" hashdate="${isoSeconds(f.verifiedAt)}">${f.md5.toLowerCase()}</md5>`,
+      // The schema's order: md5 before xxh3.
+      `      <md5 ${hash}>${f.md5.toLowerCase()}</md5>`,
+      ...(f.xxh3 === null ? [] : [`      <xxh3 ${hash}>${f.xxh3.toLowerCase()}</xxh3>`]),
       '      <metadata>',
       `        <dms:copy${attrs({ readBack: f.readBack, verifiedAt: isoSeconds(f.verifiedAt) })}/>`,
       '      </metadata>',
@@ -165,6 +172,7 @@ export function writeDestinationHistories(o: {
     size: number;
     mtimeMs: number;
     md5: string | null;
+    xxh3: string | null;
     state: string;
     at: number;
     readBack: ReadBack | null;
@@ -183,6 +191,7 @@ export function writeDestinationHistories(o: {
         size: c.size,
         mtimeMs: c.mtimeMs,
         md5: c.md5 as string,
+        xxh3: c.xxh3,
         verifiedAt: c.at,
         readBack: c.readBack ?? 'cache',
       }));

@@ -6,10 +6,13 @@
  * manifest's input. Reads only: the checks in the bucket are made by the
  * engine (SyncEngine.verifySource) before this is asked.
  */
+import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import type { FileInfo } from '../queue/file-info.js';
 import type { Queue } from '../queue/queue.js';
-import type { QueueRow } from '../queue/rows.js';
+import type { FactRow, QueueRow } from '../queue/rows.js';
+import { TOOL } from '../version.js';
 import { gatherLocal, localVerdict, type LocalVerdict } from '../copies/locally-safe.js';
 import type { Destination } from '../queue/copies.js';
 import { formatBytes } from '../../shared/sizes.js';
@@ -36,8 +39,31 @@ export interface CardRef {
   label: string;
 }
 
+/** A file as the verdict and the manifest's ledger see it: no metadata (see CardOffload.files). */
+export type FileFact = Pick<
+  ManifestFile,
+  | 'relPath'
+  | 'kind'
+  | 'size'
+  | 'mtimeMs'
+  | 'md5'
+  | 'state'
+  | 'error'
+  | 'objectKey'
+  | 'acknowledged'
+  | 'verified'
+  | 'serverKey'
+>;
+
 export interface CardOffload {
   card: CardRef;
+  /** Every file with its state, content and acknowledgement (what the verdict is made of). */
+  facts: FileFact[];
+  /**
+   * The same files with their metadata (time, position, aircraft, camera)
+   * for the manifest and the report: read from the queue when first asked
+   * (a card re-inserted unchanged needs none of it).
+   */
   files: ManifestFile[];
   flights: FlightCompleteness[];
   /** In the workspace: acknowledged by the current target and checked in its bucket. */
@@ -53,7 +79,7 @@ export interface CardOffload {
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
-function stateOf(row: QueueRow): FileQueueState {
+function stateOf(row: { state: QueueRow['state'] }): FileQueueState {
   switch (row.state) {
     case 'done':
       return 'done';
@@ -68,19 +94,47 @@ function stateOf(row: QueueRow): FileQueueState {
 
 const HOW = { uploaded: 'callback', 'fast-uploaded': 'fast-upload', stored: 'stored' } as const;
 
-function fileOf(row: QueueRow, targetKey: string): ManifestFile {
-  const info = 'info' in row ? row.info : undefined;
-  const done = row.state === 'done' ? row : null;
-  const pos = info?.metadata.shoot_position;
-  const v = done?.verified ?? null;
+function factOf(row: FactRow, targetKey: string): FileFact {
+  const done = row.state === 'done' && row.outcome !== null && row.doneAt !== null;
+  const v = done ? row.verified : null;
   return {
     relPath: row.relPath,
     kind: row.kind,
     size: row.size,
     mtimeMs: row.mtimeMs,
-    md5: ('fingerprint' in row && row.fingerprint) || '',
+    md5: row.fingerprint ?? '',
     state: stateOf(row),
     error: row.state === 'failed' ? row.errorMessage : null,
+    objectKey: row.objectKey,
+    acknowledged:
+      done && row.outcome && row.doneAt !== null
+        ? { how: HOW[row.outcome], targetId: targetKey, at: iso(row.doneAt) }
+        : null,
+    verified: v
+      ? {
+          targetId: targetKey,
+          at: iso(v.at),
+          by: v.by,
+          found: v.found,
+          sizeMatches: v.size === row.size,
+          checksum: v.checksum,
+        }
+      : null,
+    serverKey: row.serverKey ?? null,
+  };
+}
+
+/** A file's fact with its metadata from its info (in the manifest's order of fields). */
+function fileOf(fact: FileFact, info: FileInfo | undefined): ManifestFile {
+  const pos = info?.metadata.shoot_position;
+  return {
+    relPath: fact.relPath,
+    kind: fact.kind,
+    size: fact.size,
+    mtimeMs: fact.mtimeMs,
+    md5: fact.md5,
+    state: fact.state,
+    error: fact.error ?? null,
     capturedAt: info?.metadata.created_time ?? null,
     position:
       pos?.lat !== undefined && pos.lng !== undefined
@@ -100,24 +154,18 @@ function fileOf(row: QueueRow, targetKey: string): ManifestFile {
           serial: info.cameraSerial ?? null,
         }
       : null,
-    objectKey: 'objectKey' in row ? row.objectKey : null,
-    acknowledged: done ? { how: HOW[done.outcome], targetId: targetKey, at: iso(done.doneAt) } : null,
-    verified: v
-      ? {
-          targetId: targetKey,
-          at: iso(v.at),
-          by: v.by,
-          found: v.found,
-          sizeMatches: v.size === row.size,
-          checksum: v.checksum,
-        }
-      : null,
-    serverKey: done?.serverKey ?? null,
+    objectKey: fact.objectKey,
+    acknowledged: fact.acknowledged,
+    verified: fact.verified,
+    serverKey: fact.serverKey ?? null,
   };
 }
 
 /** Why a file not done yet waits, in the crew's words (its last error); null when it is on its way. */
-function waitReasonOf(row: QueueRow, during: Moment): string | null {
+function waitReasonOf(
+  row: Pick<FactRow, 'state' | 'errorKind' | 'errorMessage'>,
+  during: Moment,
+): string | null {
   if (stateOf(row) !== 'pending' || !row.errorKind) return null;
   return storedPlain(row.errorKind, row.errorMessage, during);
 }
@@ -199,21 +247,24 @@ export function cardOffload(
 ): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
-  const rows = queue.list({ sourceId: card.sourceId, limit: 1_000_000 });
-  const files = rows.map((r) => fileOf(r, target.key));
-  const flights = flightsOf(queue, card.sourceId, rows, flightOptions);
+  const factRows = queue.factsOf(card.sourceId);
+  const fileFacts = factRows.map((r) => factOf(r, target.key));
+  // The rows with their info, read once and only when needed: new flights, or the files' metadata.
+  let rows: QueueRow[] | undefined;
+  const fullRows = (): QueueRow[] => (rows ??= queue.list({ sourceId: card.sourceId, limit: 1_000_000 }));
+  const flights = cachedFlights(queue, card.sourceId, factRows, flightOptions, fullRows);
   const workspaceLabel = workspaceLabelOf(target);
-  const facts: CardFileFact[] = files.map((f, i) => ({
+  const facts: CardFileFact[] = fileFacts.map((f, i) => ({
     relPath: f.relPath,
     kind: f.kind,
     size: f.size,
     state: f.state,
-    ...(f.state === 'pending' && rows[i]?.lane === 'flagged' ? { flaggedHeld: true } : {}),
+    ...(f.state === 'pending' && factRows[i]?.lane === 'flagged' ? { flaggedHeld: true } : {}),
     error: f.error ?? null,
     acknowledged: f.acknowledged,
     verified: f.verified,
     serverKey: f.serverKey ?? null,
-    waitReason: waitReasonOf(rows[i] as QueueRow, stopped ? 'request' : 'upload'),
+    waitReason: waitReasonOf(factRows[i] as FactRow, stopped ? 'request' : 'upload'),
   }));
   const verdict = safeToFormat({
     card: { id: card.sourceId, label: card.label },
@@ -226,17 +277,51 @@ export function cardOffload(
     stopped,
     copies: destinations.length > 0,
   });
-  const copies = gatherLocal(queue, card, destinations);
+  const copies = gatherLocal(queue, card, destinations, factRows);
   const local = copies ? localVerdict(copies) : null;
+  let files: ManifestFile[] | undefined;
   return {
     card,
-    files,
+    facts: fileFacts,
+    get files(): ManifestFile[] {
+      if (!files) {
+        const info = new Map(fullRows().map((r) => [r.id, 'info' in r ? r.info : undefined]));
+        files = fileFacts.map((f, i) => fileOf(f, info.get((factRows[i] as FactRow).id)));
+        rows = undefined; // not held as long as the verdict is (the agent's events, the window)
+      }
+      return files;
+    },
     flights,
     verdict,
     local,
-    ...headline(verdict, local, files),
+    ...headline(verdict, local, fileFacts),
     target: { id: target.key, workspaceLabel, serverLabel: target.label },
   };
+}
+
+/**
+ * A card's flights: as last analysed when nothing they are made of changed
+ * since (every row of the card keeps its id and time; the MRK files, the
+ * wayline matches, the settings and the app's version are the same), else
+ * analysed now from every file's info and kept for the next time.
+ */
+function cachedFlights(
+  queue: Queue,
+  sourceId: string,
+  facts: readonly FactRow[],
+  opts: FlightOptions,
+  rows: () => QueueRow[],
+): FlightCompleteness[] {
+  const h = createHash('sha256').update(JSON.stringify([TOOL.version, opts.minHeight ?? null]));
+  for (const f of facts) h.update(`${f.id}|${f.updatedAt}\n`);
+  for (const m of queue.flights.mrkOf(sourceId)) h.update(JSON.stringify(m));
+  h.update(queue.history.waylinesStamp());
+  const stamp = h.digest('hex');
+  const kept = queue.flights.summaryOf(sourceId, stamp);
+  if (kept !== undefined) return JSON.parse(kept) as FlightCompleteness[];
+  const flights = flightsOf(queue, sourceId, rows(), opts);
+  queue.flights.keepSummary(sourceId, stamp, JSON.stringify(flights));
+  return flights;
 }
 
 /**
@@ -247,7 +332,7 @@ export function cardOffload(
 function headline(
   verdict: SafeToFormatVerdict,
   local: LocalVerdict | null,
-  files: readonly ManifestFile[],
+  files: readonly FileFact[],
 ): { safe: boolean; message: string } {
   if (verdict.safe || !local?.safe) return { safe: verdict.safe, message: verdict.message };
   const total = files.reduce((n, f) => n + f.size, 0);

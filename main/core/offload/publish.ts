@@ -59,7 +59,7 @@ export function manifestFolder(o: Pick<CardOffload, 'card' | 'target'>): string 
 
 /** The part of a card's state a manifest vouches for (not the time it was written). */
 function digestOf(o: CardOffload): string {
-  const facts = o.files.map((f) => [
+  const facts = o.facts.map((f) => [
     f.relPath,
     f.md5,
     f.state,
@@ -115,21 +115,32 @@ export function writeManifest(
     };
   const input = reportInput(o, now, tool);
   const hashed = { ...input, files: input.files.filter((f) => /^[0-9a-f]{32}$/i.test(f.md5)) };
+  // Each file written as soon as it is made, none held with the next (a 10,000-file card's
+  // hash list, report page and JSON are some 10 MB each, with their makings).
+  const written: string[] = [];
+  const write = (file: string, content: string): void => {
+    writeAtomic(path.join(dir, file), content);
+    written.push(file);
+  };
   const next = nextMhlGeneration(hashed, ledger?.generations ?? []);
+  for (const f of next.files) write(f.path, f.content);
   const mhl = next.files[0]?.path ?? null;
+  const generations = next.generations;
   const report = reportJson(input, mhl);
-  const written = [
-    ...next.files,
-    { path: 'report.html', content: renderReportHtml(report) },
-    { path: 'report.json', content: `${JSON.stringify(report, null, 2)}\n` },
-  ];
-  for (const f of written) writeAtomic(path.join(dir, f.path), f.content);
-  const kept: Ledger = { generations: next.generations, digest };
+  write('report.html', renderReportHtml(report));
+  write('report.json', `${JSON.stringify(report, null, 2)}\n`);
+  const kept: Ledger = { generations, digest };
   writeAtomic(ledgerFile, JSON.stringify(kept));
-  const files = written.map((f) => f.path);
   // A generation before this one that never reached the bucket goes with it.
   const behind = ledger !== null && ledger.uploaded !== ledger.digest;
-  return { dir, files, changed: true, toUpload: behind ? filesOf(dir, kept) : files, digest, hashList: mhl };
+  return {
+    dir,
+    files: written,
+    changed: true,
+    toUpload: behind ? filesOf(dir, kept) : written,
+    digest,
+    hashList: mhl,
+  };
 }
 
 /** Every file of a manifest folder (its hash lists, the chain, the reports): what the bucket should hold. */

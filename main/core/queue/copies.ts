@@ -40,6 +40,8 @@ export interface CopyRecord {
   path: string;
   state: CopyState;
   md5: string | null;
+  /** The XXH3-64 the copy's read-back matched (recorded in its ASC MHL beside the MD5), or null. */
+  xxh3: string | null;
   /** The copy as written (size, and the card's mtime it was given): a later change is seen. */
   copySize: number | null;
   copyMtimeMs: number | null;
@@ -63,6 +65,7 @@ interface CopyRow {
   path: string;
   state: CopyState;
   md5: string | null;
+  xxh3: string | null;
   copy_size: number | null;
   copy_mtime_ms: number | null;
   read_back: ReadBack | null;
@@ -79,6 +82,7 @@ const record = (r: CopyRow): CopyRecord & FileVersion => ({
   path: r.path,
   state: r.state,
   md5: r.md5,
+  xxh3: r.xxh3,
   copySize: r.copy_size,
   copyMtimeMs: r.copy_mtime_ms,
   readBack: r.read_back,
@@ -130,8 +134,8 @@ export class CopyFacts {
       ),
       put: db.prepare(
         `INSERT OR REPLACE INTO copies (source_id, rel_path, size, mtime_ms, destination_id, path, state, md5,
-         copy_size, copy_mtime_ms, read_back, at, error) VALUES (@sourceId, @relPath, @size, @mtimeMs,
-         @destinationId, @path, @state, @md5, @copySize, @copyMtimeMs, @readBack, @at, @error)`,
+         xxh3, copy_size, copy_mtime_ms, read_back, at, error) VALUES (@sourceId, @relPath, @size, @mtimeMs,
+         @destinationId, @path, @state, @md5, @xxh3, @copySize, @copyMtimeMs, @readBack, @at, @error)`,
       ),
       ofFile: db.prepare<[string, string, number, number], CopyRow>(
         'SELECT * FROM copies WHERE source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ? ORDER BY destination_id',
@@ -221,6 +225,7 @@ export class CopyFacts {
       path: change.type === 'want' ? change.path : (cur?.path ?? ''),
       state,
       md5: null,
+      xxh3: null,
       copySize: null,
       copyMtimeMs: null,
       readBack: null,
@@ -232,6 +237,7 @@ export class CopyFacts {
         ? {
             ...base,
             md5: change.copy.md5,
+            xxh3: change.copy.xxh3,
             copySize: change.copy.copySize,
             copyMtimeMs: change.copy.copyMtimeMs,
             readBack: change.copy.readBack,

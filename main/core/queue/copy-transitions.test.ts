@@ -14,7 +14,10 @@ import {
 const CHANGES: Record<CopyChange['type'], CopyChange> = {
   want: { type: 'want', path: '/ssd/CARD-1/DCIM/a.JPG' },
   writing: { type: 'writing' },
-  verified: { type: 'verified', copy: { md5: 'aa', copySize: 1, copyMtimeMs: 1, readBack: 'direct' } },
+  verified: {
+    type: 'verified',
+    copy: { md5: 'aa', xxh3: null, copySize: 1, copyMtimeMs: 1, readBack: 'direct' },
+  },
   differs: { type: 'differs', reason: 'other bytes' },
   stopped: { type: 'stopped', reason: 'SSD is full' },
   forget: { type: 'forget' },

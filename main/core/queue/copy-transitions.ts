@@ -18,6 +18,11 @@ export type CopyState = (typeof COPY_STATES)[number];
 /** A copy as written and read back: where, its MD5, the size and time it was given, how it was read back. */
 export interface WrittenCopy {
   md5: string;
+  /**
+   * The XXH3-64 its read-back matched (ASC MHL's `xxh3`, 16 hex digits), or
+   * null when the read-back was checked with MD5 (no XXH3 module, hash-worker.ts).
+   */
+  xxh3: string | null;
   copySize: number;
   copyMtimeMs: number;
   readBack: 'direct' | 'cache';

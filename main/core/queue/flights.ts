@@ -35,6 +35,12 @@ export class FlightFacts {
       accepted: db.prepare<[number, string], { folder: string }>(
         'SELECT folder FROM accepted_flights WHERE target_id = ? AND source_id = ? ORDER BY folder',
       ),
+      summary: db.prepare<[number, string, string], { flights_json: string }>(
+        'SELECT flights_json FROM flight_summaries WHERE target_id = ? AND source_id = ? AND stamp = ?',
+      ),
+      keepSummary: db.prepare(
+        'INSERT OR REPLACE INTO flight_summaries (target_id, source_id, stamp, flights_json) VALUES (?, ?, ?, ?)',
+      ),
     };
   }
 
@@ -67,5 +73,15 @@ export class FlightFacts {
 
   accepted(sourceId: string): string[] {
     return this.stmts.accepted.all(this.target(), sourceId).map((r) => r.folder);
+  }
+
+  /** A source's flights (JSON) as last analysed from what `stamp` sums up, if that is what they were made from. */
+  summaryOf(sourceId: string, stamp: string): string | undefined {
+    return this.stmts.summary.get(this.target(), sourceId, stamp)?.flights_json;
+  }
+
+  /** Keeps a source's flights (JSON) as analysed now, with the stamp of what they were made from. */
+  keepSummary(sourceId: string, stamp: string, flightsJson: string): void {
+    this.stmts.keepSummary.run(this.target(), sourceId, stamp, flightsJson);
   }
 }

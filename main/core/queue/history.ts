@@ -118,6 +118,20 @@ export class History {
     return r?.wayline_id ? { waylineId: r.wayline_id, waylineName: r.wayline_name ?? '', how: r.how } : null;
   }
 
+  /** Every wayline match of the target, as one string: what a card's flights were matched with. */
+  waylinesStamp(): string {
+    return this.db
+      .prepare<
+        [number],
+        { folder: string; wayline_id: string | null; wayline_name: string | null; how: string }
+      >(
+        'SELECT folder, wayline_id, wayline_name, how FROM folder_waylines WHERE target_id = ? ORDER BY folder',
+      )
+      .all(this.targetId)
+      .map((r) => JSON.stringify([r.folder, r.wayline_id, r.wayline_name, r.how]))
+      .join('\n');
+  }
+
   /** Whether a folder already has a decision (a match, or the user's "none"). */
   hasDecision(folder: string): boolean {
     return (

@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DmsError, QueueDamagedError } from '../errors.js';
-import { SCHEMA_VERSION } from './db.js';
+import { openDatabase, QUICK_CHECK_EVERY_MS, SCHEMA_VERSION } from './db.js';
 import { FileInfoSchema, type FileInfo } from './file-info.js';
 import { backoffDelay, Queue, type QueueRow, type TargetRef } from './queue.js';
 import { IllegalTransition } from './transitions.js';
@@ -99,6 +99,46 @@ describe('Queue', () => {
     const again = new Database(file, { readonly: true });
     expect(again.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION + 5);
     again.close();
+  });
+
+  it('reads the store through for damage after an unclean end and once a day, not at every open', () => {
+    const day = QUICK_CHECK_EVERY_MS;
+    const t0 = Date.UTC(2026, 10, 27, 8);
+    const q = open(() => t0);
+    // Enough rows for pages of their own, past the schema's.
+    q.observe(
+      Array.from({ length: 3000 }, (_, i) => f(`DCIM/100MEDIA/DJI_${String(i).padStart(4, '0')}.JPG`)),
+    );
+    q.close();
+    expect(fs.existsSync(`${file}-wal`)).toBe(false);
+    const checkedAt = () => {
+      // Read-write: a read-only connection cannot remove the log when it closes (it would look unclean).
+      const db = new Database(file);
+      const v = db.prepare("SELECT value FROM meta WHERE key = 'quick_check_at'").get() as { value: string };
+      db.close();
+      return Number(v.value);
+    };
+    expect(checkedAt()).toBe(t0);
+    // A page of the rows is damaged (the disk under the store) after a clean close.
+    const size = fs.statSync(file).size;
+    const fd = fs.openSync(file, 'r+');
+    fs.writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, size - 4096);
+    fs.closeSync(fd);
+    // Closed cleanly, checked an hour ago: not read through (the pages are read when used).
+    openDatabase(file, () => t0 + 3600_000).close();
+    expect(checkedAt()).toBe(t0);
+    // A day later it is: the damage is found at the open, as damage.
+    expect(() => openDatabase(file, () => t0 + day + 1)).toThrow(QueueDamagedError);
+    // After an unclean end (its write-ahead log left behind), at once.
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir);
+    open(() => t0).close();
+    const other = new Database(file); // another process holding it, as a crashed one leaves it: the log is there
+    other.prepare("INSERT INTO meta (key, value) VALUES ('x', 'y')").run();
+    expect(fs.existsSync(`${file}-wal`)).toBe(true);
+    openDatabase(file, () => t0 + 60_000).close();
+    other.close();
+    expect(checkedAt()).toBe(t0 + 60_000);
   });
 
   it('says clearly when the file is not a database', () => {

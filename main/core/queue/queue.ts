@@ -10,7 +10,11 @@ import type { LaneLeft } from '../../shared/lanes.js';
 import { LANE_NAMES, QueueLanes } from './lanes.js';
 import { History } from './history.js';
 import {
+  FACT_COLUMNS,
+  parseFactRow,
   parseRow,
+  type FactColumns,
+  type FactRow,
   type FileKind,
   type QueueRow,
   type RawRow,
@@ -37,7 +41,7 @@ import {
 import { CLEARS_PARTS, transition, type Change } from './transitions.js';
 
 export { FILE_STATES, type FileState } from './states.js';
-export type { QueueRow, WorkingRow } from './rows.js';
+export type { FactRow, QueueRow, WorkingRow } from './rows.js';
 export type { Change } from './transitions.js';
 
 export interface ObservedFile {
@@ -148,7 +152,7 @@ export class Queue {
     private readonly now: () => number = Date.now,
   ) {
     this.file = file;
-    this.db = openDatabase(file);
+    this.db = openDatabase(file, now);
     const db = this.db;
     this.history = new History(db, () => this.targetId, now);
     this.flights = new FlightFacts(db, () => this.targetId, now);
@@ -260,7 +264,7 @@ export class Queue {
         this.db
           .prepare('DELETE FROM parts WHERE file_id IN (SELECT id FROM files WHERE target_id = ?)')
           .run(t.id);
-        for (const table of ['files', 'history', 'accepted_flights', 'folder_waylines'])
+        for (const table of ['files', 'history', 'accepted_flights', 'folder_waylines', 'flight_summaries'])
           this.db.prepare(`DELETE FROM ${table} WHERE target_id = ?`).run(t.id);
         this.db.prepare('DELETE FROM targets WHERE id = ?').run(t.id);
         if (this.getMeta('current_target') === t.key)
@@ -646,6 +650,21 @@ export class Queue {
       if (raw.length > limit) raw.length = limit; // rows another process added since the count
     }
     return raw.map((r) => this.parse(r));
+  }
+
+  /**
+   * Every file of a source for the bound target as a card's verdict reads
+   * it, oldest first: the columns it needs, not the file's info (whose
+   * parse and check was most of reading a 10,000-file card).
+   */
+  factsOf(sourceId: string): FactRow[] {
+    return this.db
+      .prepare<[number, string], FactColumns>(
+        `SELECT ${FACT_COLUMNS} FROM files WHERE target_id = ? AND source_id = ?`,
+      )
+      .all(this.targetId, sourceId)
+      .sort((a, b) => a.id - b.id)
+      .map((r) => parseFactRow(r, this.file));
   }
 
   /** The key of an object of this target holding the same content (our own upload of a twin), if any. */

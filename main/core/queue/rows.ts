@@ -216,7 +216,7 @@ function upload(r: RawRow): Upload {
   };
 }
 
-function verification(r: RawRow, file: string): Verification | null {
+function verification(r: Pick<RawRow, 'verified_json'>, file: string): Verification | null {
   if (r.verified_json === null) return null;
   try {
     return JSON.parse(r.verified_json) as Verification;
@@ -262,6 +262,77 @@ export function parseRow(r: RawRow, file: string): QueueRow {
     default:
       throw new QueueDamagedError(file, new Error(`row ${r.id} has an unknown state`));
   }
+}
+
+/**
+ * A file as a card's verdict reads it (queue.factsOf): its state, content
+ * and acknowledgement, without its info. `fingerprint` only where the row
+ * has its identity (as QueueRow's), `outcome` and `doneAt` only when done.
+ */
+export interface FactRow {
+  id: number;
+  kind: FileKind;
+  relPath: string;
+  size: number;
+  mtimeMs: number;
+  state: FileState;
+  fingerprint: string | null;
+  errorKind: string | null;
+  errorMessage: string | null;
+  outcome: Outcome | null;
+  doneAt: number | null;
+  updatedAt: number;
+  objectKey: string | null;
+  serverKey: string | null;
+  verified: Verification | null;
+  /** The file's lane (a flagged photo held for an unmetered link is in 'flagged'). */
+  lane: LaneName;
+}
+
+export const FACT_COLUMNS = `id, kind, rel_path, size, mtime_ms, state,
+  CASE WHEN tiny_fingerprint IS NOT NULL AND info_json IS NOT NULL THEN fingerprint END AS fingerprint,
+  error_kind, error_message, outcome, done_at, updated_at, object_key, server_key, verified_json, lane`;
+
+export type FactColumns = Pick<
+  RawRow,
+  | 'id'
+  | 'kind'
+  | 'rel_path'
+  | 'size'
+  | 'mtime_ms'
+  | 'state'
+  | 'fingerprint'
+  | 'error_kind'
+  | 'error_message'
+  | 'outcome'
+  | 'done_at'
+  | 'updated_at'
+  | 'object_key'
+  | 'server_key'
+  | 'verified_json'
+  | 'lane'
+>;
+
+export function parseFactRow(r: FactColumns, file: string): FactRow {
+  const done = r.state === 'done';
+  return {
+    id: r.id,
+    kind: r.kind,
+    relPath: r.rel_path,
+    size: r.size,
+    mtimeMs: r.mtime_ms,
+    state: r.state,
+    fingerprint: r.fingerprint,
+    errorKind: r.error_kind,
+    errorMessage: r.error_message,
+    outcome: done ? (r.outcome ?? 'uploaded') : null,
+    doneAt: done ? (r.done_at ?? r.updated_at) : null,
+    updatedAt: r.updated_at,
+    objectKey: r.object_key,
+    serverKey: done ? r.server_key : null,
+    verified: verification(r, file),
+    lane: laneAt(r.lane),
+  };
 }
 
 /**
