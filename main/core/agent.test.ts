@@ -13,7 +13,7 @@ import { Agent, type SourceEvent } from './agent.js';
 import { parseConfig } from './config.js';
 import { DmsError } from './errors.js';
 import { Queue } from './queue/queue.js';
-import { SyncEngine } from './sync/engine.js';
+import { syncLanes } from './sync/peers.js';
 
 let dir: string;
 beforeEach(() => {
@@ -34,7 +34,7 @@ function agentFor(s: ReturnType<typeof standIn>) {
   const queue = new Queue(path.join(dir, 'state', 'queue.db'));
   const config = parseConfig({});
   const target = { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' };
-  const engine = new SyncEngine({
+  const lanes = syncLanes({
     queue,
     api: s.api,
     target,
@@ -45,7 +45,7 @@ function agentFor(s: ReturnType<typeof standIn>) {
     queue,
     api: s.api,
     config,
-    engine,
+    lanes,
     manifestsDir: path.join(dir, 'state', 'manifests'),
   });
   return { queue, agent };

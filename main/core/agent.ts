@@ -14,7 +14,10 @@ import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import type { PartGate } from './sync/part-gate.js';
-import { SyncEngine, type FileEvent, type RunState, type RunStateChange } from './sync/engine.js';
+import type { SyncEngine, FileEvent, RunState, RunStateChange } from './sync/engine.js';
+import type { LocalCopies } from './sync/local-copies.js';
+import { syncLanes, type SyncLanes } from './sync/peers.js';
+import type { Destination } from './queue/copies.js';
 import type { ProgressSnapshot } from './sync/progress.js';
 import type { DiscoverWarning } from './media/discover.js';
 import { cardSource, folderSource, type Source } from './sources/source.js';
@@ -62,7 +65,8 @@ export interface AgentOptions {
   logger?: Logger;
   /** Quiet period before a growing file is read (copy in progress). */
   quietMs?: number;
-  engine?: SyncEngine;
+  /** The copy lane and the upload lane, built by the caller (tests); default: built here (sync/peers.ts). */
+  lanes?: SyncLanes;
   backoff?: BackoffPolicy;
   /** Where cards' manifests go (`<state>/manifests`); without it no verdict is made. */
   manifestsDir?: string;
@@ -95,7 +99,10 @@ export interface OnceResult {
  * files; when it comes back it is rescanned and resumes.
  */
 export class Agent extends EventEmitter<AgentEvents> {
+  /** The upload lane. */
   readonly engine: SyncEngine;
+  /** The copy lane, the engine's peer: the engine gets only its port (where to read a file from, the copy steps). */
+  private readonly copies: LocalCopies;
   readonly waylines: WaylineCatalog;
   private readonly queue: Queue;
   private readonly log: Logger;
@@ -119,9 +126,9 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.queue = opts.queue;
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
-    this.engine =
-      opts.engine ??
-      new SyncEngine({
+    const lanes =
+      opts.lanes ??
+      syncLanes({
         queue: opts.queue,
         api: opts.api,
         config: opts.config,
@@ -130,6 +137,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         ...(opts.initialState ? { initialState: opts.initialState } : {}),
         ...(opts.gate ? { gate: opts.gate } : {}),
       });
+    this.engine = lanes.engine;
+    this.copies = lanes.copies;
     if (!opts.queue.target) throw new Error('The agent needs a queue bound to a target.');
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
@@ -153,11 +162,11 @@ export class Agent extends EventEmitter<AgentEvents> {
     });
     this.engine.on('progress', (p) => this.emit('progress', p));
     this.engine.on('copied', ({ sourceId }) => this.copiesAtRest(sourceId));
-    this.engine.on('destination-stopped', ({ sourceId, destination, message }) => {
+    this.copies.on('stop', ({ sourceId, destination, message }) => {
       const source = this.sourceById(sourceId);
       if (source) this.emit('destination-stopped', { source, destination: destination.label, message });
     });
-    this.engine.on('destination', ({ sourceId, destination, look, message }) =>
+    this.copies.on('seen', ({ sourceId, destination, look, message }) =>
       this.emit('destination', {
         source: this.sourceById(sourceId),
         destination: destination.label,
@@ -384,12 +393,12 @@ export class Agent extends EventEmitter<AgentEvents> {
    */
   private copiesAtRest(sourceId: string): void {
     const source = this.sourceById(sourceId);
-    if (!source || this.engine.localDestinations.length === 0) return;
+    if (!source || this.localDestinations.length === 0) return;
     try {
       const done = completeLocal({
         queue: this.queue,
         card: { sourceId, label: source.label },
-        destinations: this.engine.localDestinations,
+        destinations: this.localDestinations,
         flights: this.flightOptions(),
       });
       const local = done.offload.local;
@@ -413,7 +422,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   private complete(source: Source, manifestsDir: string, signal?: AbortSignal): Promise<Completed> {
     return completeSource({
       queue: this.queue,
-      destinations: this.engine.localDestinations,
+      destinations: this.localDestinations,
       bucket: this.engine.bucket,
       card: { sourceId: source.sourceId, label: source.label },
       manifestsDir,
@@ -511,7 +520,13 @@ export class Agent extends EventEmitter<AgentEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
+    this.copies.updateConfig(config);
     this.engine.updateConfig(config);
+  }
+
+  /** The local destinations cards are copied to (settings and `--copy-to`). */
+  get localDestinations(): readonly Destination[] {
+    return this.copies.all;
   }
 
   private get quietMs(): number {
