@@ -500,6 +500,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   sourceGone(source: Source): number {
     if (this.gone.has(source.sourceId)) return 0;
     this.gone.add(source.sourceId);
+    // Both lanes stop reading from it: the copies it still wanted wait for it, then the uploads.
+    this.copies.dropAgain(source.sourceId, this.queue.sources.labelOf(source.sourceId));
     const waiting = this.engine.sourceRemoved(
       source.sourceId,
       `${source.label} was removed; its files will continue when it is back.`,

@@ -41,8 +41,6 @@ export interface CopyPort {
   hasCopy: (row: QueueRow) => boolean;
   /** A card was scanned: what each destination lacks is wanted there; the destinations stopped now. */
   prepare: (sourceId: string) => DestinationStop[];
-  /** The card went away: its files still wanted somewhere are stopped until it is back. */
-  dropAgain: (sourceId: string, label: string) => void;
   /** discovered -> hashed: copied to each destination that wants it, the card read once. */
   copy: (ctx: StepContext, row: DiscoveredRow) => Promise<Extract<Change, { type: 'hashed' }>>;
   /** A file of this card waits to be copied (again) or is being copied. */

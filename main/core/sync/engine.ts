@@ -277,8 +277,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   sourceRemoved(sourceId: string, message: string): number {
     // Stop reading from it at once: parts already acknowledged stay recorded
     // and are reused when the card is back. Files with a verified local copy
-    // go on from it: that is what a locally safe card is for.
-    this.copies.dropAgain(sourceId, this.queue.sources.labelOf(sourceId));
+    // go on from it: that is what a locally safe card is for. (The copies it
+    // still wanted are the copy lane's: the agent stops them first.)
     this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
     this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
       const row = this.queue.get(id);

@@ -75,7 +75,6 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
       place: (row) => this.placeOf(row),
       hasCopy: (row) => this.hasCopy(row),
       prepare: (sourceId) => this.prepare(sourceId),
-      dropAgain: (sourceId, label) => this.dropAgain(sourceId, label),
       copy: (ctx, row) => this.copy(ctx, row),
       copyingAgain: (sourceId) => this.copyingAgain(sourceId),
       nextAgain: () => {
