@@ -43,8 +43,8 @@ export interface CopyPort {
   prepare: (sourceId: string) => DestinationStop[];
   /** discovered -> hashed: copied to each destination that wants it, the card read once. */
   copy: (ctx: StepContext, row: DiscoveredRow) => Promise<Extract<Change, { type: 'hashed' }>>;
-  /** A file of this card waits to be copied (again) or is being copied. */
-  copyingAgain: (sourceId: string) => boolean;
+  /** Every file of this card found so far is read and copied; none waits to be copied (again). */
+  finished: (sourceId: string) => boolean;
   /** The next file to copy again, its records now 'writing'; undefined when none is due (or none wants it). */
   nextAgain: () => CopyAgain | undefined;
 }

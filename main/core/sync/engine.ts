@@ -420,8 +420,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         row,
         (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
         () => {
-          if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
-            this.emit('copied', { sourceId: row.sourceId });
+          if (this.copies.finished(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );
@@ -441,8 +440,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
           if (problem) this.log.warn({ source: row.sourceId, file: row.relPath }, problem);
         },
         () => {
-          if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
-            this.emit('copied', { sourceId: row.sourceId });
+          if (this.copies.finished(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );

@@ -76,7 +76,7 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
       hasCopy: (row) => this.hasCopy(row),
       prepare: (sourceId) => this.prepare(sourceId),
       copy: (ctx, row) => this.copy(ctx, row),
-      copyingAgain: (sourceId) => this.copyingAgain(sourceId),
+      finished: (sourceId) => !this.queue.hasUnread(sourceId) && !this.copyingAgain(sourceId),
       nextAgain: () => {
         const next = this.nextAgain();
         if (!next || next.targets.length === 0) return undefined;
