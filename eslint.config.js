@@ -38,6 +38,14 @@ export default tseslint.config(
     'The engine (main/core) imports nothing of the shell, the CLI, the service or the window.',
     [ELECTRON_PACKAGE, into('electron', 'cli', 'service', 'renderer')],
   ),
+  // The upload lane and the copy lane are peers under the agent: the engine gets the copies' port
+  // (sync/copy-port.ts) as values, never the copies themselves (issue 29). Repeats the core's layer
+  // (a later entry replaces the rule's options for its files).
+  layer(
+    ['main/core/sync/engine.ts'],
+    'The engine imports nothing of the shell, the CLI, the service or the window, nor the copies: it is handed their port (sync/copy-port.ts).',
+    [ELECTRON_PACKAGE, into('electron', 'cli', 'service', 'renderer'), '^\\./local-copies(\\.js)?$'],
+  ),
   layer(['main/service/**'], 'The reference service imports nothing of the shell, the CLI or the window.', [
     ELECTRON_PACKAGE,
     into('electron', 'cli', 'renderer'),

@@ -13,7 +13,8 @@ import { Agent, type SourceEvent } from './agent.js';
 import { parseConfig } from './config.js';
 import { DmsError } from './errors.js';
 import { Queue } from './queue/queue.js';
-import { SyncEngine } from './sync/engine.js';
+import { folderSource } from './sources/source.js';
+import { syncLanes } from './sync/peers.js';
 
 let dir: string;
 beforeEach(() => {
@@ -30,11 +31,11 @@ function card(name: string, files: Record<string, string>): string {
   return root;
 }
 
-function agentFor(s: ReturnType<typeof standIn>) {
+function agentFor(s: ReturnType<typeof standIn>, destinations: string[] = []) {
   const queue = new Queue(path.join(dir, 'state', 'queue.db'));
-  const config = parseConfig({});
+  const config = parseConfig({ destinations: destinations.map((p) => ({ path: p })) });
   const target = { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' };
-  const engine = new SyncEngine({
+  const lanes = syncLanes({
     queue,
     api: s.api,
     target,
@@ -45,10 +46,10 @@ function agentFor(s: ReturnType<typeof standIn>) {
     queue,
     api: s.api,
     config,
-    engine,
+    lanes,
     manifestsDir: path.join(dir, 'state', 'manifests'),
   });
-  return { queue, agent };
+  return { queue, agent, lanes };
 }
 
 describe('the agent, run once (sync)', () => {
@@ -95,6 +96,27 @@ describe('the agent, run once (sync)', () => {
 });
 
 describe('the agent, long-running (watch, the app)', () => {
+  it('a card pulled before it is copied: the copy lane stops its copies, the upload lane parks its files', async () => {
+    const s = standIn();
+    const ssd = path.join(dir, 'SSD');
+    fs.mkdirSync(ssd);
+    const { queue, agent, lanes } = agentFor(s, [ssd]);
+    const root = card('PULLED', { 'DCIM/100MEDIA/DJI_0001.JPG': 'one', 'DCIM/100MEDIA/DJI_0002.JPG': 'two' });
+    const source = folderSource(root);
+    // Scanned (each file wanted on the SSD), not run: nothing is copied yet.
+    await lanes.engine.scan(source);
+    expect(queue.copies.inState('wanted', source.sourceId)).toHaveLength(2);
+    expect(agent.sourceGone(source)).toBe(2);
+    // The agent is the one door for both lanes: no copy stays wanted from a card that is gone.
+    expect(queue.copies.inState('wanted', source.sourceId)).toEqual([]);
+    expect(queue.copies.inState('stopped', source.sourceId).map((c) => c.error)).toEqual([
+      'PULLED was removed before this file was copied to SSD: insert it again to copy it.',
+      'PULLED was removed before this file was copied to SSD: insert it again to copy it.',
+    ]);
+    await agent.stop();
+    queue.close();
+  });
+
   it('follows a folder: files found, synced, recorded in the history under the folder’s name', async () => {
     const s = standIn();
     const { queue, agent } = agentFor(s);

@@ -15,7 +15,10 @@ import { cleanStaging, type Cleaned } from './copies/staging.js';
 import { ejectVolume } from './sources/eject.js';
 import { FolderWatcher } from './sources/folder-watcher.js';
 import type { PartGate } from './sync/part-gate.js';
-import { SyncEngine, type FileEvent, type RunState, type RunStateChange } from './sync/engine.js';
+import type { SyncEngine, FileEvent, RunState, RunStateChange } from './sync/engine.js';
+import type { LocalCopies } from './sync/local-copies.js';
+import { syncLanes, type SyncLanes } from './sync/peers.js';
+import type { Destination } from './queue/copies.js';
 import type { ProgressSnapshot } from './sync/progress.js';
 import type { DiscoverWarning } from './media/discover.js';
 import { cardSource, folderSource, type Source } from './sources/source.js';
@@ -63,7 +66,8 @@ export interface AgentOptions {
   logger?: Logger;
   /** Quiet period before a growing file is read (copy in progress). */
   quietMs?: number;
-  engine?: SyncEngine;
+  /** The copy lane and the upload lane, built by the caller (tests); default: built here (sync/peers.ts). */
+  lanes?: SyncLanes;
   backoff?: BackoffPolicy;
   /** Where cards' manifests go (`<state>/manifests`); without it no verdict is made. */
   manifestsDir?: string;
@@ -96,7 +100,10 @@ export interface OnceResult {
  * files; when it comes back it is rescanned and resumes.
  */
 export class Agent extends EventEmitter<AgentEvents> {
+  /** The upload lane. */
   readonly engine: SyncEngine;
+  /** The copy lane, the engine's peer: the engine gets only its port (where to read a file from, the copy steps). */
+  private readonly copies: LocalCopies;
   readonly waylines: WaylineCatalog;
   private readonly queue: Queue;
   private readonly log: Logger;
@@ -120,9 +127,9 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.queue = opts.queue;
     this.config = opts.config;
     this.log = opts.logger ?? silentLogger;
-    this.engine =
-      opts.engine ??
-      new SyncEngine({
+    const lanes =
+      opts.lanes ??
+      syncLanes({
         queue: opts.queue,
         api: opts.api,
         config: opts.config,
@@ -131,6 +138,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         ...(opts.initialState ? { initialState: opts.initialState } : {}),
         ...(opts.gate ? { gate: opts.gate } : {}),
       });
+    this.engine = lanes.engine;
+    this.copies = lanes.copies;
     if (!opts.queue.target) throw new Error('The agent needs a queue bound to a target.');
     this.waylines = new WaylineCatalog(opts.api);
     this.engine.on('file', (e) => {
@@ -155,11 +164,11 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.engine.on('progress', (p) => this.emit('progress', p));
     this.engine.on('copied', ({ sourceId }) => this.copiesAtRest(sourceId));
     this.engine.on('read', ({ sourceId }) => this.holdFlagged(sourceId));
-    this.engine.on('destination-stopped', ({ sourceId, destination, message }) => {
+    this.copies.on('stop', ({ sourceId, destination, message }) => {
       const source = this.sourceById(sourceId);
       if (source) this.emit('destination-stopped', { source, destination: destination.label, message });
     });
-    this.engine.on('destination', ({ sourceId, destination, look, message }) =>
+    this.copies.on('seen', ({ sourceId, destination, look, message }) =>
       this.emit('destination', {
         source: this.sourceById(sourceId),
         destination: destination.label,
@@ -389,12 +398,12 @@ export class Agent extends EventEmitter<AgentEvents> {
    */
   private copiesAtRest(sourceId: string): void {
     const source = this.sourceById(sourceId);
-    if (!source || this.engine.localDestinations.length === 0) return;
+    if (!source || this.localDestinations.length === 0) return;
     try {
       const done = completeLocal({
         queue: this.queue,
         card: { sourceId, label: source.label },
-        destinations: this.engine.localDestinations,
+        destinations: this.localDestinations,
         flights: this.flightOptions(),
       });
       const local = done.offload.local;
@@ -442,7 +451,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   private complete(source: Source, manifestsDir: string, signal?: AbortSignal): Promise<Completed> {
     return completeSource({
       queue: this.queue,
-      destinations: this.engine.localDestinations,
+      destinations: this.localDestinations,
       bucket: this.engine.bucket,
       card: { sourceId: source.sourceId, label: source.label },
       manifestsDir,
@@ -529,6 +538,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   sourceGone(source: Source): number {
     if (this.gone.has(source.sourceId)) return 0;
     this.gone.add(source.sourceId);
+    // Both lanes stop reading from it: the copies it still wanted wait for it, then the uploads.
+    this.copies.dropAgain(source.sourceId, this.queue.sources.labelOf(source.sourceId));
     const waiting = this.engine.sourceRemoved(
       source.sourceId,
       `${source.label} was removed; its files will continue when it is back.`,
@@ -549,8 +560,14 @@ export class Agent extends EventEmitter<AgentEvents> {
 
   updateConfig(config: Config): void {
     this.config = config;
+    this.copies.updateConfig(config);
     this.engine.updateConfig(config);
     if (!config.holdFlaggedOnMetered) this.queue.lanes.unflag();
+  }
+
+  /** The local destinations cards are copied to (settings and `--copy-to`). */
+  get localDestinations(): readonly Destination[] {
+    return this.copies.all;
   }
 
   private get quietMs(): number {

@@ -219,7 +219,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
       failedCount: left?.failed ?? 0,
       waitingForCard: left?.card ?? 0,
       hasFiles: left?.anyFiles ?? false,
-      destinations: rt?.agent.engine.localDestinations.map((d) => d.label) ?? [],
+      destinations: rt?.agent.localDestinations.map((d) => d.label) ?? [],
       progress: this.push.progress,
       cards: rt?.monitor?.cards() ?? waiting?.cards() ?? [],
       verdicts: (sourceId) => this.cards.view(sourceId),

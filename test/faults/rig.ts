@@ -6,6 +6,7 @@
  * file done, objects byte-identical, exactly one record per file with the
  * fingerprint of the final content.
  */
+import { syncLanes } from '../../main/core/sync/peers.js';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import { expect } from 'vitest';
 import { ApiClient, type ApiClientOptions } from '../../main/core/api/client.js';
 import { parseConfig, type ConfigInput } from '../../main/core/config.js';
 import type { BackoffPolicy, Queue } from '../../main/core/queue/queue.js';
-import { SyncEngine, type FileEvent } from '../../main/core/sync/engine.js';
+import type { SyncEngine, FileEvent } from '../../main/core/sync/engine.js';
 import type { RunStateName } from '../../main/shared/states.js';
 import { folderSource } from '../../main/core/sources/source.js';
 import { flightFolderOf } from '../../main/core/media/flight-folder.js';
@@ -174,12 +175,12 @@ export async function startEngine(opts: {
   config?: ConfigInput;
   backoff?: BackoffPolicy;
 }): Promise<EngineRun> {
-  const engine = new SyncEngine({
+  const engine = syncLanes({
     queue: opts.queue,
     api: opts.api,
     config: parseConfig({ ...FAST_SETTLE, ...opts.config }),
     backoff: opts.backoff ?? FAST_BACKOFF,
-  });
+  }).engine;
   const events: FileEvent[] = [];
   const states: EngineRun['states'] = [];
   engine.on('file', (e) => events.push(e));

@@ -15,6 +15,7 @@
  * - `blackPreview`: the EXIF thumbnail replaced by a black JPEG of the same
  *   size (padded after its end marker), the main image untouched.
  */
+import { syncLanes } from '../../main/core/sync/peers.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
@@ -28,7 +29,6 @@ import {
 } from '../../main/core/offload/card.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { folderSource } from '../../main/core/sources/source.js';
-import { SyncEngine } from '../../main/core/sync/engine.js';
 import type { RunningService } from '../../main/service/index.js';
 import { FIXTURES } from './harness.js';
 import { fit, replaceAll } from './rtk-card.js';
@@ -207,7 +207,7 @@ export async function offloadCard<T = CardOffload>(
   const root = path.join(o.dir, o.name);
   o.build(root);
   const queue = new Queue(path.join(o.dir, `state-${o.name}`, 'queue.db'));
-  const engine = new SyncEngine({
+  const engine = syncLanes({
     queue,
     api: new ApiClient({
       baseUrl: o.service.baseUrl,
@@ -215,7 +215,7 @@ export async function offloadCard<T = CardOffload>(
       token: o.service.token,
     }),
     config: parseConfig({ callbackSettleSeconds: 1 }),
-  });
+  }).engine;
   try {
     const source = folderSource(root);
     await engine.scan(source);

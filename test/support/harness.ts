@@ -1,3 +1,4 @@
+import { syncLanes } from '../../main/core/sync/peers.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,7 @@ import type { StsResult } from '../../main/core/api/types.js';
 import { parseConfig, type Config, type ConfigInput } from '../../main/core/config.js';
 import { DmsError } from '../../main/core/errors.js';
 import { Queue } from '../../main/core/queue/queue.js';
-import { SyncEngine, type FileEvent } from '../../main/core/sync/engine.js';
+import type { SyncEngine, FileEvent } from '../../main/core/sync/engine.js';
 import { folderSource } from '../../main/core/sources/source.js';
 
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'dji');
@@ -61,7 +62,7 @@ export async function syncOnce(opts: {
   const queue = new Queue(opts.queueFile);
   // A lost callback answer is checked after 1 s here instead of the product's 60 s.
   const config: Config = parseConfig({ callbackSettleSeconds: 1, ...opts.config });
-  const engine = new SyncEngine({ queue, api: opts.api, config });
+  const engine = syncLanes({ queue, api: opts.api, config }).engine;
   const events: FileEvent[] = [];
   engine.on('file', (e) => events.push(e));
   try {

@@ -5,6 +5,7 @@
  * recording proxies). The bucket proxy sees every request the agent makes
  * to a bucket: where the settings are wrong, it must see none.
  */
+import { syncLanes } from '../../main/core/sync/peers.js';
 import { visible } from '../../main/shared/visible.js';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -14,7 +15,6 @@ import type { StsResult } from '../../main/core/api/types.js';
 import { plainMessage, type DmsError } from '../../main/core/errors.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { parseConfig } from '../../main/core/config.js';
-import { SyncEngine } from '../../main/core/sync/engine.js';
 import { createUploader } from '../../main/core/storage/index.js';
 import type { BucketTarget, Uploader } from '../../main/core/storage/types.js';
 import { failure, makeCard, syncOnce, tempDir } from '../support/harness.js';
@@ -262,7 +262,7 @@ describe('A2. every object the agent writes stays under the prefix', () => {
   it('the manifest written through the bucket port (put), prefix ../../etc: refused, nothing reaches the bucket', async () => {
     h.answer('sts', hostile.stsWith({ object_key_prefix: '../../etc' }));
     const queue = new Queue(path.join(dir, 'publish.db'));
-    const engine = new SyncEngine({ queue, api: h.client(), config: parseConfig({}) });
+    const engine = syncLanes({ queue, api: h.client(), config: parseConfig({}) }).engine;
     try {
       const { result: err, seen } = await bucketRequestsAfter(() =>
         failure(engine.bucket.put('manifests/card-0123456789', 'report.json', manifest, 'application/json')),

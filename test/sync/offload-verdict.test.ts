@@ -3,6 +3,7 @@
  * rest: a file still on its way, a failed file, a pulled card, and a switch
  * to another target. The engine and the reference service run in-process.
  */
+import { syncLanes } from '../../main/core/sync/peers.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -12,7 +13,6 @@ import { cardOffload } from '../../main/core/offload/card.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { serverTarget } from '../../main/core/session/target.js';
 import { folderSource } from '../../main/core/sources/source.js';
-import { SyncEngine } from '../../main/core/sync/engine.js';
 import { verifySource } from '../../main/core/offload/verify.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { startSampleBucket, startSampleServer } from '../support/sample-server.js';
@@ -42,7 +42,7 @@ function setup(name: string, s: RunningService = svc) {
     float: [],
   });
   const queue = new Queue(path.join(dir, `state-${name}`, 'queue.db'));
-  const engine = new SyncEngine({ queue, api: api(s), config: parseConfig({ callbackSettleSeconds: 1 }) });
+  const engine = syncLanes({ queue, api: api(s), config: parseConfig({ callbackSettleSeconds: 1 }) }).engine;
   const source = folderSource(c.root);
   const verdict = () => cardOffload(queue, { sourceId: source.sourceId, label: name }).verdict;
   return { c, queue, engine, source, verdict };
@@ -139,11 +139,11 @@ it('not with a failed file: the reason says which and why', async () => {
     });
     fs.copyFileSync(path.join(FIXTURES, 'M2EA/M2EA_IR.JPG'), path.join(c.root, c.folder, 'M2EA_IR.JPG'));
     const queue = new Queue(path.join(dir, 'state-failed', 'queue.db'));
-    const engine = new SyncEngine({
+    const engine = syncLanes({
       queue,
       api: new ApiClient({ baseUrl: sample.baseUrl, workspaceId: sample.workspaceId, token: 'sample-token' }),
       config: parseConfig({}),
-    });
+    }).engine;
     const source = folderSource(c.root);
     await engine.scan(source);
     await engine.run({ mode: 'until-idle' });
@@ -174,7 +174,7 @@ it('not after a switch to another target until the card is there too', async () 
     engine.close();
     // The crew signs in to another server: nothing of this card is acknowledged there yet.
     queue.bindTarget(serverTarget(other.baseUrl, other.workspaceId));
-    const onOther = new SyncEngine({ queue, api: api(other), config: parseConfig({}) });
+    const onOther = syncLanes({ queue, api: api(other), config: parseConfig({}) }).engine;
     await onOther.scan(source);
     const v = verdict();
     expect(v.safe).toBe(false);

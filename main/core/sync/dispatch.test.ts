@@ -1,3 +1,4 @@
+import { syncLanes } from './peers.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -5,7 +6,6 @@ import { afterEach, expect, it } from 'vitest';
 import type { ApiClient } from '../api/client.js';
 import { parseConfig } from '../config.js';
 import { Queue } from '../queue/queue.js';
-import { SyncEngine } from './engine.js';
 import { folderSource } from '../sources/source.js';
 
 // The dispatcher against a real SQLite queue and real files; the server is a
@@ -42,14 +42,14 @@ it('hands every row to exactly one worker, also when refills empty the listed id
   } as unknown as ApiClient;
   const queue = new Queue(path.join(dir, 'queue.db'));
   const target = { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' };
-  const engine = new SyncEngine({
+  const engine = syncLanes({
     queue,
     api,
     target,
     config: parseConfig({}),
     hashConcurrency: 8,
     apiConcurrency: 64,
-  });
+  }).engine;
   try {
     await engine.scan(folderSource(path.join(dir, 'card')));
     await engine.run({ mode: 'until-idle' });

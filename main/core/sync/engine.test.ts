@@ -5,6 +5,7 @@
  * so each test can say exactly what the server answered and look at the
  * order of the engine's calls and the run state it went through.
  */
+import { syncLanes } from './peers.js';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { parseConfig } from '../config.js';
 import { DmsError } from '../errors.js';
 import { Queue } from '../queue/queue.js';
 import { folderSource } from '../sources/source.js';
-import { SyncEngine, type RunStateChange } from './engine.js';
+import type { RunStateChange } from './engine.js';
 
 let dir: string;
 let card: string;
@@ -35,7 +36,7 @@ function photo(name: string, content = `photo ${name}`): string {
 function engineFor(s: ReturnType<typeof standIn>, settle = 0, destinations: string[] = []) {
   const queue = new Queue(path.join(dir, 'queue.db'));
   const bucket = memoryBucket(s.calls);
-  const engine = new SyncEngine({
+  const engine = syncLanes({
     queue,
     api: s.api,
     target: { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' },
@@ -45,7 +46,7 @@ function engineFor(s: ReturnType<typeof standIn>, settle = 0, destinations: stri
     }),
     createUploader: bucket.create,
     backoff: { baseMs: 20, capMs: 100 },
-  });
+  }).engine;
   const states: string[] = [];
   engine.on('state', (c: RunStateChange) => states.push(`${c.from.name}>${c.to.name}`));
   return { queue, engine, bucket, states };

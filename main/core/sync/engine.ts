@@ -29,10 +29,9 @@ import { PartSlots, type PartSlotsOptions } from './part-slots.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { scanSource, type ScanResult } from './scan.js';
-import type { Destination } from '../queue/copies.js';
 import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
-import { LocalCopies, type DestinationSeen, type DestinationStop } from './local-copies.js';
+import type { CopyPort, DestinationStop } from './copy-port.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
@@ -71,16 +70,14 @@ export interface EngineEvents {
   copied: [{ sourceId: string }];
   /** Every file of a source found so far is read: what the card's one read tells (its flight checks) is known. */
   read: [{ sourceId: string }];
-  /** A destination stopped for a card (full, unplugged, read-only): its reason. */
-  'destination-stopped': [{ sourceId: string; destination: Destination; message: string }];
-  /** A destination's folder at a card's scan: created (not there yet), made again, or its drive unplugged. */
-  destination: [DestinationSeen];
 }
 
 export interface EngineOptions {
   queue: Queue;
   api: ApiClient;
   config: Config;
+  /** The copy lane, its peer under the agent: where a file is read from and the copy steps, as values. */
+  copies: CopyPort;
   /** Where the work goes; default: the API's server and workspace (sessions bind the queue themselves). */
   target?: TargetRef;
   logger?: Logger;
@@ -157,8 +154,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly dispatcher: Dispatcher;
   /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
   private readonly copyLane: Dispatcher;
-  /** Where cards are copied first, and where a file is read from once copied. */
-  private readonly copies: LocalCopies;
+  /** Where cards are copied first, and where a file is read from once copied (the copy lane's port). */
+  private readonly copies: CopyPort;
   /** At most one row per content on its way to the server. */
   private readonly claims: ContentClaims;
   private readonly tracked = new Set<number>();
@@ -198,18 +195,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       Limiter
     >;
     this.slots = new PartSlots(slotOptions(opts.config, opts.gate));
-    this.copies = new LocalCopies(this.queue, opts.config, {
-      stop: (stop) => {
-        this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
-        this.emit('destination-stopped', stop);
-      },
-      seen: (seen) => {
-        this.log.info({ source: seen.sourceId, destination: seen.destination.label }, seen.message);
-        this.emit('destination', seen);
-      },
-    });
+    this.copies = opts.copies;
     this.claims = new ContentClaims(this.queue, () => this.wake());
-    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled ? AFTER_READ : undefined);
+    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled() ? AFTER_READ : undefined);
     this.copyLane = new Dispatcher(this.queue, ['discovered']);
   }
 
@@ -230,7 +218,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   updateConfig(config: Config): void {
     this.config = config;
     this.queue.lanes.order(config.lanes);
-    this.copies.updateConfig(config);
     for (const l of LANE_NAMES) this.uploadLimiters[l].setLimit(config.concurrency.files);
     this.slots.update(slotOptions(config));
     this.bucket.updateConfig(config);
@@ -294,8 +281,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   sourceRemoved(sourceId: string, message: string): number {
     // Stop reading from it at once: parts already acknowledged stay recorded
     // and are reused when the card is back. Files with a verified local copy
-    // go on from it: that is what a locally safe card is for.
-    this.copies.dropAgain(sourceId, this.queue.sources.labelOf(sourceId));
+    // go on from it: that is what a locally safe card is for. (The copies it
+    // still wanted are the copy lane's: the agent stops them first.)
     this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
     this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
       const row = this.queue.get(id);
@@ -310,11 +297,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       .filter((row) => !this.copies.hasCopy(row)).length;
   }
 
-  /** The local destinations cards are copied to (settings and `--copy-to`). */
-  get localDestinations(): readonly Destination[] {
-    return this.copies.all;
-  }
-
   /** Rows in flight in both lanes. */
   private get inFlight(): number {
     return this.dispatcher.inFlight + this.copyLane.inFlight;
@@ -322,7 +304,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Where a row's file is read from: a verified copy still as written, else the card. */
   placeOf(row: QueueRow): Place {
-    return this.copies.placeOf(row);
+    return this.copies.place(row);
   }
 
   pause(): void {
@@ -374,7 +356,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         // The copy lane is the upload's peer, not behind it: cards are copied at
         // card speed with the server away (offline, its hold) or no sign-in. Only
         // a pause (the crew's) or a halt (the store cannot record) stops it.
-        const copying = this.copies.enabled && this.state !== 'paused' && this.state !== 'halted';
+        const copying = this.copies.enabled() && this.state !== 'paused' && this.state !== 'halted';
         if (copying) this.dispatchCopies(limit, signal);
         const copyLaneBusy = this.copyLane.inFlight > 0;
         // A one-shot run reports and exits on a sign-in to renew or a halt (once its copies are made); a pause waits.
@@ -474,10 +456,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         row,
         (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
         () => {
-          if (!this.queue.hasUnread(row.sourceId)) {
-            this.emit('read', { sourceId: row.sourceId });
-            if (!this.copies.copyingAgain(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
-          }
+          if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
+          if (this.copies.finished(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );
@@ -485,22 +465,19 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // Files already read that a destination lacks, copied again from the card in the same lane.
     while (this.copyLane.inFlight < COPY_LANE_WIDTH) {
       const next = this.copies.nextAgain();
-      if (!next || next.targets.length === 0) break;
-      const { row, targets } = next;
+      if (!next) break;
+      const { row } = next;
       this.status.set('syncing');
       this.copyLane.start(
         row,
         async (own) => {
           const signal = AbortSignal.any([own, this.stopAll.signal]);
-          const problem = await this.copies.copyAgain(row, targets, signal, (n) =>
-            this.context(signal, row.id).onBytes(n, false),
-          );
+          const problem = await next.run(signal, (n) => this.context(signal, row.id).onBytes(n, false));
           // Said in the log (a plain line in a terminal); the card's local verdict names the copy missing.
           if (problem) this.log.warn({ source: row.sourceId, file: row.relPath }, problem);
         },
         () => {
-          if (!this.queue.hasUnread(row.sourceId) && !this.copies.copyingAgain(row.sourceId))
-            this.emit('copied', { sourceId: row.sourceId });
+          if (this.copies.finished(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );
@@ -534,7 +511,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       if (row.state === 'discovered') {
         const discovered = row;
-        if (!this.copies.enabled) {
+        if (!this.copies.enabled()) {
           to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
           if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
         } else {

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
 import type { Config } from '../config.js';
 import {
@@ -15,19 +16,15 @@ import type { DiscoveredRow } from '../queue/rows.js';
 import { copyAndVerify, type CopyJob } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
+import type { CopyPort, DestinationSeen, DestinationStop } from './copy-port.js';
 
-export interface DestinationStop {
-  sourceId: string;
-  destination: Destination;
-  message: string;
-}
+export type { DestinationSeen, DestinationStop } from './copy-port.js';
 
-/** A destination's folder as a card's scan found it, when it is worth saying (created, gone, unplugged). */
-export interface DestinationSeen {
-  sourceId: string;
-  destination: Destination;
-  look: Exclude<DestinationLook, 'ready'>;
-  message: string;
+export interface LocalCopiesEvents {
+  /** A destination stopped for a card (said once per card and destination). */
+  stop: [DestinationStop];
+  /** A destination's folder was created, or found gone, or its drive unplugged. */
+  seen: [DestinationSeen];
 }
 
 type Target = CopyJob['targets'][number];
@@ -39,21 +36,17 @@ type Target = CopyJob['targets'][number];
  * (queue/copy-transitions.ts), written only through `queue.copies.apply`;
  * "copy again" is the records that are due; which destinations count for a
  * card is the store's too. A restart, `status`, `report`, the window and a
- * run's summary read the same facts.
+ * run's summary read the same facts. Owned by the agent beside the engine
+ * (its peer, the upload lane), which gets only `port()`: function values.
  */
-export class LocalCopies {
+export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
   private destinations: Destination[];
 
   constructor(
     private readonly queue: Queue,
     config: Config,
-    private readonly tell: {
-      /** A destination stopped for a card (said once per card and destination). */
-      stop: (stop: DestinationStop) => void;
-      /** A destination's folder was created, or found gone, or its drive unplugged. */
-      seen: (seen: DestinationSeen) => void;
-    },
   ) {
+    super();
     this.destinations = destinationsOf(config, queue.copies);
     // A write cut short by a crash or a kill: wanted again (the table allows it, from writing only here).
     queue.copies.together(() => {
@@ -73,6 +66,24 @@ export class LocalCopies {
 
   updateConfig(config: Config): void {
     this.destinations = destinationsOf(config, this.queue.copies);
+  }
+
+  /** What the engine (the upload lane) is handed: where to read a file from, and the copy steps, as values. */
+  port(): CopyPort {
+    return {
+      enabled: () => this.enabled,
+      place: (row) => this.placeOf(row),
+      hasCopy: (row) => this.hasCopy(row),
+      prepare: (sourceId) => this.prepare(sourceId),
+      copy: (ctx, row) => this.copy(ctx, row),
+      finished: (sourceId) => !this.queue.hasUnread(sourceId) && !this.copyingAgain(sourceId),
+      nextAgain: () => {
+        const next = this.nextAgain();
+        if (!next || next.targets.length === 0) return undefined;
+        const { row, targets } = next;
+        return { row, run: (signal, onBytes) => this.copyAgain(row, targets, signal, onBytes) };
+      },
+    };
   }
 
   /**
@@ -133,7 +144,7 @@ export class LocalCopies {
       } catch {
         return look === 'missing' ? 'missing' : 'unplugged';
       }
-      this.tell.seen({
+      this.emit('seen', {
         sourceId,
         destination,
         look,
@@ -336,7 +347,7 @@ export class LocalCopies {
     // At a scan, handed back with the scan's result (said after it); else said now.
     if (already) return;
     if (said) said.push({ sourceId, destination, message });
-    else this.tell.stop({ sourceId, destination, message });
+    else this.emit('stop', { sourceId, destination, message });
   }
 
   /** A destination that cannot be written at all for a card (its drive gone): each file not verified there is stopped. */
