@@ -1,8 +1,10 @@
 // Deterministic synthetic SD cards with DJI's layout and names. Content is an
 // AES-128-CTR keystream keyed by (seed, file): incompressible, different for
 // every file (so every fingerprint differs) and the same on every run.
-// Real EXIF/XMP is not needed for speed: the agent reads the first bytes of
-// each file for metadata and falls back to the file's time when there is none.
+// A group may start each file with a real DJI photo (`head`: its EXIF, XMP
+// and embedded preview, which the flight checks decode), the keystream after
+// its end marker: what a camera writes is then read, parsed and checked as on
+// a real card. Without it the agent falls back to the file's time.
 import { createCipheriv, createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,11 +23,16 @@ function keystream(seed, id) {
   return createCipheriv('aes-128-ctr', key, Buffer.alloc(16));
 }
 
-function writeFile(file, size, seed, id) {
+function writeFile(file, size, seed, id, head) {
   const c = keystream(seed, id);
   const fd = fs.openSync(file, 'w');
   try {
-    for (let left = size; left > 0;) {
+    let left = size;
+    if (head) {
+      fs.writeSync(fd, head.subarray(0, Math.min(head.length, size)));
+      left -= Math.min(head.length, size);
+    }
+    for (; left > 0;) {
       const n = Math.min(left, CHUNK);
       fs.writeSync(fd, c.update(ZERO.subarray(0, n)));
       left -= n;
@@ -37,6 +44,26 @@ function writeFile(file, size, seed, id) {
 }
 
 const pad = (n, w) => String(n).padStart(w, '0');
+
+const heads = new Map();
+/** A real photo's bytes, read once per run. */
+function headOf(file) {
+  if (!heads.has(file)) heads.set(file, fs.readFileSync(file));
+  return heads.get(file);
+}
+
+/**
+ * A real DJI photo from the shared fixtures (../shared/fixtures beside the
+ * repository), or undefined where they are not (then the card is all keystream).
+ */
+export function fixturePhoto(rel) {
+  const file = path.resolve(
+    path.dirname(new URL(import.meta.url).pathname),
+    '../../../../shared/fixtures/dji',
+    rel,
+  );
+  return fs.existsSync(file) ? file : undefined;
+}
 
 /** `DJI_YYYYMMDDhhmmss_NNNN_W.EXT` for file `i` (0-based) of a flight that started at `start`. */
 function mediaName(start, i, ext) {
@@ -82,7 +109,7 @@ export function makeCard(root, spec) {
         ? `${path.basename(folder).slice(0, -(mission.length + 1))}${g.suffix}`
         : mediaName(folderStart, index % perFolder, g.ext);
       const file = path.join(folder, name);
-      writeFile(file, g.size, seed, index);
+      writeFile(file, g.size, seed, index, g.head ? headOf(g.head) : undefined);
       files.push({ path: file, size: g.size });
     }
   }
@@ -125,7 +152,7 @@ export function cardSpecs(quick) {
           seed: 'offload',
           start: '2024-01-05T10:00:00Z',
           groups: [
-            { count: 40, size: 5 * MiB, ext: 'JPG' },
+            { count: 40, size: 5 * MiB, ext: 'JPG', head: fixturePhoto('M3T/M3T_IR.JPG') },
             { count: 1, size: 40 * MiB, ext: 'MP4' },
             // The flight's RTK/PPK files, named after its folder (main/core/media/rtk-files.ts).
             { count: 1, size: 24 * KiB, suffix: '_Timestamp.MRK' },
@@ -168,7 +195,8 @@ export function cardSpecs(quick) {
           seed: 'offload',
           start: '2024-01-05T10:00:00Z',
           groups: [
-            { count: 229, size: 5 * MiB, ext: 'JPG' },
+            // Real M3T photos (EXIF, XMP, preview) padded to 5 MiB: the flight checks run as in the field.
+            { count: 229, size: 5 * MiB, ext: 'JPG', head: fixturePhoto('M3T/M3T_IR.JPG') },
             { count: 3, size: 300 * MiB, ext: 'MP4' },
             // The flight's RTK/PPK files, named after its folder (main/core/media/rtk-files.ts).
             { count: 1, size: 24 * KiB, suffix: '_Timestamp.MRK' },
