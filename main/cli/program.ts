@@ -295,6 +295,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     const e = err instanceof DmsError ? err : toDmsError(err);
     process.stderr.write(errorLines(e, argv).join('\n') + '\n');
-    return e.kind === 'auth' ? EXIT.auth : e.kind === 'invalid-input' ? EXIT.usage : EXIT.notAllDone;
+    // A command not right is not retryable; a full disk or a failing store is (files left: 1).
+    return e.kind === 'auth'
+      ? EXIT.auth
+      : e.kind === 'invalid-input' && !e.retryable
+        ? EXIT.usage
+        : EXIT.notAllDone;
   }
 }

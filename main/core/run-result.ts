@@ -198,7 +198,9 @@ export function gatherRun(
   sources: ReadonlyArray<{ sourceId: string; label: string }>,
 ): RunFacts['cards'] {
   const known = queue.copies.destinations();
-  return sources.map(({ sourceId, label }) => {
+  // One card once: two folders of the same content (a card and a copy of it) are the same source.
+  const once = sources.filter((s, i) => sources.findIndex((t) => t.sourceId === s.sourceId) === i);
+  return once.map(({ sourceId, label }) => {
     const copies = queue.copies.ofSource(sourceId);
     const ids = new Set([...queue.copies.countingFor(sourceId), ...copies.map((c) => c.destinationId)]);
     return {

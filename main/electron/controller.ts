@@ -682,6 +682,8 @@ export class AppController extends EventEmitter<ControllerEvents> {
           this.changed();
         },
       });
+      const notKept = this.link.store.notKeptMessage;
+      if (notKept) this.log.warn({ reason: this.link.store.notKept }, notKept);
       this.link.gate.subscribe(() => this.changed());
       this.link.gate.on('question', (q) => {
         this.linkQuestion = q;

@@ -123,7 +123,7 @@ describe.skipIf(!canMount)('full disk (tmpfs)', () => {
     expect(r.signal, 'the CLI hung and was killed').toBeNull();
     expect(
       r.code,
-      `exit code (13 = Node's "unsettled top-level await": the engine never returned)\n${r.stderr.slice(-1500)}`,
+      `exit code (13 = Node's "unsettled top-level await": the engine never returned)\n${r.stderr.slice(-6000)}`,
     ).toBe(1);
     expect(lastJson(r.stdout)?.['type']).toBe('summary');
     fs.rmSync(filler);

@@ -69,6 +69,11 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   // The link (issue 31, docs/link.md), as `watch` has it, asked before every part: on a metered
   // network the first lane goes and the run ends saying what waits (exit code 5).
   const link = await startLink({ stateDir: ctx.paths.root, configFile: ctx.paths.config, config });
+  const linkNotKept = link.store.notKeptMessage;
+  if (linkNotKept) {
+    if (flags.json) printJson({ type: 'warning', message: linkNotKept });
+    else writeLines([linkNotKept], process.stderr);
+  }
   const agent = new Agent({
     gate: link.gate,
     queue,

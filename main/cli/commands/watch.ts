@@ -42,6 +42,11 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     config,
     onSettings: (next) => live.agent?.updateConfig({ ...config, link: next.link }),
   });
+  const linkNotKept = link.store.notKeptMessage;
+  if (linkNotKept) {
+    if (flags.json) printJson({ type: 'warning', message: linkNotKept });
+    else writeLines([linkNotKept], process.stderr);
+  }
   const agent = new Agent({
     queue,
     api: ctx.api,

@@ -162,3 +162,18 @@ describe('the link gate (a real SQLite file)', () => {
     store.close();
   });
 });
+
+describe('link.db that cannot be written', () => {
+  it('the link works from memory for the run and says why it keeps nothing (a real SQLite error, not a mock)', () => {
+    // A folder where the file should be: SQLite cannot open it (SQLITE_CANTOPEN), as with a full or read-only disk.
+    const file = storeFile();
+    fs.mkdirSync(file);
+    const store = new LinkStore(file);
+    expect(store.notKept).toMatch(/cannot be written \(SQLITE_CANTOPEN\)/);
+    expect(store.notKeptMessage).toMatch(/count for this run only\. Free some space\.$/);
+    store.addUsage('net', '2026-11', 5 * MiB);
+    expect(store.used('net', '2026-11')).toBe(5 * MiB);
+    // A store that opens says nothing.
+    expect(new LinkStore(storeFile()).notKeptMessage).toBeNull();
+  });
+});

@@ -19,15 +19,59 @@ export function periodKey(per: BudgetPeriod, when: Date): string {
   return per === 'day' ? `${y}-${m}-${d}` : `${y}-${m}`;
 }
 
+/** SQLite's words for a file that cannot be written here (a full disk, a read-only folder). */
+const CANNOT_WRITE = /^SQLITE_(FULL|READONLY|CANTOPEN|IOERR)/;
+
 export class LinkStore {
   private readonly db: Database.Database;
+  /**
+   * Why link.db could not be opened for writing (the disk is full, the
+   * folder read-only), or null. Then the link works from memory for this
+   * run: the policy holds, but the budget's use and the crew's answers are
+   * not kept once it ends; the agent says so.
+   */
+  readonly notKept: string | null;
 
   constructor(file: string) {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.exec(`
+    let db: Database.Database;
+    let notKept: string | null = null;
+    try {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      db = LinkStore.open(file);
+    } catch (err) {
+      const raw = (err as { code?: unknown }).code;
+      const code = typeof raw === 'string' ? raw : '';
+      if (!CANNOT_WRITE.test(code) && code !== 'ENOSPC' && code !== 'EROFS' && code !== 'EACCES') throw err;
+      notKept =
+        code === 'SQLITE_FULL' || code === 'ENOSPC'
+          ? `the disk holding ${path.basename(file)} is full`
+          : `${file} cannot be written (${code})`;
+      db = LinkStore.open(':memory:');
+    }
+    this.db = db;
+    this.notKept = notKept;
+  }
+
+  private static open(file: string): Database.Database {
+    const db = new Database(file);
+    try {
+      if (file !== ':memory:') {
+        db.pragma('journal_mode = WAL');
+        // A write per part (the budget's use): keep the log small (a full small disk, issue 7's tmpfs).
+        db.pragma('wal_autocheckpoint = 64');
+        db.pragma('journal_size_limit = 262144');
+      }
+      db.pragma('busy_timeout = 5000');
+      LinkStore.tables(db);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+    return db;
+  }
+
+  private static tables(db: Database.Database): void {
+    db.exec(`
       CREATE TABLE IF NOT EXISTS link_usage (
         network TEXT NOT NULL,
         period TEXT NOT NULL,
@@ -40,6 +84,13 @@ export class LinkStore {
         answered_at INTEGER NOT NULL
       );
     `);
+  }
+
+  /** The sentence an agent says when link.db is not kept (notKept), else null. */
+  get notKeptMessage(): string | null {
+    return this.notKept
+      ? `The link's record cannot be kept (${this.notKept}): data budgets and your answers about networks count for this run only. Free some space.`
+      : null;
   }
 
   /** Bytes this network carried in the period. */

@@ -93,20 +93,35 @@ export async function completeSource(o: {
       ...(o.signal ? { signal: o.signal } : {}),
     });
   const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights, o.stopped ?? null);
-  const manifest = writeManifest(o.manifestsDir, offload, TOOL);
+  let manifest: Published;
   let uploadProblem: string | null = null;
+  try {
+    manifest = writeManifest(o.manifestsDir, offload, TOOL);
+  } catch (err) {
+    // The verdict stands without its manifest (a full disk): said, and written at the next rest.
+    const e = toDmsError(err);
+    const dir = path.join(o.manifestsDir, manifestFolder(offload));
+    manifest = { dir, files: [], changed: false, toUpload: [], digest: '', hashList: null };
+    uploadProblem = `The manifest of ${o.card.label} could not be written to ${dir}: ${plainMessage(e)} It is written at the next sync.`;
+    o.log.warn({ source: o.card.sourceId, kind: e.kind, detail: e.message }, uploadProblem);
+  }
   if (manifest.toUpload.length > 0 && !o.serverDown) {
     try {
       const folder = `manifests/${manifestFolder(offload)}`;
-      for (const f of manifest.toUpload)
-        await o.bucket.put(
-          folder,
-          f,
-          fs.readFileSync(path.join(manifest.dir, f)),
-          contentType(f),
-          o.signal,
-          livingFile(f),
-        );
+      // A few at a time, not one after the other: on a 300 ms link each round trip counts.
+      const left = [...manifest.toUpload];
+      const one = async (): Promise<void> => {
+        for (let f = left.shift(); f !== undefined; f = left.shift())
+          await o.bucket.put(
+            folder,
+            f,
+            fs.readFileSync(path.join(manifest.dir, f)),
+            contentType(f),
+            o.signal,
+            livingFile(f),
+          );
+      };
+      await Promise.all(Array.from({ length: Math.min(MANIFEST_PUTS, left.length) }, one));
       markUploaded(manifest.dir, manifest.digest);
     } catch (err) {
       const e = toDmsError(err);
@@ -123,6 +138,9 @@ function contentType(file: string): string {
   if (file.endsWith('.json')) return 'application/json';
   return 'application/xml';
 }
+
+/** Manifest files written to the bucket at once (a generation is 4: its hash list, the chain, two reports). */
+const MANIFEST_PUTS = 4;
 
 /**
  * The files each new generation rewrites (the report, the ASC MHL chain):
