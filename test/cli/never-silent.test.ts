@@ -80,7 +80,9 @@ describe('sync is never silent', () => {
     expect(run.lines.filter((l) => l.line.startsWith('{'))).toEqual([]);
     // Afterwards, `status` says why the files wait, in the run's own words (the technical text under -v).
     const status = await runCli(['status'], { home });
-    expect(status.out).toMatch(/files? waits?: Nothing answers at this address\. Check the server address and port/);
+    expect(status.out).toMatch(
+      /files? waits?: Nothing answers at this address\. Check the server address and port/,
+    );
     expect(status.out).not.toMatch(/ECONNREFUSED|\/media\/api\//);
   }, 120_000);
 
