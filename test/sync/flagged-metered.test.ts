@@ -161,3 +161,44 @@ it('off (the default): flagged photos go with the others over the metered networ
     queue.close();
   }
 }, 180_000);
+
+it('on, with the yes given before the card: no photo leaves before the card is read whole and checked', async () => {
+  const root = path.join(dir, 'M3T_EARLY');
+  const shots = writeFlightCard(root, 'DCIM/100MEDIA', badCard(true));
+  const old = new Date(Date.now() - 3_600_000);
+  for (const s of shots) fs.utimesSync(path.join(root, s.relPath), old, old);
+  const queueFile = path.join(dir, 'state-early', 'queue.db');
+  const queue = new Queue(queueFile);
+  const gate = new LinkGate(new LinkStore(path.join(dir, 'state-early', 'link.json')));
+  gate.see({ key: 'wifi:FIELD-4G', label: 'FIELD-4G', cost: 'metered' });
+  gate.answer('yes');
+  // A service of its own: the photos are not known to it yet (the tests above sent the same card).
+  const own = await startService({ dataDir: path.join(dir, 'svc-early'), logger: false });
+  const api = new ApiClient({ baseUrl: own.baseUrl, workspaceId: own.workspaceId, token: own.token });
+  // Two files at a time: the first photos are read (and could be sent) long before the last one.
+  const config = parseConfig({
+    holdFlaggedOnMetered: true,
+    concurrency: { files: 2 },
+    callbackSettleSeconds: 1,
+  });
+  const agent = new Agent({ queue, api, config, quietMs: 300, gate });
+  agent.start();
+  try {
+    await agent.addFolder(root);
+    await until(
+      'the good photos uploaded',
+      () => rows(queueFile).filter((r) => r.state === 'done').length === 14,
+      90_000,
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    // Before: DJI_0003 (a black frame, read early) went over the metered network before the checks ran.
+    const held = rows(queueFile).filter((r) => r.state !== 'done');
+    expect(held.map((r) => r.name)).toEqual(FLAGGED);
+    expect(held.every((r) => r.bytes_sent === 0)).toBe(true);
+    expect(await own.admin.mediaRecords(own.workspaceId)).toHaveLength(14);
+  } finally {
+    await agent.stop();
+    queue.close();
+    await own.close();
+  }
+}, 180_000);

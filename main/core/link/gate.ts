@@ -168,6 +168,7 @@ export class LinkGate
 
   /** Whether a part of `lane` would be held now (asked without letting anything through). */
   holds(lane: LaneName): boolean {
+    if (lane === 'flagged' && !flaggedMayGo(this.link.cost)) return true;
     return !laneMayGo(this.link.name, lane === 'first' ? 0 : 1) || !this.budgetLeft();
   }
 

@@ -22,11 +22,22 @@ export class Dispatcher {
   /** Due rows listed by the last take and not handed out yet, lane by lane, oldest first. */
   private candidates: Array<{ id: number; lane: number }> = [];
 
-  /** `states`: only rows in these (a lane of its own, the local copies); default every working state. */
+  /**
+   * `states`: only rows in these (a lane of its own, the local copies);
+   * default every working state. `holds`: a due row not to hand out now
+   * (it stays due, asked again at the next take).
+   */
   constructor(
     private readonly queue: Queue,
     private readonly states?: readonly WorkingState[],
+    private readonly holds?: (row: WorkingRow) => boolean,
   ) {}
+
+  /** Whether a row of this source is in flight. */
+  flies(sourceId: string): boolean {
+    for (const f of this.flying.values()) if (f.sourceId === sourceId) return true;
+    return false;
+  }
 
   get inFlight(): number {
     return this.flying.size;
@@ -82,6 +93,7 @@ export class Dispatcher {
       const row = this.queue.dueRow(id);
       if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
       if (this.states && !this.states.includes(row.state)) continue;
+      if (this.holds?.(row)) continue;
       const rank = laneRank(row.lane);
       load.set(rank, (load.get(rank) ?? 0) + 1);
       taken.add(id);

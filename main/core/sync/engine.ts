@@ -154,6 +154,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly dispatcher: Dispatcher;
   /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
   private readonly copyLane: Dispatcher;
+  private readonly gate: PartGate | undefined;
   /** Where cards are copied first, and where a file is read from once copied (the copy lane's port). */
   private readonly copies: CopyPort;
   /** At most one row per content on its way to the server. */
@@ -197,8 +198,40 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.slots = new PartSlots(slotOptions(opts.config, opts.gate));
     this.copies = opts.copies;
     this.claims = new ContentClaims(this.queue, () => this.wake());
-    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled() ? AFTER_READ : undefined);
+    this.gate = opts.gate;
+    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled() ? AFTER_READ : undefined, (row) =>
+      this.waitsForChecks(row),
+    );
     this.copyLane = new Dispatcher(this.queue, ['discovered']);
+  }
+
+  /**
+   * A photo read and not yet sent, held back while its card is still being
+   * read, when the crew leaves flagged photos out of a metered upload
+   * (issue 32) and the link holds the flagged lane now: the card's checks
+   * need its whole flight (the median pitch...), so no photo leaves on a
+   * metered network before they have said which are unusable. Only while a
+   * read of the card is in flight (never a wait on nothing: a card pulled,
+   * a read waiting to be tried again, lets them go as before).
+   */
+  private waitsForChecks(row: WorkingRow): boolean {
+    return (
+      row.lane === 'photos' &&
+      row.state !== 'discovered' &&
+      this.config.holdFlaggedOnMetered &&
+      this.gate?.holds?.('flagged') === true &&
+      this.queue.hasUnread(row.sourceId) &&
+      (this.copyLane.flies(row.sourceId) || this.readingNow(row.sourceId))
+    );
+  }
+
+  /** A row of this source is being read (hashed) by the upload lane's dispatcher. */
+  private readingNow(sourceId: string): boolean {
+    return this.dispatcher
+      .flyingRows()
+      .some(
+        ({ id }) => this.queue.get(id)?.state === 'discovered' && this.queue.get(id)?.sourceId === sourceId,
+      );
   }
 
   /** The run state's name (derived from `status`). */
@@ -538,6 +571,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         const answer = to(await this.apiLimiter.run(() => fastUploadStep(ctx, hashed)));
         if (answer.state === 'done') return this.finished(answer);
       }
+      // Its card's checks not made yet, on a link that holds flagged photos: it waits, due (waitsForChecks).
+      if (row.state === 'fast-upload-checked' && this.waitsForChecks(row)) return;
       if (row.state === 'fast-upload-checked' || row.state === 'uploading') {
         const log = this.partLog(row, to);
         to(await this.uploadLimiters[row.lane].run(() => uploadStep(ctx, log)));
