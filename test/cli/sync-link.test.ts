@@ -9,7 +9,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT } from '../../main/cli/exit-codes.js';
 import { startService, type RunningService } from '../../main/service/index.js';
@@ -22,22 +21,12 @@ import {
   startPrivateBus,
   type PrivateBus,
 } from '../link/dbus-bus.js';
+import { queueFiles } from '../support/queue-rows.js';
 
 const missing = dbusDaemonMissing();
 if (missing) console.warn(`Skipping the one-shot sync on a metered link: ${missing}.`);
 
-function rows(state: string): Array<{ rel_path: string; state: string; bytes_sent: number }> {
-  const db = new Database(path.join(state, 'queue.db'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT rel_path, state, bytes_sent FROM files').all() as Array<{
-      rel_path: string;
-      state: string;
-      bytes_sent: number;
-    }>;
-  } finally {
-    db.close();
-  }
-}
+const rows = queueFiles;
 
 describe.skipIf(missing !== null)('sync on a metered link (real CLI, service, dbus-daemon)', () => {
   let dir: string;

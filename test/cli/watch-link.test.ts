@@ -9,12 +9,12 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { BIN, runCli } from '../support/cli.js';
 import { FIXTURES, tempDir } from '../support/harness.js';
 import { makeCard, MiB, until } from '../faults/rig.js';
+import { queueFiles } from '../support/queue-rows.js';
 
 let dir: string;
 let svc: RunningService;
@@ -28,21 +28,7 @@ afterAll(async () => {
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Each file of the queue: its path in the card, state and body bytes sent. */
-function rows(state: string): Array<{ rel_path: string; state: string; bytes_sent: number }> {
-  const file = path.join(state, 'queue.db');
-  if (!fs.existsSync(file)) return [];
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT rel_path, state, bytes_sent FROM files').all() as Array<{
-      rel_path: string;
-      state: string;
-      bytes_sent: number;
-    }>;
-  } finally {
-    db.close();
-  }
-}
+const rows = queueFiles;
 
 it('watch on a network pinned metered sends the first lane only; "link answer yes" lets the rest go', async () => {
   const home = path.join(dir, 'home');

@@ -11,7 +11,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppController } from '../../main/electron/controller.js';
 import { NetworkManagerWatcher } from '../../main/core/link/nm-dbus.js';
@@ -25,25 +24,14 @@ import {
   type PrivateBus,
 } from '../link/dbus-bus.js';
 import { MemorySecrets, until } from './helpers.js';
+import { queueFiles } from '../support/queue-rows.js';
 
 const missing = dbusDaemonMissing();
 if (missing) console.warn(`Skipping the app's link test: ${missing}.`);
 
 const FOLDER = 'DJI_202301011200_001_Survey';
 
-/** Each file of the queue: its name, state and body bytes sent (read from the SQLite file). */
-function rows(stateDir: string): Array<{ rel_path: string; state: string; bytes_sent: number }> {
-  const db = new Database(path.join(stateDir, 'queue.db'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT rel_path, state, bytes_sent FROM files').all() as Array<{
-      rel_path: string;
-      state: string;
-      bytes_sent: number;
-    }>;
-  } finally {
-    db.close();
-  }
-}
+const rows = queueFiles;
 
 describe.skipIf(missing !== null)('the app on a metered link (real dbus-daemon)', () => {
   let bus: PrivateBus;

@@ -28,6 +28,7 @@ import { MemorySecrets, until } from '../electron/helpers.js';
 import { startUi, type Ui } from './browser.js';
 import { noHorizontalScroll, shot, text } from './page-helpers.js';
 import { openRealWindow } from './real-main.js';
+import { queueFiles } from '../support/queue-rows.js';
 
 vi.mock('electron', () => import('../electron/electron-mock.js').then((m) => m.electronModule));
 
@@ -36,18 +37,7 @@ if (missing) console.warn(`Skipping the window's link test: ${missing}.`);
 
 const FOLDER = 'DJI_202301011200_001_Survey';
 
-function rows(stateDir: string): Array<{ rel_path: string; state: string; bytes_sent: number }> {
-  const db = new Database(path.join(stateDir, 'queue.db'), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare('SELECT rel_path, state, bytes_sent FROM files').all() as Array<{
-      rel_path: string;
-      state: string;
-      bytes_sent: number;
-    }>;
-  } finally {
-    db.close();
-  }
-}
+const rows = queueFiles;
 
 describe.skipIf(missing !== null)('the link in the window (real main, real dbus-daemon)', () => {
   let ui: Ui;
