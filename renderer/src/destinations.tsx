@@ -9,7 +9,7 @@ import { useState } from 'preact/hooks';
 import type { SettingsAnswer } from '../../main/shared/ipc.js';
 import { visible } from '../../main/shared/visible.js';
 import { call } from './bridge.js';
-import { FieldError, aria } from './fields.js';
+import { FieldError, ForgetConfirm, aria } from './fields.js';
 import { DEFAULT_KEEP_DAYS, type DestinationForm } from './validate.js';
 
 export function Destinations(props: {
@@ -131,30 +131,17 @@ export function Destinations(props: {
                   )}
                 </div>
                 {asking === d.path ? (
-                  <div
-                    class="note tone-warn forget-confirm"
-                    role="group"
-                    aria-label={`Forget ${visible(name)}`}
+                  <ForgetConfirm
+                    name={visible(name)}
+                    wordsTestId="forget-words"
+                    busy={busy}
+                    onForget={() => void forget(d, visible(name))}
+                    onKeep={() => setAsking(null)}
                   >
-                    <p data-testid="forget-words">
-                      {visible(name)} no longer counts for any card: no card waits for a copy there, and no
-                      verdict names it. Its files stay on the drive ({visible(d.path)}); nothing there is
-                      deleted.
-                    </p>
-                    <div class="forget-actions">
-                      <button
-                        type="button"
-                        class="btn btn-primary"
-                        disabled={busy}
-                        onClick={() => void forget(d, visible(name))}
-                      >
-                        Forget {visible(name)}
-                      </button>
-                      <button type="button" class="btn" disabled={busy} onClick={() => setAsking(null)}>
-                        Keep it
-                      </button>
-                    </div>
-                  </div>
+                    {visible(name)} no longer counts for any card: no card waits for a copy there, and no
+                    verdict names it. Its files stay on the drive ({visible(d.path)}); nothing there is
+                    deleted.
+                  </ForgetConfirm>
                 ) : null}
               </li>
             );

@@ -60,3 +60,30 @@ export function NumberField(props: {
     </div>
   );
 }
+
+/**
+ * "Forget …?" asked in place: what forgetting drops, then Forget <name> /
+ * Keep it (a destination, a server). Nothing is dropped before the first.
+ */
+export function ForgetConfirm(props: {
+  name: string;
+  wordsTestId: string;
+  busy: boolean;
+  onForget: () => void;
+  onKeep: () => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="note tone-warn forget-confirm" role="group" aria-label={`Forget ${props.name}`}>
+      <p data-testid={props.wordsTestId}>{props.children}</p>
+      <div class="forget-actions">
+        <button type="button" class="btn btn-primary" disabled={props.busy} onClick={props.onForget}>
+          Forget {props.name}
+        </button>
+        <button type="button" class="btn" disabled={props.busy} onClick={props.onKeep}>
+          Keep it
+        </button>
+      </div>
+    </div>
+  );
+}

@@ -9,6 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { TargetView } from '../../main/shared/ipc.js';
 import { visible } from '../../main/shared/visible.js';
 import { call } from './bridge.js';
+import { ForgetConfirm } from './fields.js';
 
 export function Targets() {
   const [list, setList] = useState<TargetView[] | null>(null);
@@ -73,24 +74,15 @@ export function Targets() {
                 )}
               </div>
               {asking === t.key ? (
-                <div class="note tone-warn forget-confirm" role="group" aria-label={`Forget ${name}`}>
-                  <p data-testid="forget-target-words">
-                    Forgetting {name} drops {t.drops}. {t.keeps}
-                  </p>
-                  <div class="forget-actions">
-                    <button
-                      type="button"
-                      class="btn btn-primary"
-                      disabled={busy}
-                      onClick={() => void forget(t)}
-                    >
-                      Forget {name}
-                    </button>
-                    <button type="button" class="btn" disabled={busy} onClick={() => setAsking(null)}>
-                      Keep it
-                    </button>
-                  </div>
-                </div>
+                <ForgetConfirm
+                  name={name}
+                  wordsTestId="forget-target-words"
+                  busy={busy}
+                  onForget={() => void forget(t)}
+                  onKeep={() => setAsking(null)}
+                >
+                  Forgetting {name} drops {t.drops}. {t.keeps}
+                </ForgetConfirm>
               ) : null}
             </li>
           );
