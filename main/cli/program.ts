@@ -272,7 +272,9 @@ function commandOf(argv: string[]): string {
  */
 export function errorLines(err: unknown, argv: string[], env = process.env): string[] {
   const e = err instanceof DmsError ? err : toDmsError(err);
-  if (e.kind === 'invalid-input' || e.kind === 'source-missing') return [`drone-media-sync: ${e.message}`];
+  // A hint inside names the command as the user runs it (`npx drone-media-sync login` in a checkout).
+  if (e.kind === 'invalid-input' || e.kind === 'source-missing')
+    return [asRun(visible(`drone-media-sync: ${e.message}`))];
   const plain = plainMessage(e, MOMENTS[commandOf(argv)] ?? 'request');
   const verbose = argv.includes('-v') || argv.includes('--verbose') || env.DMS_LOG_LEVEL === 'debug';
   const lines = [`drone-media-sync: ${plain}`];

@@ -309,6 +309,14 @@ describe('what every tool has', () => {
     expect(again.out).toMatch(/^Not signed in: there is no stored sign-in to delete\.\n$/);
   });
 
+  it('with no workspace set, the hint to sign in names the command as it was run', async () => {
+    // A fresh checkout has no `drone-media-sync` on PATH: the hint must be runnable as printed.
+    const r = await runCli(['sync', tempDir('no-ws-card'), '--server', svc.baseUrl], { home: home() });
+    expect(r.code, said(r)).toBe(2);
+    expect(r.err).toContain('No workspace is set.');
+    expect(r.err).toContain(`sign in with \`${AS_RUN} login\``);
+  });
+
   it('logs and reset are written down where the README can link them', () => {
     const doc = fs.readFileSync('docs/logs-and-reset.md', 'utf8');
     for (const words of [
@@ -357,7 +365,7 @@ describe('serve across restarts', () => {
     expect(one.ready, one.err).toBeDefined();
     const url = one.ready!.base_url;
     const passwordFile = path.join(stateUnder(h), 'local-service', 'pilot-password');
-    const line = `Sign in with: drone-media-sync login --server ${url} --username pilot (the password is in ${passwordFile})`;
+    const line = `Sign in with: ${AS_RUN} login --server ${url} --username pilot (the password is in ${passwordFile})`;
     expect(first.errText()).toContain(line);
     const login = await runCli(
       ['login', '--server', url, '--username', 'pilot', '--state', path.join(h, 'agent')],

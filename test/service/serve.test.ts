@@ -15,6 +15,8 @@ import { removeDir, tempDatabase, tempDir, onPostgres } from './helpers.js';
 import { stsStub } from './sts-stub.js';
 
 const BIN = path.resolve('dist/main/cli/bin.js');
+/** How the hints name this program when it is run as `node dist/main/cli/bin.js` (a checkout). */
+const AS_RUN = `node ${path.relative(process.cwd(), BIN)}`;
 const PG_PASSWORD: string | undefined = inject('pgPassword');
 
 interface Served {
@@ -148,7 +150,7 @@ describe(`pilot's password (${backend})`, () => {
       const reset = cli(['serve', 'reset-password', 'pilot', '--data', data, ...db.args]);
       expect((await reset.ready).code, reset.err()).toBe(0);
       expect(reset.out()).toBe(
-        `New password for "pilot" in ${file} (readable by you only). Its earlier password and sign-ins no longer work: sign in again with drone-media-sync login.\n`,
+        `New password for "pilot" in ${file} (readable by you only). Its earlier password and sign-ins no longer work: sign in again with ${AS_RUN} login.\n`,
       );
       const fresh = fs.readFileSync(file, 'utf8').trim();
       expect(fresh).not.toBe(old);
@@ -214,7 +216,7 @@ describe("pilot's password with two instances (PostgreSQL)", () => {
         for (const a of answers) expect((await login(a.ready!.base_url, password)).code).toBe(0);
         const other = folders.findIndex((d) => !files[0]!.startsWith(d));
         expect(both[other]!.err()).toContain(
-          `(its password is not in this data folder: another instance made it; for a new one run drone-media-sync serve reset-password pilot --data ${folders[other]} --database ${db.args[1]})`,
+          `(its password is not in this data folder: another instance made it; for a new one run ${AS_RUN} serve reset-password pilot --data ${folders[other]} --database ${db.args[1]})`,
         );
       } finally {
         await Promise.all(started.splice(0).map((s) => s.stop()));

@@ -20,6 +20,7 @@ import {
 import { PILOT_PASSWORD_FILE } from '../../service/bootstrap.js';
 import { DB_FILE } from '../../service/db.js';
 import { visible } from '../../shared/visible.js';
+import { writeLines } from '../output.js';
 import { resolveStateDir } from '../context.js';
 import { portsToUse, portTakenError, savedPorts, savePorts } from '../serve-ports.js';
 import { requireWritable } from '../state-access.js';
@@ -86,12 +87,16 @@ export async function serveCommand(flags: ServeFlags): Promise<void> {
     process.stderr.write(
       `This serves the built-in local service's media and workspace (${dataDir}): cards synced without --server are already here. For a server of its own, give it --data DIR.\n`,
     );
-  process.stderr.write(
-    `Serving ${svc.baseUrl} (workspace ${svc.workspaceId}). Sign in with: drone-media-sync login --server ${svc.baseUrl} --username pilot` +
-      (fs.existsSync(passwordFile)
-        ? ` (the password is in ${passwordFile})`
-        : ` (its password is not in this data folder: another instance made it; for a new one run drone-media-sync serve reset-password pilot${sameDatabase(flags)})`) +
-      '. Stop with Ctrl+C.\n',
+  // The commands it names are written as the user runs them (`npx drone-media-sync …` in a checkout).
+  writeLines(
+    [
+      `Serving ${svc.baseUrl} (workspace ${svc.workspaceId}). Sign in with: drone-media-sync login --server ${svc.baseUrl} --username pilot` +
+        (fs.existsSync(passwordFile)
+          ? ` (the password is in ${passwordFile})`
+          : ` (its password is not in this data folder: another instance made it; for a new one run drone-media-sync serve reset-password pilot${sameDatabase(flags)})`) +
+        '. Stop with Ctrl+C.',
+    ],
+    process.stderr,
   );
   process.stdout.write(
     JSON.stringify({ base_url: svc.baseUrl, workspace_id: svc.workspaceId, token: svc.token }) + '\n',
@@ -134,9 +139,9 @@ export async function resetPasswordCommand(
       { retryable: false },
     );
   }
-  process.stdout.write(
-    `New password for "${username}" in ${file} (readable by you only). Its earlier password and sign-ins no longer work: sign in again with drone-media-sync login.\n`,
-  );
+  writeLines([
+    `New password for "${username}" in ${file} (readable by you only). Its earlier password and sign-ins no longer work: sign in again with drone-media-sync login.`,
+  ]);
   return 0;
 }
 
