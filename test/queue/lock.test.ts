@@ -109,6 +109,20 @@ it('refuses a second lock in the same process until the first is released', () =
   acquireAgentLock(dir).release();
 });
 
+it('names only a live holder: a released lock takes its pid out of the owner file', () => {
+  const owner = path.join(dir, 'queue.lock.owner');
+  const lock = acquireAgentLock(dir);
+  expect(fs.readFileSync(owner, 'utf8').trim()).toBe(String(process.pid));
+  lock.release();
+  // A \`status\` that looked, or an agent that ended, must not be named as the holder later.
+  expect(fs.existsSync(owner)).toBe(false);
+  // Another process's pid written since is left alone.
+  const again = acquireAgentLock(dir);
+  fs.writeFileSync(owner, '999999\n');
+  again.release();
+  expect(fs.readFileSync(owner, 'utf8').trim()).toBe('999999');
+});
+
 it('keeps a damaged queue aside, says so, and starts a fresh one', () => {
   const file = path.join(dir, 'queue.db');
   fs.writeFileSync(file, Buffer.alloc(8192, 0x41)); // truncated / corrupt file

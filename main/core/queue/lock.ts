@@ -85,6 +85,15 @@ export function acquireAgentLock(stateDir: string, what = 'Drone Media Sync', wa
     if (released) return;
     released = true;
     process.off('exit', release);
+    // The owner file names a live holder only: a released lock (a `status` that looked, an agent that
+    // ended) takes its pid away, unless another process has taken the lock and written its own since.
+    try {
+      const ownerFile = path.join(stateDir, OWNER_FILE);
+      if (Number.parseInt(fs.readFileSync(ownerFile, 'utf8'), 10) === process.pid)
+        fs.rmSync(ownerFile, { force: true });
+    } catch {
+      // only used in the message above
+    }
     db.close();
   };
   process.once('exit', release);
