@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DmsError, QueueWriteError } from '../core/errors.js';
+import { DmsError, QueueWriteError, storedPlain } from '../core/errors.js';
 import { Progress } from '../core/sync/progress.js';
 import { RUN_STATES } from '../shared/states.js';
 import type { QueueRow } from '../core/queue/queue.js';
-import { appStateView, historyViews, type AppStateInput } from './views.js';
+import { appStateView, historyViews, queueItemView, type AppStateInput } from './views.js';
 
 const input = (engine: AppStateInput['engine'], more: Partial<AppStateInput> = {}): AppStateInput => ({
   engine,
@@ -72,5 +72,25 @@ describe('the history says how many files of each flight need the user now', () 
       [1, null],
       [3, 0],
     ]);
+  });
+});
+
+describe('a queued file’s error in the window', () => {
+  it('says what status says for the same stored error (its HTTP status and socket code read back)', () => {
+    const row = {
+      id: 1,
+      relPath: 'DCIM/DJI_001/DJI_0001.JPG',
+      size: 10,
+      state: 'failed',
+      outcome: null,
+      bytesSent: 0,
+      errorKind: 'server',
+      errorMessage: 'The bucket answered HTTP 503 for PUT DJI_0001.JPG.',
+    } as unknown as QueueRow;
+    const view = queueItemView(row, 'CARD');
+    expect(view.error).toEqual({ kind: 'server', plain: storedPlain('server', row.errorMessage) });
+    // A 503 is the server busy or restarting, not "a problem": the same words as `status` and the verdict.
+    expect(view.error?.plain).toMatch(/busy or restarting/);
+    expect(queueItemView({ ...row, errorKind: null }, 'CARD').error).toBeNull();
   });
 });

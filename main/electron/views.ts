@@ -4,7 +4,7 @@
  * (rows carry no tokens; errors are reduced to kind + plain sentence).
  */
 import type { Wayline, WaylineQuery } from '../core/api/types.js';
-import { DmsError, ERROR_KINDS, plainMessage, QueueWriteError, type ErrorKind } from '../core/errors.js';
+import { plainMessage, QueueWriteError, storedPlain } from '../core/errors.js';
 import { flightFolderOf } from '../core/media/flight-folder.js';
 import type { HistoryEntry } from '../core/queue/history.js';
 import type { QueueRow } from '../core/queue/queue.js';
@@ -51,17 +51,11 @@ export function progressView(p: ProgressSnapshot): ProgressView {
   };
 }
 
-function isKind(kind: string): kind is ErrorKind {
-  return (ERROR_KINDS as readonly string[]).includes(kind);
-}
-
 /** The queue stores kind + technical message; the window shows the plain sentence for that kind. */
 export function errorView(kind: string | null, message: string | null): QueueItemView['error'] {
   if (kind === null) return null;
-  const plain = isKind(kind)
-    ? plainMessage(new DmsError(kind, message ?? ''))
-    : (message ?? 'Unknown problem.');
-  return { kind, plain };
+  // The words the CLI's status and the card's verdict say for the same stored error (its socket code, its HTTP status).
+  return { kind, plain: storedPlain(kind, message) };
 }
 
 export function queueItemView(row: QueueRow, sourceLabel: string): QueueItemView {
