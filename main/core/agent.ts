@@ -25,6 +25,7 @@ import { cardSource, folderSource, type Source } from './sources/source.js';
 import { gatherRun, runResult, RunTally, type RunResult } from './run-result.js';
 import { LANE_NAMES, type LaneName } from './queue/lanes.js';
 import { ONE_SHOT_TRIES } from './sync/engine.js';
+import { DEFAULT_MULTIPART_THRESHOLD } from './storage/parts.js';
 
 export type SourceEvent =
   | { type: 'source-added' | 'source-back'; source: Source }
@@ -119,6 +120,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   private readonly ejected = new Set<string>();
   /** Run once (`sync`): no card settling in the background. */
   private runOnce = false;
+  /** `sync`: the flight folders being named after the waylines, while the files go (see rescan). */
+  private readonly naming: Array<Promise<void>> = [];
   /** What this run saw that the store does not keep (outcomes, scans, verdicts said): half of its result. */
   private readonly tally = new RunTally();
 
@@ -212,6 +215,8 @@ export class Agent extends EventEmitter<AgentEvents> {
       await this.rescan(source, signal);
     }
     await this.engine.run({ mode: 'until-idle', ...(signal ? { signal } : {}) });
+    // The flights' names (the waylines' answer) are the verdict's and the report's: in before them.
+    await Promise.all(this.naming.splice(0));
     const completed: OnceResult['completed'] = [];
     const manifestsDir = this.opts.manifestsDir;
     const stopped = this.engine.state === 'auth-required' || this.engine.state === 'halted';
@@ -585,6 +590,22 @@ export class Agent extends EventEmitter<AgentEvents> {
     );
   }
 
+  /**
+   * Files to send: the bucket's credentials asked for (and its SDK loaded) while
+   * they are hashed, not after the first fast-upload answer (issue 31: a round
+   * trip, 0.6 s on a 4G or satellite uplink, and a module load). Only where the
+   * card's manifest goes to the bucket at its rest, which needs them whatever
+   * the server already knows; never without a sign-in.
+   */
+  private warmBucket(pending: readonly QueueRow[], signal: AbortSignal): void {
+    const state = this.engine.state;
+    if (!this.opts.manifestsDir || state === 'auth-required' || state === 'paused') return;
+    this.engine.bucket.warm({
+      parts: pending.some((r) => r.size >= DEFAULT_MULTIPART_THRESHOLD),
+      signal,
+    });
+  }
+
   /** Matches the new flight folders of a scan to the workspace's waylines by mission name. */
   private async matchFolders(source: Source, rows: readonly QueueRow[]): Promise<void> {
     const missions = new Map<string, string>();
@@ -629,7 +650,14 @@ export class Agent extends EventEmitter<AgentEvents> {
       if (r.deferred > 0 && !this.controller.signal.aborted) {
         setTimeout(() => void this.rescan(source), this.quietMs + 100).unref();
       }
-      if (r.pending.length) await this.matchFolders(source, r.pending);
+      if (r.pending.length) {
+        this.warmBucket(r.pending, signal);
+        // `sync` does not wait for the waylines' answer to start hashing and sending (a round
+        // trip: 0.6 s on a 4G or satellite uplink); it waits for it before the verdict.
+        const naming = this.matchFolders(source, r.pending);
+        if (this.runOnce) this.naming.push(naming);
+        else await naming;
+      }
       // Nothing new on a card seen before: the engine stays idle, so say its verdict now.
       else if (!this.runOnce) void this.settleCards();
       // Said to the person by whoever listens to 'scanned' (watch, the window): logged, not printed twice.

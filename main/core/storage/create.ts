@@ -26,6 +26,8 @@ function lazyUploader(load: () => Promise<Factory>, opts: OssUploaderOptions): U
     upload: async (req: UploadRequest) => (real ?? (await get())).upload(req),
     exists: async (key: string, signal?: AbortSignal) => (real ?? (await get())).exists(key, signal),
     stat: async (key: string, signal?: AbortSignal) => (real ?? (await get())).stat(key, signal),
+    // A failed load is said by the first real call, which meets the same failure.
+    warm: () => void get().catch(() => undefined),
     close() {
       closed = true;
       real?.close();

@@ -137,6 +137,11 @@ export interface Uploader {
   exists(key: string, signal?: AbortSignal): Promise<boolean>;
   /** The object's size and ETag (as the store gives it, quotes removed), or null when there is none. */
   stat(key: string, signal?: AbortSignal): Promise<{ size: number; etag: string | null } | null>;
+  /**
+   * Gets ready for an upload soon (loads the provider's SDK) without sending
+   * anything: done while a card is still being hashed. Optional.
+   */
+  warm?(): void;
   close(): void;
 }
 

@@ -12,6 +12,7 @@ import { createUploader } from '../storage/create.js';
 import { objectKeyOf } from '../storage/keys.js';
 import type { BucketPort, ObjectStat, Uploader, UploaderOptions } from '../storage/types.js';
 import { loadCaFile, trustedCas } from '../tls.js';
+import { warmRangeWorkers } from '../hash/workers.js';
 import { StsCache } from './sts-cache.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { parseTimetable } from '../link/timetable.js';
@@ -74,6 +75,24 @@ export class BucketAccess implements BucketPort {
       this.uploaders.set(provider, u);
     }
     return u;
+  }
+
+  /**
+   * Gets the bucket ready while a card is still being scanned and hashed
+   * (issue 31): the credentials asked for, the provider's SDK loaded and the
+   * workers that read and MD5 the request bodies started, so the first
+   * upload does not wait a round trip, a module load and a thread's start
+   * after its fast-upload answer (0.6 s a round trip on a 4G or satellite uplink). A
+   * failure here is not said: the first upload asks again and says it.
+   */
+  warm(opts: { parts: boolean; signal?: AbortSignal }): void {
+    // Only files sent in parts read their bodies again (a photo's are kept from its hash step).
+    if (opts.parts) warmRangeWorkers();
+    const signal = opts.signal;
+    this.sts.get(signal ? { signal } : {}).then(
+      (t) => this.uploaderFor(t.provider).warm?.(),
+      () => undefined,
+    );
   }
 
   async prefix(signal?: AbortSignal): Promise<string> {
