@@ -181,3 +181,89 @@ describe('the listing walk on a real store', () => {
     expect(db.prepare('SELECT count(*) AS n FROM bucket_objects').get()).toEqual({ n: 1 });
   });
 });
+
+describe('the object limit of a workspace, on a real store', () => {
+  let dir: string;
+  let db: Db;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-room-'));
+    db = openDatabase(path.join(dir, 'data'));
+    db.prepare(
+      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
+    ).run('ws-1', 'Test', 'ws', Date.now());
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The real database; only its count(*) statements are counted as they run. */
+  function counting(): { db: Db; counts: () => number } {
+    let n = 0;
+    const wrap = (stmt: object) =>
+      new Proxy(stmt, {
+        get(target, prop) {
+          const v: unknown = Reflect.get(target, prop);
+          if (typeof v !== 'function') return v;
+          return (...args: unknown[]) => {
+            if (prop === 'get') n++;
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+    const proxy = new Proxy(db, {
+      get(target, prop) {
+        const v: unknown = Reflect.get(target, prop);
+        if (prop === 'prepare')
+          return (sql: string) => {
+            const stmt = target.prepare(sql);
+            return /count\(\*\)/i.test(sql) ? wrap(stmt) : stmt;
+          };
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    return { db: proxy, counts: () => n };
+  }
+
+  async function put(store: BucketStore, key: string): Promise<void> {
+    const got = await store.receive(Readable.from([Buffer.from(key)]));
+    const md5 = got.md5.toString('hex');
+    await store.commitObject('ws-1', key, got.tmp, {
+      size: got.size,
+      md5,
+      etag: md5,
+      contentType: null,
+      headers: {},
+    });
+  }
+
+  it('counts the objects once, not at every PUT (a scan of the workspace each time)', async () => {
+    const c = counting();
+    const store = new BucketStore(path.join(dir, 'bucket'), c.db, {
+      maxObjectsPerWorkspace: 1000,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+    for (let i = 0; i < 20; i++) await put(store, `ws/k${i}`);
+    expect(c.counts()).toBe(1);
+  });
+
+  it('still refuses the object past the limit, and takes it once one is gone (its file deleted by hand)', async () => {
+    const store = new BucketStore(path.join(dir, 'bucket'), db, {
+      maxObjectsPerWorkspace: 3,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+    for (const k of ['ws/a', 'ws/b', 'ws/c']) await put(store, k);
+    await expect(put(store, 'ws/d')).rejects.toThrow(/already holds 3 objects/);
+    await put(store, 'ws/a'); // a replacement adds nothing
+    // An operator frees space: the file goes, the row is dropped when met.
+    fs.rmSync(store.object('ws/b')!.path);
+    expect(store.object('ws/b')).toBeUndefined();
+    await put(store, 'ws/d');
+    expect(store.object('ws/d')).toBeDefined();
+    await expect(put(store, 'ws/e')).rejects.toThrow(/already holds 3 objects/);
+    // The workspace's folder deleted by hand (as the bench does): the next object makes it again.
+    fs.rmSync(path.join(dir, 'bucket', 'objects', 'ws-1'), { recursive: true });
+    await put(store, 'ws/a');
+    expect(fs.readFileSync(store.object('ws/a')!.path, 'utf8')).toBe('ws/a');
+  });
+});
