@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { openDatabase, type Db } from '../db.js';
 import { checkRead, checkWrite, readConditions } from './s3-conditions.js';
 import { compareKeys, prefixEnd, walk } from './s3-list.js';
 import { S3Error } from './s3-protocol.js';
+import { signingKey } from './sigv4.js';
 import { BucketStore } from './store.js';
 
 // Unit tests beside the embedded bucket's server: its conditions and its
@@ -265,5 +267,18 @@ describe('the object limit of a workspace, on a real store', () => {
     fs.rmSync(path.join(dir, 'bucket', 'objects', 'ws-1'), { recursive: true });
     await put(store, 'ws/a');
     expect(fs.readFileSync(store.object('ws/a')!.path, 'utf8')).toBe('ws/a');
+  });
+});
+
+describe('SigV4 signing keys', () => {
+  const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
+  it('are derived once per secret and scope (four HMACs per request before), and never shared between secrets', () => {
+    const scope = '20261128/us-east-1/s3/aws4_request';
+    const first = signingKey('secret-a', scope);
+    const derived = hmac(hmac(hmac(hmac('AWS4secret-a', '20261128'), 'us-east-1'), 's3'), 'aws4_request');
+    expect(first.equals(derived)).toBe(true);
+    expect(signingKey('secret-a', scope)).toBe(first); // the same Buffer: not derived again
+    expect(signingKey('secret-b', scope).equals(first)).toBe(false);
+    expect(signingKey('secret-a', '20261129/us-east-1/s3/aws4_request').equals(first)).toBe(false);
   });
 });
