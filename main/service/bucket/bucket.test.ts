@@ -31,6 +31,19 @@ function refused(fn: () => unknown): { status: number; code: string } | null {
   }
 }
 
+/** An object whose content is its key, written through the store as a PUT does. */
+async function putInto(store: BucketStore, key: string): Promise<void> {
+  const got = await store.receive(Readable.from([Buffer.from(key)]));
+  const md5 = got.md5.toString('hex');
+  await store.commitObject('ws-1', key, got.tmp, {
+    size: got.size,
+    md5,
+    etag: md5,
+    contentType: null,
+    headers: {},
+  });
+}
+
 describe('conditional reads (RFC 9110 §13.2.2 order)', () => {
   const cases: Array<[string, Record<string, string>, 'send' | 'not-modified' | 412]> = [
     ['no condition', {}, 'send'],
@@ -122,17 +135,7 @@ describe('the listing walk on a real store', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  async function put(key: string): Promise<void> {
-    const got = await store.receive(Readable.from([Buffer.from(key)]));
-    const md5 = got.md5.toString('hex');
-    await store.commitObject('ws-1', key, got.tmp, {
-      size: got.size,
-      md5,
-      etag: md5,
-      contentType: null,
-      headers: {},
-    });
-  }
+  const put = (key: string) => putInto(store, key);
   const names = (prefix: string, delimiter: string, marker: string) =>
     [...walk(store, prefix, delimiter, marker)].map((e) => (e.row ? e.name : `[${e.name}]`));
 
@@ -227,25 +230,13 @@ describe('the object limit of a workspace, on a real store', () => {
     return { db: proxy, counts: () => n };
   }
 
-  async function put(store: BucketStore, key: string): Promise<void> {
-    const got = await store.receive(Readable.from([Buffer.from(key)]));
-    const md5 = got.md5.toString('hex');
-    await store.commitObject('ws-1', key, got.tmp, {
-      size: got.size,
-      md5,
-      etag: md5,
-      contentType: null,
-      headers: {},
-    });
-  }
-
   it('counts the objects once, not at every PUT (a scan of the workspace each time)', async () => {
     const c = counting();
     const store = new BucketStore(path.join(dir, 'bucket'), c.db, {
       maxObjectsPerWorkspace: 1000,
       maxOpenUploadsPerWorkspace: 10,
     });
-    for (let i = 0; i < 20; i++) await put(store, `ws/k${i}`);
+    for (let i = 0; i < 20; i++) await putInto(store, `ws/k${i}`);
     expect(c.counts()).toBe(1);
   });
 
@@ -254,18 +245,18 @@ describe('the object limit of a workspace, on a real store', () => {
       maxObjectsPerWorkspace: 3,
       maxOpenUploadsPerWorkspace: 10,
     });
-    for (const k of ['ws/a', 'ws/b', 'ws/c']) await put(store, k);
-    await expect(put(store, 'ws/d')).rejects.toThrow(/already holds 3 objects/);
-    await put(store, 'ws/a'); // a replacement adds nothing
+    for (const k of ['ws/a', 'ws/b', 'ws/c']) await putInto(store, k);
+    await expect(putInto(store, 'ws/d')).rejects.toThrow(/already holds 3 objects/);
+    await putInto(store, 'ws/a'); // a replacement adds nothing
     // An operator frees space: the file goes, the row is dropped when met.
     fs.rmSync(store.object('ws/b')!.path);
     expect(store.object('ws/b')).toBeUndefined();
-    await put(store, 'ws/d');
+    await putInto(store, 'ws/d');
     expect(store.object('ws/d')).toBeDefined();
-    await expect(put(store, 'ws/e')).rejects.toThrow(/already holds 3 objects/);
+    await expect(putInto(store, 'ws/e')).rejects.toThrow(/already holds 3 objects/);
     // The workspace's folder deleted by hand (as the bench does): the next object makes it again.
     fs.rmSync(path.join(dir, 'bucket', 'objects', 'ws-1'), { recursive: true });
-    await put(store, 'ws/a');
+    await putInto(store, 'ws/a');
     expect(fs.readFileSync(store.object('ws/a')!.path, 'utf8')).toBe('ws/a');
   });
 });
