@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LinkGate, type NetworkFacts } from './gate.js';
-import { LinkStore } from './store.js';
+import { LinkStore, periodKey } from './store.js';
 
 const MiB = 1024 * 1024;
 let dirs: string[] = [];
@@ -159,6 +159,25 @@ describe('the link gate (a real SQLite file)', () => {
     expect(gate.mayStart('videos', MiB)).toBe(false);
     now += 11 * 60_000;
     expect(gate.mayStart('videos', MiB)).toBe(true);
+    store.close();
+  });
+});
+
+describe('the budget count of a part sent', () => {
+  it('is one commit for the day and the month (a small file is a part: two commits each cost a WAL frame and a sync)', () => {
+    const file = storeFile();
+    const store = new LinkStore(file);
+    const gate = new LinkGate(store);
+    gate.see(home);
+    gate.sent('photos', MiB);
+    // Each commit appends a frame (24-byte header + one page) for the page it changed.
+    const pageSize = 4096;
+    const walBytes = () => fs.statSync(`${file}-wal`).size;
+    const before = walBytes();
+    for (let i = 0; i < 10; i++) gate.sent('photos', 64 * 1024);
+    expect((walBytes() - before) / (24 + pageSize)).toBe(10);
+    const month = store.used(home.key, periodKey('month', new Date()));
+    expect(month).toBe(MiB + 10 * 64 * 1024);
     store.close();
   });
 });

@@ -217,8 +217,7 @@ export class LinkGate
   private flush(): void {
     if (this.pending > 0 && this.network.key !== '') {
       const now = new Date(this.now());
-      this.store.addUsage(this.network.key, periodKey('day', now), this.pending);
-      this.store.addUsage(this.network.key, periodKey('month', now), this.pending);
+      this.store.addUsage(this.network.key, [periodKey('day', now), periodKey('month', now)], this.pending);
     }
     this.pending = 0;
   }

@@ -1,4 +1,5 @@
 import type { WaylineMatch } from '../waylines/match.js';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 
 export interface HistoryEntry {
@@ -39,6 +40,7 @@ interface Row {
  */
 export class History {
   private readonly sessions = new Map<string, number>();
+  private recordStmt: Statement | undefined;
 
   constructor(
     private readonly db: Db,
@@ -69,25 +71,25 @@ export class History {
   }): void {
     const session = this.sessions.get(file.sourceId) ?? this.begin(file.sourceId);
     const t = this.now();
-    this.db
-      .prepare(
-        `INSERT INTO history (session, target_id, source_id, label, folder, started_at, finished_at, files, bytes, fast_uploaded, failed)
-         VALUES (@session, @target, @sourceId, @label, @folder, @t, @t, @files, @bytes, @fast, @failed)
-         ON CONFLICT (session, folder) DO UPDATE SET finished_at = @t, files = files + @files, bytes = bytes + @bytes,
-           fast_uploaded = fast_uploaded + @fast, failed = failed + @failed`,
-      )
-      .run({
-        session,
-        target: this.targetId,
-        sourceId: file.sourceId,
-        label: file.label,
-        folder: file.folder,
-        t,
-        files: file.outcome === 'failed' ? 0 : 1,
-        bytes: file.outcome === 'uploaded' || file.outcome === 'stored' ? file.size : 0,
-        fast: file.outcome === 'fast-uploaded' ? 1 : 0,
-        failed: file.outcome === 'failed' ? 1 : 0,
-      });
+    // Prepared once: this runs for every file finished (a prepare each showed in profiles of small files).
+    this.recordStmt ??= this.db.prepare(
+      `INSERT INTO history (session, target_id, source_id, label, folder, started_at, finished_at, files, bytes, fast_uploaded, failed)
+       VALUES (@session, @target, @sourceId, @label, @folder, @t, @t, @files, @bytes, @fast, @failed)
+       ON CONFLICT (session, folder) DO UPDATE SET finished_at = @t, files = files + @files, bytes = bytes + @bytes,
+         fast_uploaded = fast_uploaded + @fast, failed = failed + @failed`,
+    );
+    this.recordStmt.run({
+      session,
+      target: this.targetId,
+      sourceId: file.sourceId,
+      label: file.label,
+      folder: file.folder,
+      t,
+      files: file.outcome === 'failed' ? 0 : 1,
+      bytes: file.outcome === 'uploaded' || file.outcome === 'stored' ? file.size : 0,
+      fast: file.outcome === 'fast-uploaded' ? 1 : 0,
+      failed: file.outcome === 'failed' ? 1 : 0,
+    });
   }
 
   /** The wayline of a flight folder; a user's choice is never overwritten by a name match. */

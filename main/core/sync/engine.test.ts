@@ -7,9 +7,10 @@
  */
 import { syncLanes } from './peers.js';
 import fs from 'node:fs';
+import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { md5, memoryBucket, standIn } from '../../../test/support/stand-ins.js';
 import type { ApiClient } from '../api/client.js';
 import { parseConfig } from '../config.js';
@@ -70,6 +71,25 @@ describe('the engine, alone', () => {
     expect([...bucket.objects.values()][0]!.equals(fs.readFileSync(file))).toBe(true);
     engine.close();
     queue.close();
+  });
+
+  it('a small file is resolved (realpath) only where it is read: its upload from the kept bytes checks only its version', async () => {
+    const s = standIn();
+    const { queue, engine } = engineFor(s);
+    for (let i = 1; i <= 5; i++) photo(`DJI_000${i}.JPG`);
+    await engine.scan(folderSource(card));
+    // Counted on the real fs module (every call still goes through): the file and its card, once, when it is read.
+    const realpath = vi.spyOn(fsp, 'realpath');
+    try {
+      await engine.run({ mode: 'until-idle' });
+      const onCard = realpath.mock.calls.filter(([p]) => String(p).startsWith(card));
+      expect(queue.list().map((r) => r.state)).toEqual(Array(5).fill('done'));
+      expect(onCard).toHaveLength(5 * 2);
+    } finally {
+      realpath.mockRestore();
+      engine.close();
+      queue.close();
+    }
   });
 
   it('sends nothing for content the server holds, and a copy of it waits for the first, then asks', async () => {

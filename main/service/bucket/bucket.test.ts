@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { openDatabase, type Db } from '../db.js';
 import { checkRead, checkWrite, readConditions } from './s3-conditions.js';
 import { compareKeys, prefixEnd, walk } from './s3-list.js';
 import { S3Error } from './s3-protocol.js';
+import { signingKey } from './sigv4.js';
 import { BucketStore } from './store.js';
 
 // Unit tests beside the embedded bucket's server: its conditions and its
@@ -27,6 +29,19 @@ function refused(fn: () => unknown): { status: number; code: string } | null {
     const e = err as S3Error;
     return { status: e.status, code: e.code };
   }
+}
+
+/** An object whose content is its key, written through the store as a PUT does. */
+async function putInto(store: BucketStore, key: string): Promise<void> {
+  const got = await store.receive(Readable.from([Buffer.from(key)]));
+  const md5 = got.md5.toString('hex');
+  await store.commitObject('ws-1', key, got.tmp, {
+    size: got.size,
+    md5,
+    etag: md5,
+    contentType: null,
+    headers: {},
+  });
 }
 
 describe('conditional reads (RFC 9110 §13.2.2 order)', () => {
@@ -120,17 +135,7 @@ describe('the listing walk on a real store', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  async function put(key: string): Promise<void> {
-    const got = await store.receive(Readable.from([Buffer.from(key)]));
-    const md5 = got.md5.toString('hex');
-    await store.commitObject('ws-1', key, got.tmp, {
-      size: got.size,
-      md5,
-      etag: md5,
-      contentType: null,
-      headers: {},
-    });
-  }
+  const put = (key: string) => putInto(store, key);
   const names = (prefix: string, delimiter: string, marker: string) =>
     [...walk(store, prefix, delimiter, marker)].map((e) => (e.row ? e.name : `[${e.name}]`));
 
@@ -179,5 +184,92 @@ describe('the listing walk on a real store', () => {
     fs.rmSync(gone.path);
     expect(names('ws/', '', '')).toEqual(['ws/b']);
     expect(db.prepare('SELECT count(*) AS n FROM bucket_objects').get()).toEqual({ n: 1 });
+  });
+});
+
+describe('the object limit of a workspace, on a real store', () => {
+  let dir: string;
+  let db: Db;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-room-'));
+    db = openDatabase(path.join(dir, 'data'));
+    db.prepare(
+      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
+    ).run('ws-1', 'Test', 'ws', Date.now());
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The real database; only its count(*) statements are counted as they run. */
+  function counting(): { db: Db; counts: () => number } {
+    let n = 0;
+    const wrap = (stmt: object) =>
+      new Proxy(stmt, {
+        get(target, prop) {
+          const v: unknown = Reflect.get(target, prop);
+          if (typeof v !== 'function') return v;
+          return (...args: unknown[]) => {
+            if (prop === 'get') n++;
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+    const proxy = new Proxy(db, {
+      get(target, prop) {
+        const v: unknown = Reflect.get(target, prop);
+        if (prop === 'prepare')
+          return (sql: string) => {
+            const stmt = target.prepare(sql);
+            return /count\(\*\)/i.test(sql) ? wrap(stmt) : stmt;
+          };
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    return { db: proxy, counts: () => n };
+  }
+
+  it('counts the objects once, not at every PUT (a scan of the workspace each time)', async () => {
+    const c = counting();
+    const store = new BucketStore(path.join(dir, 'bucket'), c.db, {
+      maxObjectsPerWorkspace: 1000,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+    for (let i = 0; i < 20; i++) await putInto(store, `ws/k${i}`);
+    expect(c.counts()).toBe(1);
+  });
+
+  it('still refuses the object past the limit, and takes it once one is gone (its file deleted by hand)', async () => {
+    const store = new BucketStore(path.join(dir, 'bucket'), db, {
+      maxObjectsPerWorkspace: 3,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+    for (const k of ['ws/a', 'ws/b', 'ws/c']) await putInto(store, k);
+    await expect(putInto(store, 'ws/d')).rejects.toThrow(/already holds 3 objects/);
+    await putInto(store, 'ws/a'); // a replacement adds nothing
+    // An operator frees space: the file goes, the row is dropped when met.
+    fs.rmSync(store.object('ws/b')!.path);
+    expect(store.object('ws/b')).toBeUndefined();
+    await putInto(store, 'ws/d');
+    expect(store.object('ws/d')).toBeDefined();
+    await expect(putInto(store, 'ws/e')).rejects.toThrow(/already holds 3 objects/);
+    // The workspace's folder deleted by hand (as the bench does): the next object makes it again.
+    fs.rmSync(path.join(dir, 'bucket', 'objects', 'ws-1'), { recursive: true });
+    await putInto(store, 'ws/a');
+    expect(fs.readFileSync(store.object('ws/a')!.path, 'utf8')).toBe('ws/a');
+  });
+});
+
+describe('SigV4 signing keys', () => {
+  const hmac = (key: Buffer | string, data: string) => createHmac('sha256', key).update(data).digest();
+  it('are derived once per secret and scope (four HMACs per request before), and never shared between secrets', () => {
+    const scope = '20261128/us-east-1/s3/aws4_request';
+    const first = signingKey('secret-a', scope);
+    const derived = hmac(hmac(hmac(hmac('AWS4secret-a', '20261128'), 'us-east-1'), 's3'), 'aws4_request');
+    expect(first.equals(derived)).toBe(true);
+    expect(signingKey('secret-a', scope)).toBe(first); // the same Buffer: not derived again
+    expect(signingKey('secret-b', scope).equals(first)).toBe(false);
+    expect(signingKey('secret-a', '20261129/us-east-1/s3/aws4_request').equals(first)).toBe(false);
   });
 });

@@ -60,8 +60,17 @@ export async function startEmbeddedBucket(opts: {
   const { limits } = opts;
   const directory = join(opts.dataDir, 'bucket');
   const signingKey = loadSigningKey(opts.dataDir);
-  const deriveSecret = (accessKeyId: string): string =>
-    createHmac('sha256', signingKey).update(accessKeyId).digest('base64url');
+  // A pure function of the access key id: kept for the credentials in use (every request asks).
+  const secrets = new Map<string, string>();
+  const deriveSecret = (accessKeyId: string): string => {
+    let secret = secrets.get(accessKeyId);
+    if (secret === undefined) {
+      secret = createHmac('sha256', signingKey).update(accessKeyId).digest('base64url');
+      if (secrets.size >= 1024) secrets.clear();
+      secrets.set(accessKeyId, secret);
+    }
+    return secret;
+  };
   const store = new BucketStore(directory, opts.db, limits);
 
   const insert = opts.db.prepare<[string, string, string, number, string]>(

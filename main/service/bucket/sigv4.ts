@@ -217,6 +217,26 @@ function canonicalHeaders(req: IncomingMessage, names: string[]): string {
 
 const hmac = (key: Buffer | string, data: string): Buffer => createHmac('sha256', key).update(data).digest();
 
+/** Signing keys by secret and scope (date/region/service): a credential signs many requests a day. */
+const signingKeys = new Map<string, Buffer>();
+const MAX_SIGNING_KEYS = 1024;
+
+/**
+ * The SigV4 signing key of `secret` for `scope` (date/region/s3/aws4_request):
+ * four HMACs, computed once per credential and day, as the AWS SDKs cache it.
+ */
+export function signingKey(secret: string, scope: string): Buffer {
+  const id = `${scope}\n${secret}`;
+  let key = signingKeys.get(id);
+  if (!key) {
+    const [date = '', region = ''] = scope.split('/');
+    key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), 's3'), 'aws4_request');
+    if (signingKeys.size >= MAX_SIGNING_KEYS) signingKeys.clear();
+    signingKeys.set(id, key);
+  }
+  return key;
+}
+
 /** Throws SignatureDoesNotMatch unless the claim's signature is the one `secret` gives. */
 export function verifySignature(
   claim: Claim,
@@ -241,9 +261,7 @@ export function verifySignature(
     // client that signed UTF-8 metadata values is verified against what it signed.
     createHash('sha256').update(canonical, 'latin1').digest('hex'),
   ].join('\n');
-  const [date = '', region = ''] = claim.scope.split('/');
-  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), 's3'), 'aws4_request');
-  const expected = hmac(key, stringToSign);
+  const expected = hmac(signingKey(secret, claim.scope), stringToSign);
   if (!timingSafeEqual(expected, Buffer.from(claim.signature, 'hex'))) {
     throw new S3Error(
       403,

@@ -107,6 +107,8 @@ export function multipartEtag(partMd5s: string[]): string {
 export class BucketStore {
   private readonly tmpDir: string;
   private readonly completing = new Set<string>();
+  /** Per workspace: at least as many objects as it holds (checkObjectRoom). */
+  private readonly counted = new Map<string, number>();
   private readonly q;
 
   constructor(
@@ -232,9 +234,20 @@ export class BucketStore {
     return rows.filter((row) => this.present(row) !== undefined);
   }
 
+  /**
+   * Room for one more object. Counting a workspace's rows is a scan of its
+   * index (a million objects allowed): done once, then `counted` holds an
+   * upper bound of the count, raised by each new object this store writes
+   * (its only writer) and never lowered (a row dropped only makes it
+   * higher than the truth). Counted again only when the bound reaches the
+   * limit, so the refusal is decided on the true count.
+   */
   private checkObjectRoom(workspaceId: string, current: ObjectRow | undefined): void {
     if (current) return; // a replacement does not add an object
+    const bound = this.counted.get(workspaceId);
+    if (bound !== undefined && bound < this.limits.maxObjectsPerWorkspace) return;
     const { n } = this.q.countObjects.get(workspaceId) ?? { n: 0 };
+    this.counted.set(workspaceId, n);
     if (n >= this.limits.maxObjectsPerWorkspace) {
       throw invalidRequest(
         `This workspace already holds ${n} objects, the limit of this service: ask its operator to raise it.`,
@@ -257,8 +270,13 @@ export class BucketStore {
     const dir = this.objectDir(workspaceId);
     const file = randomName();
     try {
-      await mkdir(dir, { recursive: true });
-      await rename(tmp, join(dir, file));
+      // The folder is made when a rename finds it missing (the first object, or
+      // an operator deleted it): not a mkdir per object.
+      await rename(tmp, join(dir, file)).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+        await mkdir(dir, { recursive: true });
+        await rename(tmp, join(dir, file));
+      });
     } catch (err) {
       await this.discard(tmp);
       throw err;
@@ -285,6 +303,10 @@ export class BucketStore {
     });
     if (previous)
       await unlink(join(this.objectDir(previous.workspace_id), previous.file)).catch(() => undefined);
+    else {
+      const bound = this.counted.get(workspaceId);
+      if (bound !== undefined) this.counted.set(workspaceId, bound + 1);
+    }
   }
 
   createUpload(
