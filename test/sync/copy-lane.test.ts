@@ -15,6 +15,7 @@ import { ApiClient } from '../../main/core/api/client.js';
 import { parseConfig } from '../../main/core/config.js';
 import { Queue } from '../../main/core/queue/queue.js';
 import { serverTarget } from '../../main/core/session/target.js';
+import { folderSource } from '../../main/core/sources/source.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { tempDir } from '../support/harness.js';
 
@@ -87,6 +88,33 @@ describe('the copy lane, the upload lane’s peer', () => {
       expect(local).toEqual([true]);
       expect(result.uploaded.files).toBe(0);
       expect(result.left.files).toHaveLength(24);
+    } finally {
+      await agent.stop();
+      queue.close();
+    }
+  }, 60_000);
+
+  it('watch and the app (run until stopped): the same refusal never stops the copies; the card is locally safe', async () => {
+    const { root, sums } = cardOf('REVOKED_WATCH', 16, 1024 * 1024);
+    const ssd = path.join(dir, 'SSD_WATCH');
+    fs.mkdirSync(ssd);
+    const ws = await svc.admin.createWorkspace('Revoked, watched');
+    const token = await svc.admin.createToken({ workspaceId: ws });
+    await svc.admin.revokeToken(token);
+    const { queue, agent } = agentOn(ws, token, ssd, path.join(dir, 'state-watch'));
+    const safe = new Promise<boolean>((resolve) =>
+      agent.on('local', (l) => resolve(l.offload.local?.safe ?? false)),
+    );
+    try {
+      agent.start();
+      await agent.addFolder(root);
+      expect(await safe).toBe(true);
+      // A watched folder is a source by its path.
+      const verified = queue.copies.inState('verified', folderSource(root).sourceId);
+      expect(verified.map((c) => c.relPath).sort()).toEqual([...sums.keys()].sort());
+      for (const c of verified) expect(md5(fs.readFileSync(c.path)), c.relPath).toBe(sums.get(c.relPath));
+      expect(agent.engine.state).toBe('auth-required');
+      expect(queue.counts().done.files).toBe(0);
     } finally {
       await agent.stop();
       queue.close();
