@@ -43,8 +43,19 @@ export default tseslint.config(
   // (a later entry replaces the rule's options for its files).
   layer(
     ['main/core/sync/engine.ts'],
-    'The engine imports nothing of the shell, the CLI, the service or the window, nor the copies: it is handed their port (sync/copy-port.ts).',
-    [ELECTRON_PACKAGE, into('electron', 'cli', 'service', 'renderer'), '^\\./local-copies(\\.js)?$'],
+    'The engine imports nothing of the shell, the CLI, the service or the window, nor the copies or their lane: it is handed their port (sync/copy-port.ts).',
+    [
+      ELECTRON_PACKAGE,
+      into('electron', 'cli', 'service', 'renderer'),
+      '^\\./local-copies(\\.js)?$',
+      '^\\./copy-lane(\\.js)?$',
+    ],
+  ),
+  // The copy lane gets the upload lane as values (sync/copy-port.ts UploadPort): it never runs the engine.
+  layer(
+    ['main/core/sync/copy-lane.ts'],
+    'The copy lane imports nothing of the shell, the CLI, the service or the window; the upload lane only as its port (sync/copy-port.ts).',
+    [ELECTRON_PACKAGE, into('electron', 'cli', 'service', 'renderer'), '^\\./(engine|steps|bucket)(\\.js)?$'],
   ),
   layer(['main/service/**'], 'The reference service imports nothing of the shell, the CLI or the window.', [
     ELECTRON_PACKAGE,

@@ -103,8 +103,10 @@ export interface OnceResult {
 export class Agent extends EventEmitter<AgentEvents> {
   /** The upload lane. */
   readonly engine: SyncEngine;
-  /** The copy lane, the engine's peer: the engine gets only its port (where to read a file from, the copy steps). */
+  /** The copies' owner: their destinations, and what a pulled card leaves wanted. */
   private readonly copies: LocalCopies;
+  /** The two lanes, peers: the copy lane (its own loop) and the engine; each gets the other as function values. */
+  private readonly lanes: SyncLanes;
   readonly waylines: WaylineCatalog;
   private readonly queue: Queue;
   private readonly log: Logger;
@@ -141,6 +143,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         ...(opts.initialState ? { initialState: opts.initialState } : {}),
         ...(opts.gate ? { gate: opts.gate } : {}),
       });
+    this.lanes = lanes;
     this.engine = lanes.engine;
     this.copies = lanes.copies;
     if (!opts.queue.target) throw new Error('The agent needs a queue bound to a target.');
@@ -165,7 +168,9 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.emit('file', e);
     });
     this.engine.on('progress', (p) => this.emit('progress', p));
-    this.engine.on('copied', ({ sourceId }) => this.copiesAtRest(sourceId));
+    lanes.copyLane.on('copied', ({ sourceId }) => this.copiesAtRest(sourceId));
+    // A card's files all read: by the copy lane with local copies, else by the engine.
+    lanes.copyLane.on('read', ({ sourceId }) => this.holdFlagged(sourceId));
     this.engine.on('read', ({ sourceId }) => this.holdFlagged(sourceId));
     this.copies.on('stop', ({ sourceId, destination, message }) => {
       const source = this.sourceById(sourceId);
@@ -214,7 +219,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.history.begin(source.sourceId);
       await this.rescan(source, signal);
     }
-    await this.engine.run({ mode: 'until-idle', ...(signal ? { signal } : {}) });
+    await this.lanes.run({ mode: 'until-idle', ...(signal ? { signal } : {}) });
     // The flights' names (the waylines' answer) are the verdict's and the report's: in before them.
     await Promise.all(this.naming.splice(0));
     const completed: OnceResult['completed'] = [];
@@ -290,7 +295,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   }
 
   start(): void {
-    this.running ??= this.engine.run({ mode: 'forever', signal: this.controller.signal });
+    this.running ??= this.lanes.run({ mode: 'forever', signal: this.controller.signal });
   }
 
   async stop(): Promise<void> {
@@ -397,7 +402,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   }
 
   /**
-   * A card's files are all read and copied (the engine's copy lane drained
+   * A card's files are all read and copied (the copy lane drained
    * for it): its local verdict and each destination's history, at once,
    * while the upload goes on from the copies.
    */
@@ -544,7 +549,10 @@ export class Agent extends EventEmitter<AgentEvents> {
     if (this.gone.has(source.sourceId)) return 0;
     this.gone.add(source.sourceId);
     // Both lanes stop reading from it: the copies it still wanted wait for it, then the uploads.
-    this.copies.dropAgain(source.sourceId, this.queue.sources.labelOf(source.sourceId));
+    this.lanes.copyLane.sourceRemoved(
+      source.sourceId,
+      `${source.label} was removed; its files will continue when it is back.`,
+    );
     const waiting = this.engine.sourceRemoved(
       source.sourceId,
       `${source.label} was removed; its files will continue when it is back.`,
@@ -567,6 +575,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.config = config;
     this.copies.updateConfig(config);
     this.engine.updateConfig(config);
+    this.lanes.copyLane.wake(true);
     if (!config.holdFlaggedOnMetered) this.queue.lanes.unflag();
   }
 

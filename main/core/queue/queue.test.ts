@@ -459,6 +459,22 @@ describe('Queue', () => {
     q.close();
   });
 
+  it("a lane's next wake counts only its own rows: the upload lane's skips files not read yet", () => {
+    const q = open(() => 1_000);
+    const [unread, read] = q.observe([f('unread.jpg'), f('read.jpg')]).pending;
+    hashed(q, read!, 'F'.repeat(32), info('read.jpg'));
+    retryLater(q, read!.id, new DmsError('network', 'down'), 0);
+    const readAt = q.get(read!.id)!.nextAttemptAt;
+    expect(readAt).toBeGreaterThan(1_000);
+    // The file not read yet is due now: it wakes the copy lane, never the upload lane.
+    expect(q.nextWakeAt()).toBe(0);
+    expect(q.nextWakeAt(undefined, ['discovered'])).toBe(0);
+    expect(q.nextWakeAt(undefined, ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'])).toBe(readAt);
+    expect(q.nextWakeAt(1, ['hashed'])).toBeNull();
+    expect(unread!.state).toBe('discovered');
+    q.close();
+  });
+
   it('refuses a change its table does not allow, and one for a row that moved on meanwhile', () => {
     const q = open();
     const [row] = q.observe([f('x.jpg')]).pending;

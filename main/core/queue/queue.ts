@@ -446,11 +446,27 @@ export class Queue {
 
   /**
    * Epoch ms of the earliest attempt due among working rows tried fewer than
-   * `maxAttempts` times (0 = due now), or null when there is none.
+   * `maxAttempts` times (0 = due now), or null when there is none; `states`:
+   * only rows in these (a lane's own).
    */
-  nextWakeAt(maxAttempts = Number.MAX_SAFE_INTEGER): number | null {
-    return this.stmts.nextWake.get({ t: this.targetId, maxAttempts })?.t ?? null;
+  nextWakeAt(maxAttempts = Number.MAX_SAFE_INTEGER, states?: readonly WorkingState[]): number | null {
+    if (!states) return this.stmts.nextWake.get({ t: this.targetId, maxAttempts })?.t ?? null;
+    const key = states.join(',');
+    let stmt = this.nextWakeCache.get(key);
+    if (!stmt) {
+      stmt = this.db.prepare<{ t: number; maxAttempts: number }, { t: number | null }>(
+        `SELECT MIN(next_attempt_at) AS t FROM files WHERE target_id = @t AND state IN (${sqlStates(states)}) AND attempts < @maxAttempts`,
+      );
+      this.nextWakeCache.set(key, stmt);
+    }
+    return stmt.get({ t: this.targetId, maxAttempts })?.t ?? null;
   }
+
+  /** nextWakeAt's statement per set of states (a lane's own: the copy lane reads, the upload lane sends). */
+  private readonly nextWakeCache = new Map<
+    string,
+    Database.Statement<{ t: number; maxAttempts: number }, { t: number | null }>
+  >();
 
   /** True while a source has files the engine is still working on. */
   private readonly readyCache = new Map<

@@ -1,8 +1,8 @@
 import type { DestinationLook } from '../copies/destinations.js';
 import type { Destination } from '../queue/copies.js';
 import type { QueueRow } from '../queue/queue.js';
-import type { DiscoveredRow } from '../queue/rows.js';
-import type { Change } from '../queue/transitions.js';
+import type { WorkingRow } from '../queue/rows.js';
+import type { RunStateName } from '../../shared/states.js';
 import type { Place, StepContext } from './steps.js';
 
 export interface DestinationStop {
@@ -19,21 +19,16 @@ export interface DestinationSeen {
   message: string;
 }
 
-/** A file already read that a destination still wants: copied again when `run` is called. */
-export interface CopyAgain {
-  row: QueueRow;
-  /** Copies it again; what went wrong, in plain words, or null. */
-  run: (signal: AbortSignal, onBytes: (n: number) => void) => Promise<string | null>;
-}
-
 /**
  * The copy lane as the upload lane (the engine) sees it: function values
- * handed in by whoever owns the copies (the agent, sync/local-copies.ts),
- * so the engine never reaches into them. Where a file is read from, whether
- * it has a verified copy, and the copy steps the engine's copy dispatcher runs.
+ * handed in by the agent's wiring (sync/peers.ts), so the engine never
+ * reaches into the copies nor runs them. Where a file is read from, whether
+ * it has a verified copy, and whether the copy lane still has files to read
+ * (the upload lane takes a file only once it is read: a store fact, its
+ * state past 'discovered').
  */
 export interface CopyPort {
-  /** Cards are copied first (local destinations are set). */
+  /** Cards are copied first (local destinations are set): the upload lane takes only files read. */
   enabled: () => boolean;
   /** Where a row's file is read from: a verified copy still as written, else the card. */
   place: (row: QueueRow) => Place;
@@ -41,10 +36,33 @@ export interface CopyPort {
   hasCopy: (row: QueueRow) => boolean;
   /** A card was scanned: what each destination lacks is wanted there; the destinations stopped now. */
   prepare: (sourceId: string) => DestinationStop[];
-  /** discovered -> hashed: copied to each destination that wants it, the card read once. */
-  copy: (ctx: StepContext, row: DiscoveredRow) => Promise<Extract<Change, { type: 'hashed' }>>;
-  /** Every file of this card found so far is read and copied; none waits to be copied (again). */
-  finished: (sourceId: string) => boolean;
-  /** The next file to copy again, its records now 'writing'; undefined when none is due (or none wants it). */
-  nextAgain: () => CopyAgain | undefined;
+  /** New work was recorded (a scan, files tracked again): the copy lane looks again. */
+  wake: () => void;
+  /**
+   * The copy lane, running, still has files to read or copy (in flight, due,
+   * or due later with tries left): the upload lane waits for them instead of
+   * ending or going idle; it is woken as each file is read and when the
+   * copy lane has nothing left.
+   */
+  busy: () => boolean;
+  /** A file of this source is being read (copied) by the copy lane now. */
+  reading: (sourceId: string) => boolean;
+}
+
+/**
+ * The upload lane as the copy lane sees it: function values, so each lane
+ * writes only through its own door (the copies' records, a file's first
+ * read) and the failure ladder stays one.
+ */
+export interface UploadPort {
+  /** The run state: the copy lane stops only for the crew's pause or a halt (never for the server). */
+  state: () => RunStateName;
+  /** A step context to read a row with: its bytes counted in the run's progress, the settings. */
+  context: (signal: AbortSignal, id: number) => StepContext;
+  /** A read (a file's first, or a copy again) that failed: the failure ladder decides and records. */
+  failed: (row: WorkingRow, err: unknown) => void;
+  /** The copy lane is at work (the run says it is syncing). */
+  working: () => void;
+  /** A file was read, or the copy lane has nothing left: the upload lane looks again. */
+  wake: () => void;
 }

@@ -29,9 +29,16 @@ export class Dispatcher {
    */
   constructor(
     private readonly queue: Queue,
-    private readonly states?: readonly WorkingState[],
+    private states?: readonly WorkingState[],
     private readonly holds?: (row: WorkingRow) => boolean,
   ) {}
+
+  /** Only rows in these states from now on (local copies set or dropped); undefined: every working state. */
+  only(states: readonly WorkingState[] | undefined): void {
+    if (states === this.states) return;
+    this.states = states;
+    this.candidates = [];
+  }
 
   /** Whether a row of this source is in flight. */
   flies(sourceId: string): boolean {

@@ -37,7 +37,7 @@ function photo(name: string, content = `photo ${name}`): string {
 function engineFor(s: ReturnType<typeof standIn>, settle = 0, destinations: string[] = []) {
   const queue = new Queue(path.join(dir, 'queue.db'));
   const bucket = memoryBucket(s.calls);
-  const engine = syncLanes({
+  const lanes = syncLanes({
     queue,
     api: s.api,
     target: { key: 'stand-in#ws', label: 'stand-in', workspaceId: 'ws' },
@@ -47,10 +47,11 @@ function engineFor(s: ReturnType<typeof standIn>, settle = 0, destinations: stri
     }),
     createUploader: bucket.create,
     backoff: { baseMs: 20, capMs: 100 },
-  }).engine;
+  });
+  const engine = lanes.engine;
   const states: string[] = [];
   engine.on('state', (c: RunStateChange) => states.push(`${c.from.name}>${c.to.name}`));
-  return { queue, engine, bucket, states };
+  return { queue, engine, bucket, states, lanes };
 }
 
 describe('the engine, alone', () => {
@@ -225,7 +226,7 @@ describe('the engine, alone', () => {
     const s = standIn();
     const ssd = path.join(dir, 'SSD');
     fs.mkdirSync(ssd);
-    const { queue, engine } = engineFor(s, 0, [ssd]);
+    const { queue, engine, lanes } = engineFor(s, 0, [ssd]);
     photo('DJI_0001.JPG', 'one');
     photo('DJI_0002.JPG', 'two');
     // The server holds every question until the test lets go: the uplink is "slow".
@@ -238,11 +239,12 @@ describe('the engine, alone', () => {
         return fastUpload(...args);
       },
     });
-    const copied = new Promise<string>((r) => engine.once('copied', ({ sourceId }) => r(sourceId)));
+    const copied = new Promise<string>((r) => lanes.copyLane.once('copied', ({ sourceId }) => r(sourceId)));
     const source = folderSource(card);
     await engine.scan(source);
     const stop = new AbortController();
-    const running = engine.run({ mode: 'forever', signal: stop.signal });
+    // The copy lane beside the engine, as the agent runs them.
+    const running = lanes.run({ mode: 'forever', signal: stop.signal });
     expect(await copied).toBe(source.sourceId);
     // The card goes away: nothing is parked (each file has a verified copy), and the card is gone indeed.
     fs.rmSync(card, { recursive: true });

@@ -28,10 +28,11 @@ import type { PartGate } from './part-gate.js';
 import { PartSlots, type PartSlotsOptions } from './part-slots.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
+import { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
 import { scanSource, type ScanResult } from './scan.js';
 import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
-import type { CopyPort, DestinationStop } from './copy-port.js';
+import type { CopyPort, DestinationStop, UploadPort } from './copy-port.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
 import {
   callbackStep,
@@ -47,6 +48,7 @@ import {
 } from './steps.js';
 
 export type { RunState, RunStateChange } from './run-state.js';
+export { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
 
 /** 'stored': an RTK/PPK file in the bucket, checked (no callback). */
 export type FileOutcome = Outcome | Report;
@@ -66,9 +68,7 @@ export interface EngineEvents {
   progress: [ProgressSnapshot];
   /** The run state changed (from, to); `to.error` says why when it is an error state. */
   state: [RunStateChange];
-  /** Every file of a source found so far is read (with local copies: copied and read back). */
-  copied: [{ sourceId: string }];
-  /** Every file of a source found so far is read: what the card's one read tells (its flight checks) is known. */
+  /** Every file of a source found so far is read here (no local copies: the copy lane says it otherwise). */
   read: [{ sourceId: string }];
 }
 
@@ -76,7 +76,7 @@ export interface EngineOptions {
   queue: Queue;
   api: ApiClient;
   config: Config;
-  /** The copy lane, its peer under the agent: where a file is read from and the copy steps, as values. */
+  /** The copy lane, its peer under the agent: where a file is read from, whether it still reads, as values. */
   copies: CopyPort;
   /** Where the work goes; default: the API's server and workspace (sessions bind the queue themselves). */
   target?: TargetRef;
@@ -94,16 +94,6 @@ export interface EngineOptions {
   gate?: PartGate;
 }
 
-export interface RunOptions {
-  signal?: AbortSignal;
-  /** 'until-idle' returns when nothing is left to do now; 'forever' keeps waiting for work. */
-  mode: 'until-idle' | 'forever';
-  /** until-idle: tries per file in this run before leaving it for the next run (which tries it again). */
-  maxAttempts?: number;
-}
-
-/** Tries per file in a one-shot run (`sync`) before it is left for the next run. */
-export const ONE_SHOT_TRIES = 4;
 /**
  * A one-shot run whose server has not answered once in it (a closed, silent
  * or non-HTTP port, https:// to an http server, busy) ends after this many
@@ -117,9 +107,6 @@ export const ONE_SHOT_UNANSWERED_MS = 10_000;
 
 /** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
 const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
-
-/** Files of a card in the copy lane at once: two copying (both cores), two being read back. */
-const COPY_LANE_WIDTH = 4;
 
 /**
  * The sync pipeline: takes due rows from the queue and moves each through
@@ -152,8 +139,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Whose part goes next on the link: lane by lane, as many as fill it (part-slots.ts). */
   readonly slots: PartSlots;
   private readonly dispatcher: Dispatcher;
-  /** With local destinations: cards are read and copied in a lane of their own, never waiting behind uploads. */
-  private readonly copyLane: Dispatcher;
   private readonly gate: PartGate | undefined;
   /** Where cards are copied first, and where a file is read from once copied (the copy lane's port). */
   private readonly copies: CopyPort;
@@ -199,10 +184,32 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.copies = opts.copies;
     this.claims = new ContentClaims(this.queue, () => this.wake());
     this.gate = opts.gate;
-    this.dispatcher = new Dispatcher(this.queue, this.copies.enabled() ? AFTER_READ : undefined, (row) =>
-      this.waitsForChecks(row),
-    );
-    this.copyLane = new Dispatcher(this.queue, ['discovered']);
+    this.dispatcher = new Dispatcher(this.queue, this.uploadStates(), (row) => this.waitsForChecks(row));
+  }
+
+  /**
+   * The rows this lane takes: with local copies, only files already read
+   * (the copy lane's first read hands them over by their state); else
+   * every working row, read here.
+   */
+  private uploadStates(): readonly WorkingState[] | undefined {
+    return this.copies.enabled() ? AFTER_READ : undefined;
+  }
+
+  /** The earliest attempt due among this lane's rows (0: now), or null (files not read yet are the copy lane's). */
+  private nextWake(limit: number | undefined): number | null {
+    return this.queue.nextWakeAt(limit, this.uploadStates());
+  }
+
+  /** The copy lane's view of this lane: function values (sync/peers.ts hands them over). */
+  uploadPort(): UploadPort {
+    return {
+      state: () => this.state,
+      context: (signal, id) => this.context(signal, id),
+      failed: (row, err) => this.failed(row, err),
+      working: () => this.status.set('syncing'),
+      wake: () => this.wake(),
+    };
   }
 
   /**
@@ -221,7 +228,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       this.config.holdFlaggedOnMetered &&
       this.gate?.holds?.('flagged') === true &&
       this.queue.hasUnread(row.sourceId) &&
-      (this.copyLane.flies(row.sourceId) || this.readingNow(row.sourceId))
+      (this.copies.reading(row.sourceId) || this.readingNow(row.sourceId))
     );
   }
 
@@ -292,7 +299,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     const fresh = rows.filter((r) => !this.tracked.has(r.id));
     // New work is listed afresh; rows seen before (a card that came back) still need the loop to look again.
     this.dispatcher.forget();
-    this.copyLane.forget();
+    this.copies.wake();
     this.wake();
     if (fresh.length === 0) return;
     if (
@@ -315,8 +322,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     // Stop reading from it at once: parts already acknowledged stay recorded
     // and are reused when the card is back. Files with a verified local copy
     // go on from it: that is what a locally safe card is for. (The copies it
-    // still wanted are the copy lane's: the agent stops them first.)
-    this.copyLane.abortSource(sourceId, new DmsError('cancelled', message));
+    // still wanted, and its reads, are the copy lane's: the agent stops them first.)
     this.dispatcher.abortSource(sourceId, new DmsError('cancelled', message), (id) => {
       const row = this.queue.get(id);
       return !row || !this.copies.hasCopy(row);
@@ -330,9 +336,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       .filter((row) => !this.copies.hasCopy(row)).length;
   }
 
-  /** Rows in flight in both lanes. */
+  /** Rows in flight in this lane. */
   private get inFlight(): number {
-    return this.dispatcher.inFlight + this.copyLane.inFlight;
+    return this.dispatcher.inFlight;
   }
 
   /** Where a row's file is read from: a verified copy still as written, else the card. */
@@ -386,14 +392,9 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     try {
       while (!signal?.aborted) {
         const blocked = this.status.blocked;
-        // The copy lane is the upload's peer, not behind it: cards are copied at
-        // card speed with the server away (offline, its hold) or no sign-in. Only
-        // a pause (the crew's) or a halt (the store cannot record) stops it.
-        const copying = this.copies.enabled() && this.state !== 'paused' && this.state !== 'halted';
-        if (copying) this.dispatchCopies(limit, signal);
-        const copyLaneBusy = this.copyLane.inFlight > 0;
-        // A one-shot run reports and exits on a sign-in to renew or a halt (once its copies are made); a pause waits.
-        if (opts.mode === 'until-idle' && blocked && this.state !== 'paused' && !copyLaneBusy) break;
+        // A one-shot run reports and exits on a sign-in to renew or a halt, once the copy lane (its
+        // peer, which copies without a server or a sign-in) has read its files; a pause waits.
+        if (opts.mode === 'until-idle' && blocked && this.state !== 'paused' && !this.copies.busy()) break;
         const holdMs = this.status.holdUntil - Date.now();
         if (!blocked && holdMs <= 0) this.dispatchDue(limit, signal);
         // A one-shot run sends what the link's policy lets go, then ends: the rest waits (heldByLink).
@@ -405,14 +406,23 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         if (!blocked && holdMs > 0 && this.inFlight === 0) {
           // A one-shot run whose files have all had their tries ends now, not after the wait;
           // so does one whose server never answered in it (givesUp).
-          if (opts.mode === 'until-idle' && (this.givesUp || this.queue.nextWakeAt(limit) === null)) break;
+          if (
+            opts.mode === 'until-idle' &&
+            (this.givesUp || (this.nextWake(limit) === null && !this.copies.busy()))
+          )
+            break;
           // The whole server is failing: one shared pause instead of every
           // file trying on its own schedule (no request storm during an outage).
           await this.sleep(holdMs);
           continue;
         }
         if (this.inFlight === 0 && !blocked) {
-          const next = this.queue.nextWakeAt(limit);
+          const next = this.nextWake(limit);
+          // Files the copy lane still reads come here as each is read: it wakes this loop.
+          if (next === null && this.copies.busy()) {
+            await this.sleep(null);
+            continue;
+          }
           if (next === null) {
             if (opts.mode === 'until-idle') break;
             this.status.set('idle');
@@ -424,7 +434,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      await Promise.all([this.dispatcher.settled(), this.copyLane.settled()]);
+      await this.dispatcher.settled();
       this.emitProgress(true);
       if (this.state === 'syncing') this.status.set('idle');
     }
@@ -446,7 +456,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
    * yet be fast-uploaded: it is waited for).
    */
   private onlyHeldByLink(): boolean {
-    if (this.copyLane.inFlight > 0 || this.dispatcher.inFlight === 0) return false;
+    if (this.copies.busy() || this.dispatcher.inFlight === 0) return false;
     const held = this.slots.heldByGate();
     if (!held) return false;
     return this.dispatcher.flyingRows().every(({ id, lane }) => {
@@ -463,6 +473,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private dispatchDue(maxAttempts: number | undefined, signal?: AbortSignal): void {
     // Enough rows in flight to keep every stage busy, few enough that memory
     // and the "in progress" list stay small.
+    this.dispatcher.only(this.uploadStates());
     const rows = this.dispatcher.take(this.config.concurrency.files * 2 + 4, maxAttempts);
     for (const row of rows) {
       this.status.set('syncing');
@@ -471,46 +482,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
         () => {
           this.kept.delete(row.id);
-          this.wake();
-        },
-      );
-    }
-  }
-
-  /**
-   * The copy lane: the card read and copied at the speed of the card, two
-   * files copying (both cores), two more read back, whatever the uplink, the
-   * server or the sign-in do meanwhile. It only reads, copies and records.
-   */
-  private dispatchCopies(maxAttempts: number | undefined, signal?: AbortSignal): void {
-    for (const row of this.copyLane.take(COPY_LANE_WIDTH, maxAttempts)) {
-      this.status.set('syncing');
-      this.copyLane.start(
-        row,
-        (own) => this.process(row, [own, ...(signal ? [signal] : [])]),
-        () => {
-          if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
-          if (this.copies.finished(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
-          this.wake();
-        },
-      );
-    }
-    // Files already read that a destination lacks, copied again from the card in the same lane.
-    while (this.copyLane.inFlight < COPY_LANE_WIDTH) {
-      const next = this.copies.nextAgain();
-      if (!next) break;
-      const { row } = next;
-      this.status.set('syncing');
-      this.copyLane.start(
-        row,
-        async (own) => {
-          const signal = AbortSignal.any([own, this.stopAll.signal]);
-          const problem = await next.run(signal, (n) => this.context(signal, row.id).onBytes(n, false));
-          // Said in the log (a plain line in a terminal); the card's local verdict names the copy missing.
-          if (problem) this.log.warn({ source: row.sourceId, file: row.relPath }, problem);
-        },
-        () => {
-          if (this.copies.finished(row.sourceId)) this.emit('copied', { sourceId: row.sourceId });
           this.wake();
         },
       );
@@ -543,15 +514,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let claimed: string | null = null;
     try {
       if (row.state === 'discovered') {
+        // Without local copies the file is read here (with them, the copy lane reads it first).
         const discovered = row;
-        if (!this.copies.enabled()) {
-          to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
-          if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
-        } else {
-          to(await this.hashLimiter.run(() => this.copies.copy(ctx, discovered)));
-          // The copy lane only reads and copies: the upload lane takes the row from here.
-          return;
-        }
+        to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
+        if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
       }
       if (row.state === 'discovered') return;
       // At most one row per content on its way to the server: a copy of the

@@ -16,7 +16,7 @@ import type { DiscoveredRow } from '../queue/rows.js';
 import { copyAndVerify, type CopyJob } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
-import type { CopyPort, DestinationSeen, DestinationStop } from './copy-port.js';
+import type { DestinationSeen, DestinationStop } from './copy-port.js';
 
 export type { DestinationSeen, DestinationStop } from './copy-port.js';
 
@@ -36,8 +36,8 @@ type Target = CopyJob['targets'][number];
  * (queue/copy-transitions.ts), written only through `queue.copies.apply`;
  * "copy again" is the records that are due; which destinations count for a
  * card is the store's too. A restart, `status`, `report`, the window and a
- * run's summary read the same facts. Owned by the agent beside the engine
- * (its peer, the upload lane), which gets only `port()`: function values.
+ * run's summary read the same facts. Its lane (sync/copy-lane.ts) takes
+ * the due work; the engine, the upload lane, gets only function values.
  */
 export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
   private destinations: Destination[];
@@ -68,22 +68,9 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
     this.destinations = destinationsOf(config, this.queue.copies);
   }
 
-  /** What the engine (the upload lane) is handed: where to read a file from, and the copy steps, as values. */
-  port(): CopyPort {
-    return {
-      enabled: () => this.enabled,
-      place: (row) => this.placeOf(row),
-      hasCopy: (row) => this.hasCopy(row),
-      prepare: (sourceId) => this.prepare(sourceId),
-      copy: (ctx, row) => this.copy(ctx, row),
-      finished: (sourceId) => !this.queue.hasUnread(sourceId) && !this.copyingAgain(sourceId),
-      nextAgain: () => {
-        const next = this.nextAgain();
-        if (!next || next.targets.length === 0) return undefined;
-        const { row, targets } = next;
-        return { row, run: (signal, onBytes) => this.copyAgain(row, targets, signal, onBytes) };
-      },
-    };
+  /** Every file of this card found so far is read and copied; none waits to be copied (again). */
+  finished(sourceId: string): boolean {
+    return !this.queue.hasUnread(sourceId) && !this.copyingAgain(sourceId);
   }
 
   /**
