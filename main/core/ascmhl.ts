@@ -46,7 +46,12 @@ const C4_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 
 /** The C4 id of some bytes: "c4" and the SHA-512 in base58, left-padded with "1" to 90 characters. */
 export function c4Id(data: string | Uint8Array): string {
-  let n = BigInt(`0x${createHash('sha512').update(data).digest('hex')}`);
+  return c4OfSha512(createHash('sha512').update(data).digest('hex'));
+}
+
+/** The C4 id of bytes whose SHA-512 is `hex` (hashed as they were written). */
+export function c4OfSha512(hex: string): string {
+  let n = BigInt(`0x${hex}`);
   let s = '';
   while (n > 0n) {
     s = C4_ALPHABET[Number(n % 58n)] + s;
