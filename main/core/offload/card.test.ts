@@ -13,6 +13,9 @@ import type { FileInfo } from '../queue/file-info.js';
 import { Queue, type QueueRow } from '../queue/queue.js';
 import { cardOffload } from './card.js';
 import { writeManifest } from './publish.js';
+import { completeSource } from './complete.js';
+import { silentLogger } from '../log.js';
+import type { BucketPort } from '../storage/types.js';
 
 const N = 10_000;
 const CARD = { sourceId: 'card-10k', label: 'M3E_10K' };
@@ -106,5 +109,45 @@ describe('cardOffload of a 10,000-file card', () => {
       position: { lat: 47.1 + 42e-6, lng: 8.5 + 42e-6, absoluteAltitude: 512, relativeAltitude: 80 },
       aircraft: { modelKey: '0-77-1', serial: '1581F5BKD23' },
     });
+  });
+
+  it('sends its large manifest files one after the other, the small ones beside them', async () => {
+    // The bucket port records what is sent and when (the engine's S3 client is tested against
+    // real buckets elsewhere; this is about how many manifest files are read and held at once).
+    const sent: Array<{ rel: string; size: number }> = [];
+    let largeNow = 0;
+    let largeMost = 0;
+    let allNow = 0;
+    let allMost = 0;
+    const bucket: BucketPort = {
+      prefix: () => Promise.resolve('ws-1'),
+      stat: (key) => {
+        const i = Number(/\/k\/(\d+)\.JPG$/.exec(key)?.[1]);
+        return Promise.resolve({ size: 4096, etag: i.toString(16).padStart(32, '0') });
+      },
+      put: async (folder, rel, content) => {
+        const large = content.length > 1024 * 1024;
+        if (large) largeMost = Math.max(largeMost, ++largeNow);
+        allMost = Math.max(allMost, ++allNow);
+        await new Promise((r) => setTimeout(r, 30));
+        if (large) largeNow--;
+        allNow--;
+        sent.push({ rel, size: content.length });
+        return `ws-1/${folder}/${rel}`;
+      },
+    };
+    const done = await completeSource({
+      queue,
+      bucket,
+      card: CARD,
+      manifestsDir: path.join(dir, 'manifests-sent'),
+      recheckAfterMs: 60_000,
+      log: silentLogger,
+    });
+    expect(done.uploadProblem).toBeNull();
+    expect(sent.map((x) => x.rel).sort()).toEqual([...done.manifest.files].sort());
+    expect(sent.filter((x) => x.size > 1024 * 1024).length).toBeGreaterThanOrEqual(3);
+    expect(largeMost).toBe(1);
+    expect(allMost).toBeGreaterThan(1);
   });
 });
