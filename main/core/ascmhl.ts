@@ -31,9 +31,16 @@ export const IGNORED = [
 // eslint-disable-next-line no-control-regex
 const NOT_XML = /[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu;
 
+/** Anything xmlText changes: markup characters, and what XML 1.0 cannot hold. */
+// eslint-disable-next-line no-control-regex
+const CHANGED = /[&<>"']|[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/u;
+
 /** Text or attribute value, escaped, with what XML cannot carry replaced by U+FFFD. */
 export function xmlText(value: string | number): string {
-  return String(value)
+  const text = String(value);
+  // Most values (sizes, dates, hashes, plain names) need nothing: one test, not six replaces.
+  if (!CHANGED.test(text)) return text;
+  return text
     .replace(NOT_XML, '\ufffd')
     .replace(/&/g, '&amp;')
     .replace(/</g, '&lt;')
@@ -46,7 +53,12 @@ const C4_ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 
 /** The C4 id of some bytes: "c4" and the SHA-512 in base58, left-padded with "1" to 90 characters. */
 export function c4Id(data: string | Uint8Array): string {
-  let n = BigInt(`0x${createHash('sha512').update(data).digest('hex')}`);
+  return c4OfSha512(createHash('sha512').update(data).digest('hex'));
+}
+
+/** The C4 id of bytes whose SHA-512 is `hex` (hashed as they were written). */
+export function c4OfSha512(hex: string): string {
+  let n = BigInt(`0x${hex}`);
   let s = '';
   while (n > 0n) {
     s = C4_ALPHABET[Number(n % 58n)] + s;

@@ -178,15 +178,18 @@ export interface FlightOptions {
 
 const folderOf = (relPath: string): string => path.posix.dirname(relPath.replace(/\\/g, '/'));
 
+/** What the flight checks read of a file: a queue row, or its path and kind with its info. */
+export type FlightFile = Pick<QueueRow, 'relPath' | 'kind'> & { info?: FileInfo | undefined };
+
 /** The flights of a source: one per folder holding media or RTK files. */
 export function flightsOf(
   queue: Queue,
   sourceId: string,
-  rows: readonly QueueRow[],
+  rows: readonly FlightFile[],
   opts: FlightOptions = {},
 ): FlightCompleteness[] {
   const mrk = queue.flights.mrkOf(sourceId);
-  const byFolder = new Map<string, QueueRow[]>();
+  const byFolder = new Map<string, FlightFile[]>();
   for (const r of rows) {
     const folder = folderOf(r.relPath);
     const list = byFolder.get(folder);
@@ -199,14 +202,14 @@ export function flightsOf(
       .filter(([, files]) => files.some((f) => f.kind !== 'other'))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([folder, files]) => {
-        const flightPath = files.map((f) => ('info' in f ? f.info?.path : undefined)).find((p) => p) ?? '';
+        const flightPath = files.find((f) => f.info?.path)?.info?.path ?? '';
         const match = flightPath ? queue.history.waylineOf(flightPath) : null;
         const input: FlightInput = {
           folder,
           media: files
             .filter((f) => f.kind === 'media')
             .map((f) => {
-              const meta = 'info' in f ? f.info?.metadata : undefined;
+              const meta = f.info?.metadata;
               const p = meta?.shoot_position;
               return {
                 relPath: f.relPath,
@@ -214,7 +217,7 @@ export function flightsOf(
                 position: p?.lat !== undefined && p.lng !== undefined ? { lat: p.lat, lng: p.lng } : null,
                 gimbalYaw: meta?.gimbal_yaw_degree ?? null,
                 relativeAltitude: meta?.relative_altitude ?? null,
-                frame: ('info' in f ? f.info?.frame : undefined) ?? null,
+                frame: f.info?.frame ?? null,
               };
             }),
           rtkFiles: files.flatMap((f) => {
@@ -249,10 +252,13 @@ export function cardOffload(
   if (!target) throw new Error('The queue is not bound to a target.');
   const factRows = queue.factsOf(card.sourceId);
   const fileFacts = factRows.map((r) => factOf(r, target.key));
-  // The rows with their info, read once and only when needed: new flights, or the files' metadata.
-  let rows: QueueRow[] | undefined;
-  const fullRows = (): QueueRow[] => (rows ??= queue.list({ sourceId: card.sourceId, limit: 1_000_000 }));
-  const flights = cachedFlights(queue, card.sourceId, factRows, flightOptions, fullRows);
+  // The files' info, read once and only when needed (new flights, or the files' metadata):
+  // two columns, not the whole rows.
+  let infos: Map<number, FileInfo> | undefined;
+  const infosOf = (): Map<number, FileInfo> => (infos ??= queue.infosOf(card.sourceId));
+  const flightFiles = (): FlightFile[] =>
+    factRows.map((r) => ({ relPath: r.relPath, kind: r.kind, info: infosOf().get(r.id) }));
+  const flights = cachedFlights(queue, card.sourceId, factRows, flightOptions, flightFiles);
   const workspaceLabel = workspaceLabelOf(target);
   const facts: CardFileFact[] = fileFacts.map((f, i) => ({
     relPath: f.relPath,
@@ -285,9 +291,9 @@ export function cardOffload(
     facts: fileFacts,
     get files(): ManifestFile[] {
       if (!files) {
-        const info = new Map(fullRows().map((r) => [r.id, 'info' in r ? r.info : undefined]));
+        const info = infosOf();
         files = fileFacts.map((f, i) => fileOf(f, info.get((factRows[i] as FactRow).id)));
-        rows = undefined; // not held as long as the verdict is (the agent's events, the window)
+        infos = undefined; // not held as long as the verdict is (the agent's events, the window)
       }
       return files;
     },
@@ -310,7 +316,7 @@ function cachedFlights(
   sourceId: string,
   facts: readonly FactRow[],
   opts: FlightOptions,
-  rows: () => QueueRow[],
+  rows: () => FlightFile[],
 ): FlightCompleteness[] {
   const h = createHash('sha256').update(JSON.stringify([TOOL.version, opts.minHeight ?? null]));
   for (const f of facts) h.update(`${f.id}|${f.updatedAt}\n`);

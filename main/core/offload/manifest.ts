@@ -83,33 +83,52 @@ function fileMetadata(f: ManifestFile, indent: string): string[] {
   return lines;
 }
 
-/** One ASC MHL v2.0 hash list for the card (pure; the caller writes it to `ascmhl/<mhlFileName>`). */
-export function buildMhl(input: OffloadReportInput): string {
+/**
+ * One ASC MHL v2.0 hash list for the card, in pieces (a few lines each, one
+ * `<hash>` per file): a 10,000-file card's list is some 6 MB, written to its
+ * file as it is made, never held whole (pure; the caller writes it to
+ * `ascmhl/<mhlFileName>`).
+ */
+export function* mhlPieces(input: OffloadReportInput): Generator<string> {
   const files = byRelPath(input.files);
-  const out = mhlHead({
+  yield `${mhlHead({
     created: input.createdAt,
     hostname: input.hostname,
     tool: input.tool,
     comment: `Card ${input.card.label} offloaded to ${input.target.workspaceLabel} (${input.target.serverLabel}). ${input.verdict.message}`,
-  });
+  }).join('\n')}\n`;
   if (files.length > 0) {
-    out.push('  <hashes>');
+    yield '  <hashes>\n';
+    const hashdate = isoSeconds(input.createdAt);
     for (const f of files) {
       if (!/^[0-9a-f]{32}$/i.test(f.md5)) throw new Error(`Not an MD5 for ${f.relPath}: ${f.md5}`);
-      out.push(
+      yield `${[
         '    <hash>',
         `      <path${attrs({ size: f.size, lastmodificationdate: isoSeconds(f.mtimeMs) })}>${xmlText(f.relPath)}</path>`,
-        `      <md5 action="original" hashdate="${isoSeconds(f.hashedAt ?? input.createdAt)}">${f.md5.toLowerCase()}</md5>`,
+        `      <md5 action="original" hashdate="${f.hashedAt == null ? hashdate : isoSeconds(f.hashedAt)}">${f.md5.toLowerCase()}</md5>`,
         '      <metadata>',
         ...fileMetadata(f, '        '),
         '      </metadata>',
         '    </hash>',
-      );
+      ].join('\n')}\n`;
     }
-    out.push('  </hashes>');
+    yield '  </hashes>\n';
   }
-  out.push('</hashlist>', '');
-  return out.join('\n');
+  yield '</hashlist>\n';
+}
+
+/** One ASC MHL v2.0 hash list for the card, as one string (see mhlPieces). */
+export function buildMhl(input: OffloadReportInput): string {
+  return [...mhlPieces(input)].join('');
+}
+
+/** The sequence number and file name of the next generation of the card's hash list. */
+export function nextMhlName(
+  input: Pick<OffloadReportInput, 'card' | 'createdAt'>,
+  earlier: readonly MhlGeneration[],
+): { sequence: number; fileName: string } {
+  const sequence = earlier.reduce((n, g) => Math.max(n, g.sequence), 0) + 1;
+  return { sequence, fileName: mhlFileName(sequence, input.card.label, input.createdAt) };
 }
 
 /**
@@ -121,8 +140,7 @@ export function nextMhlGeneration(
   input: OffloadReportInput,
   earlier: readonly MhlGeneration[] = [],
 ): { files: Array<{ path: string; content: string }>; generations: MhlGeneration[] } {
-  const sequence = earlier.reduce((n, g) => Math.max(n, g.sequence), 0) + 1;
-  const fileName = mhlFileName(sequence, input.card.label, input.createdAt);
+  const { sequence, fileName } = nextMhlName(input, earlier);
   const content = buildMhl(input);
   const generations = [...earlier, { sequence, fileName, c4: c4Id(content) }];
   return {

@@ -10,9 +10,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CardOffload } from './card.js';
 import { reportInput } from './card.js';
-import { MHL_CHAIN_FILE } from '../ascmhl.js';
-import { MHL_FOLDER, nextMhlGeneration, type MhlGeneration } from './manifest.js';
-import { renderReportHtml, reportJson } from './report.js';
+import { buildMhlChain, c4OfSha512, MHL_CHAIN_FILE } from '../ascmhl.js';
+import { MHL_FOLDER, mhlPieces, nextMhlName, type MhlGeneration } from './manifest.js';
+import { reportHtmlPieces, reportJson, reportJsonPieces } from './report.js';
 
 export interface Published {
   /** The folder in the state folder. */
@@ -59,18 +59,21 @@ export function manifestFolder(o: Pick<CardOffload, 'card' | 'target'>): string 
 
 /** The part of a card's state a manifest vouches for (not the time it was written). */
 function digestOf(o: CardOffload): string {
-  const facts = o.facts.map((f) => [
-    f.relPath,
-    f.md5,
-    f.state,
-    f.acknowledged?.how,
-    f.verified?.found,
-    f.verified?.sizeMatches,
-    f.verified?.checksum,
-  ]);
-  return createHash('sha256')
-    .update(JSON.stringify([o.target.id, facts, o.verdict.safe, o.verdict.reasons]))
-    .digest('hex');
+  // The SHA-256 of JSON.stringify([target, facts, safe, reasons]), hashed fact by fact (not one string).
+  const h = createHash('sha256').update(`[${JSON.stringify(o.target.id)},[`);
+  for (const [i, f] of o.facts.entries())
+    h.update(
+      `${i ? ',' : ''}${JSON.stringify([
+        f.relPath,
+        f.md5,
+        f.state,
+        f.acknowledged?.how,
+        f.verified?.found,
+        f.verified?.sizeMatches,
+        f.verified?.checksum,
+      ])}`,
+    );
+  return h.update(`],${JSON.stringify(o.verdict.safe)},${JSON.stringify(o.verdict.reasons)}]`).digest('hex');
 }
 
 function readLedger(file: string): Ledger | null {
@@ -82,9 +85,45 @@ function readLedger(file: string): Ledger | null {
 }
 
 function writeAtomic(file: string, content: string): void {
+  writeAtomicPieces(file, [content]);
+}
+
+/** Text gathered into blocks of about this many characters before each write. */
+const BLOCK = 64 * 1024;
+
+/**
+ * Writes text made in pieces to `file`, through a temporary file renamed in
+ * place: the pieces are gathered into blocks of about 64 KiB and each block
+ * written as it fills, so the whole text is never one string. `written` sees
+ * each block (to hash the file as it is written).
+ */
+export function writeAtomicPieces(
+  file: string,
+  pieces: Iterable<string>,
+  written?: (block: Buffer) => void,
+): void {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, content);
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    let text = '';
+    const flush = (): void => {
+      const block = Buffer.from(text, 'utf8');
+      text = '';
+      written?.(block);
+      for (let at = 0; at < block.length;) at += fs.writeSync(fd, block, at, block.length - at);
+    };
+    for (const piece of pieces) {
+      text += piece;
+      if (text.length >= BLOCK) flush();
+    }
+    if (text) flush();
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
   fs.renameSync(tmp, file);
 }
 
@@ -115,20 +154,24 @@ export function writeManifest(
     };
   const input = reportInput(o, now, tool);
   const hashed = { ...input, files: input.files.filter((f) => /^[0-9a-f]{32}$/i.test(f.md5)) };
-  // Each file written as soon as it is made, none held with the next (a 10,000-file card's
-  // hash list, report page and JSON are some 10 MB each, with their makings).
+  // Each file written in pieces as it is made, none held whole (a 10,000-file card's
+  // hash list, report page and JSON are 4 to 10 MB each).
   const written: string[] = [];
-  const write = (file: string, content: string): void => {
-    writeAtomic(path.join(dir, file), content);
+  const write = (file: string, pieces: Iterable<string>, seen?: (block: Buffer) => void): void => {
+    writeAtomicPieces(path.join(dir, file), pieces, seen);
     written.push(file);
   };
-  const next = nextMhlGeneration(hashed, ledger?.generations ?? []);
-  for (const f of next.files) write(f.path, f.content);
-  const mhl = next.files[0]?.path ?? null;
-  const generations = next.generations;
+  // The hash list, hashed as it is written for its C4 id in the chain.
+  const earlier = ledger?.generations ?? [];
+  const { sequence, fileName } = nextMhlName(input, earlier);
+  const mhl = `${MHL_FOLDER}/${fileName}`;
+  const sha512 = createHash('sha512');
+  write(mhl, mhlPieces(hashed), (block) => sha512.update(block));
+  const generations = [...earlier, { sequence, fileName, c4: c4OfSha512(sha512.digest('hex')) }];
+  write(`${MHL_FOLDER}/${MHL_CHAIN_FILE}`, [buildMhlChain(generations)]);
   const report = reportJson(input, mhl);
-  write('report.html', renderReportHtml(report));
-  write('report.json', `${JSON.stringify(report, null, 2)}\n`);
+  write('report.html', reportHtmlPieces(report));
+  write('report.json', reportJsonPieces(report));
   const kept: Ledger = { generations, digest };
   writeAtomic(ledgerFile, JSON.stringify(kept));
   // A generation before this one that never reached the bucket goes with it.

@@ -165,11 +165,24 @@ function deviceOfFile(f: ManifestFile): string {
 
 const folderOf = (relPath: string): string => relPath.replace(/\\/g, '/').split('/').slice(0, -1).join('/');
 
-function flightSection(f: FlightReport, files: readonly ManifestFile[]): string {
+/** The aircraft and cameras of each folder's files, in the order of the files (one pass over the card). */
+function devicesByFolder(
+  files: readonly ManifestFile[],
+  folders: ReadonlySet<string>,
+): Map<string, string[]> {
+  const sets = new Map<string, Set<string>>();
+  for (const x of files) {
+    const folder = folderOf(x.relPath);
+    if (!folders.has(folder)) continue;
+    let set = sets.get(folder);
+    if (!set) sets.set(folder, (set = new Set()));
+    set.add(deviceOfFile(x));
+  }
+  return new Map([...sets].map(([folder, set]) => [folder, [...set].filter(Boolean)]));
+}
+
+function flightSection(f: FlightReport, devices: readonly string[]): string {
   const rtk = f.rtkCounts;
-  const devices = [
-    ...new Set(files.filter((x) => folderOf(x.relPath) === f.folder).map(deviceOfFile)),
-  ].filter(Boolean);
   const rows: Array<[string, string]> = [
     ...summaryRows(f),
     ['Mission', f.missionName ?? 'manual flight'],
@@ -336,11 +349,20 @@ const reasonList = (reasons: readonly string[]): string =>
 
 /** The printable page. */
 export function renderReportHtml(r: OffloadReport): string {
+  return [...reportHtmlPieces(r)].join('');
+}
+
+/**
+ * The printable page in pieces: its head, then one flight, then one file's
+ * row at a time (a 10,000-file card's page is some 4 MB, written to its file
+ * as it is made, never held whole).
+ */
+export function* reportHtmlPieces(r: OffloadReport): Generator<string> {
   const v = r.verdict;
   const c = v.counts;
   const title = `Offload report — ${r.card.label}`;
   const corrected = correctedTimes(r);
-  return `<!doctype html>
+  yield `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -362,10 +384,38 @@ export function renderReportHtml(r: OffloadReport): string {
       : ''
   }
 <ul class="counts"><li>${count(c.files, 'file')} (${c.media} media, ${c.rtk} RTK)</li><li>${c.verified} verified</li><li>${c.pending} on the way</li><li>${c.waiting} waiting for the card</li><li>${c.failed} failed</li><li>${count(c.flights, 'flight')}, ${c.flightsIncomplete} incomplete${c.flightsAccepted ? ` (${c.flightsAccepted} accepted)` : ''}</li></ul>
-${r.flights.map((f) => flightSection(f, r.files)).join('\n')}
+`;
+  const devices = devicesByFolder(r.files, new Set(r.flights.map((f) => f.folder)));
+  for (const [i, f] of r.flights.entries())
+    yield `${i ? '\n' : ''}${flightSection(f, devices.get(f.folder) ?? [])}`;
+  yield `
 <section><h2>Files</h2><table class="files"><thead><tr><th>Path on the card</th><th>Kind</th><th>Size</th><th>MD5</th><th>Captured</th><th>Position</th><th>Aircraft · camera</th><th>State</th><th>Acknowledged</th><th>Bucket check</th><th>Object key</th></tr></thead>
-<tbody>${r.files.map((f) => fileRow(f, corrected)).join('\n')}</tbody></table></section>
+<tbody>`;
+  for (const [i, f] of r.files.entries()) yield `${i ? '\n' : ''}${fileRow(f, corrected)}`;
+  yield `</tbody></table></section>
 <footer>${r.hashList ? `Hash list (ASC MHL v2.0): ${e(r.hashList)}. ` : ''}Report format ${REPORT_FORMAT} v${REPORT_VERSION}.</footer>
 </body></html>
 `;
+}
+
+/**
+ * `JSON.stringify(report, null, 2)` and a newline, in pieces: the arrays of
+ * the report (every file, every flight) one element at a time, so that a
+ * 10,000-file card's 10 MB of JSON is written as it is made.
+ */
+export function* reportJsonPieces(r: OffloadReport): Generator<string> {
+  const indent = (text: string, by: string): string => text.replace(/\n/g, `\n${by}`);
+  const entries = Object.entries(r).filter(([, value]) => value !== undefined);
+  yield '{\n';
+  for (const [i, [key, value]] of entries.entries()) {
+    yield `  ${JSON.stringify(key)}: `;
+    if (Array.isArray(value) && value.length > 0) {
+      yield '[\n';
+      for (const [j, item] of (value as unknown[]).entries())
+        yield `    ${indent(JSON.stringify(item, null, 2) ?? 'null', '    ')}${j < value.length - 1 ? ',' : ''}\n`;
+      yield '  ]';
+    } else yield indent(JSON.stringify(value, null, 2), '  ');
+    yield i < entries.length - 1 ? ',\n' : '\n';
+  }
+  yield '}\n';
 }

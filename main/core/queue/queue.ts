@@ -11,6 +11,7 @@ import { LANE_NAMES, QueueLanes } from './lanes.js';
 import { History } from './history.js';
 import {
   FACT_COLUMNS,
+  fileInfo,
   parseFactRow,
   parseRow,
   type FactColumns,
@@ -22,6 +23,7 @@ import {
   type WorkingRow,
 } from './rows.js';
 import { SourceFacts } from './sources.js';
+import type { FileInfo } from './file-info.js';
 import {
   FILE_STATES,
   isWorking,
@@ -681,6 +683,22 @@ export class Queue {
       .all(this.targetId, sourceId)
       .sort((a, b) => a.id - b.id)
       .map((r) => parseFactRow(r, this.file));
+  }
+
+  /**
+   * The info of each file of a source that has its identity (as QueueRow
+   * carries it), by row id: only the two columns, row by row, not the rows.
+   */
+  infosOf(sourceId: string): Map<number, FileInfo> {
+    const out = new Map<number, FileInfo>();
+    const rows = this.db
+      .prepare<[number, string], { id: number; info_json: string }>(
+        `SELECT id, info_json FROM files WHERE target_id = ? AND source_id = ? AND state <> 'discovered'
+           AND fingerprint IS NOT NULL AND tiny_fingerprint IS NOT NULL AND info_json IS NOT NULL`,
+      )
+      .iterate(this.targetId, sourceId);
+    for (const r of rows) out.set(r.id, fileInfo(r.info_json, this.file));
+    return out;
   }
 
   /** The key of an object of this target holding the same content (our own upload of a twin), if any. */

@@ -174,7 +174,8 @@ function base(r: RawRow, file: string): RowBase {
 const checkedInfos = new Map<string, Readonly<FileInfo>>();
 const CHECKED_INFOS_MAX = 20_000;
 
-function fileInfo(text: string, file: string): FileInfo {
+/** A row's info_json, checked (and shared with every read of the same text); `file` names the database. */
+export function fileInfo(text: string, file: string): FileInfo {
   const known = checkedInfos.get(text);
   if (known) return known;
   let json: unknown;
