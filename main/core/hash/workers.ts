@@ -72,6 +72,11 @@ class Pool {
 
   constructor(private readonly size: number) {}
 
+  /** Whether a worker of this pool is running (idle or busy). */
+  running(): boolean {
+    return this.idle.length + this.busy.size > 0;
+  }
+
   run(job: PoolJob): void {
     this.queue.push(job);
     this.pump();
@@ -317,11 +322,18 @@ export function readBackInWorker(
  * typed arrays per decode, which on the main thread wait for its large young
  * generation to fill (about 50 MiB of the offload's peak RSS) and take its
  * CPU from the copies' bookkeeping; a worker's small heap frees them at
- * once. The bytes are copied once, into a buffer handed over (not the head
- * they lie in). WorkersUnavailable when no worker can run.
+ * once. Only while a range worker runs (an upload is reading parts): no
+ * thread (about 20 MiB) is started for previews alone; then, and when no
+ * worker can run, WorkersUnavailable (the caller decodes on its own thread).
+ * The bytes are copied once, into a buffer handed over (not the head they
+ * lie in).
  */
 export function previewInWorker(thumb: Uint8Array): Promise<PreviewStats | null> {
   return new Promise((resolve, reject) => {
+    if (rangePool?.running() !== true) {
+      reject(new WorkersUnavailable());
+      return;
+    }
     const own = new Uint8Array(thumb); // a copy of its own (Buffer.slice would be a view of the head)
     rangePool ??= new Pool(RANGE_WORKERS);
     rangePool.run({

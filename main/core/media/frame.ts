@@ -61,14 +61,14 @@ function fromExifGps(gps: Block): string | undefined {
 }
 
 /**
- * The preview's statistics, decoded in a hash worker (the decode's garbage
- * and CPU off this thread: hash/workers.ts previewInWorker); on this thread
- * when the workers are off or cannot run. The same previewStats either way:
+ * The preview's statistics, decoded in a running hash worker (the decode's
+ * garbage and CPU off this thread: hash/workers.ts previewInWorker); on this
+ * thread when none runs, or the workers are off. The same previewStats either way:
  * the same figures.
  */
 export async function decodePreview(thumb: Buffer): Promise<PreviewStats | null> {
   if (!useHashWorkers()) return previewStats(thumb);
-  // No worker, or one that could not load the decoder (a package left out): decoded here, as before.
+  // No worker running, or one that could not load the decoder (a package left out): decoded here.
   return previewInWorker(thumb).catch(() => previewStats(thumb));
 }
 
