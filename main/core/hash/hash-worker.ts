@@ -1,7 +1,9 @@
 /**
  * What a hash worker does, in one place: the MD5 of a whole file (the
- * fingerprint), one range of a file read for sending, with its MD5, and a
- * card file copied to its destinations and each copy read back.
+ * fingerprint), one range of a file read for sending, with its MD5, a card
+ * file copied to its destinations and each copy read back, and the decode of
+ * a photo's embedded preview (media/preview.ts: its garbage and CPU stay off
+ * the agent's main thread).
  * workers.ts runs this module in worker threads; media/fingerprint.ts and
  * storage/parts.ts call the same functions on their own thread when there is
  * no worker. The errors are the file system's own (code, errno, syscall):
@@ -11,11 +13,15 @@
  * by itself, compiled (dist/) or, when the sources run as they are (tests),
  * as TypeScript with the types stripped by Node. The one package it uses
  * (XXH3, a copy's read-back) is required when first needed, from where the
- * file lies (the app's node_modules; unpacked beside the asar).
+ * file lies (the app's node_modules; unpacked beside the asar); the preview
+ * decoder, media/preview.ts (no relative import either), is imported from
+ * beside it when first needed.
  */
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type XxHash from '@node-rs/xxhash';
+import type * as Preview from '../media/preview.js';
+import type { PreviewStats } from '../media/preview.js';
 import {
   closeSync,
   constants,
@@ -30,7 +36,8 @@ import {
   writeSync,
 } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 
 /** The file was not the size it should be (or shorter than it said) when read for sending. */
@@ -396,7 +403,8 @@ export type Job =
       bufferSize: number;
       flag: Int32Array;
     }
-  | { op: 'readback'; id: number; path: string; bufferSize: number };
+  | { op: 'readback'; id: number; path: string; bufferSize: number }
+  | { op: 'preview'; id: number; thumb: Uint8Array };
 
 export interface ErrorInfo {
   message: string;
@@ -422,6 +430,8 @@ export interface Reply {
   copyErrors?: Array<ErrorInfo | null>;
   /** A read-back job: how the copy was read. */
   readBack?: ReadBack;
+  /** A preview job: the statistics of the decoded thumbnail (null: it could not be decoded). */
+  preview?: PreviewStats | null;
 }
 
 function errorInfo(e: unknown): ErrorInfo {
@@ -447,6 +457,21 @@ function scratchBuffers(size: number): [Buffer, Buffer] {
   if (!scratch || scratch[0].length < size)
     scratch = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
   return [scratch[0].subarray(0, size), scratch[1].subarray(0, size)];
+}
+
+/**
+ * media/preview.ts (the embedded preview's decode), loaded by the first
+ * preview job from beside this file: preview.js in dist/, preview.ts when
+ * the sources run as they are (it imports no relative module either).
+ */
+let previewModule: Promise<typeof Preview> | undefined;
+
+function loadPreview(): Promise<typeof Preview> {
+  const ext = extname(fileURLToPath(import.meta.url));
+  previewModule ??= import(new URL(`../media/preview${ext}`, import.meta.url).href) as Promise<
+    typeof Preview
+  >;
+  return previewModule;
 }
 
 async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => void): Promise<void> {
@@ -475,6 +500,8 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
       );
     } else if (job.op === 'readback') {
       post({ id, ...readBackDigest(job.path, job.bufferSize) });
+    } else if (job.op === 'preview') {
+      post({ id, preview: (await loadPreview()).previewStats(job.thumb) });
     } else {
       // A buffer of its own (never a slice of Node's pool), not zero-filled:
       // its memory is handed over to the caller without a copy.

@@ -24,6 +24,7 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { PreviewStats } from '../media/preview.js';
 import type { CopyTarget, ErrorInfo, Job, ReadBack, Reply } from './hash-worker.js';
 import { HASH_WORKER, SourceChangedSignal } from './hash-worker.js';
 
@@ -36,6 +37,8 @@ const WORKER_URL = new URL(`./hash-worker${extname(fileURLToPath(import.meta.url
 
 interface PoolJob {
   message: Job;
+  /** Buffers of the message handed to the worker, not copied. */
+  transfer?: ArrayBuffer[];
   onMessage: (r: Reply) => boolean; // true when this was the job's last message
   fail: (err: Error) => void;
 }
@@ -69,6 +72,11 @@ class Pool {
 
   constructor(private readonly size: number) {}
 
+  /** Whether a worker of this pool is running (idle or busy). */
+  running(): boolean {
+    return this.idle.length + this.busy.size > 0;
+  }
+
   run(job: PoolJob): void {
     this.queue.push(job);
     this.pump();
@@ -89,7 +97,7 @@ class Pool {
       this.busy.set(w, job);
       // Only a worker with a job keeps the process alive.
       w.ref();
-      w.postMessage(job.message);
+      w.postMessage(job.message, job.transfer);
     }
   }
 
@@ -322,6 +330,39 @@ export function readBackInWorker(
       onMessage: (r) => {
         if (r.error) reject(rebuildError(r.error));
         else resolve({ xxh3: r.xxh3 as string, readBack: r.readBack as ReadBack });
+        return true;
+      },
+      fail: reject,
+    });
+  });
+}
+
+/**
+ * previewStats (media/preview.ts) of a photo's embedded preview in a worker
+ * of the range pool (short jobs): jpeg-js allocates about a thousand small
+ * typed arrays per decode, which on the main thread wait for its large young
+ * generation to fill (about 50 MiB of the offload's peak RSS) and take its
+ * CPU from the copies' bookkeeping; a worker's small heap frees them at
+ * once. Only while a range worker runs (an upload is reading parts): no
+ * thread (about 20 MiB) is started for previews alone; then, and when no
+ * worker can run, WorkersUnavailable (the caller decodes on its own thread).
+ * The bytes are copied once, into a buffer handed over (not the head they
+ * lie in).
+ */
+export function previewInWorker(thumb: Uint8Array): Promise<PreviewStats | null> {
+  return new Promise((resolve, reject) => {
+    if (rangePool?.running() !== true) {
+      reject(new WorkersUnavailable());
+      return;
+    }
+    const own = new Uint8Array(thumb); // a copy of its own (Buffer.slice would be a view of the head)
+    rangePool ??= new Pool(RANGE_WORKERS);
+    rangePool.run({
+      message: { op: 'preview', id: nextId++, thumb: own },
+      transfer: [own.buffer],
+      onMessage: (r) => {
+        if (r.error) reject(rebuildError(r.error));
+        else resolve(r.preview ?? null);
         return true;
       },
       fail: reject,

@@ -12,6 +12,7 @@
  * into UTC by taking those 18 s off. EXIF GPSDateStamp/GPSTimeStamp are UTC
  * by the EXIF standard and used as they are, when written.
  */
+import { previewInWorker, useHashWorkers } from '../hash/workers.js';
 import type { Block } from './metadata-rules.js';
 import { previewStats, thumbnailBytes, type PreviewStats } from './preview.js';
 
@@ -59,14 +60,26 @@ function fromExifGps(gps: Block): string | undefined {
   return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
 }
 
+/**
+ * The preview's statistics, decoded in a running hash worker (the decode's
+ * garbage and CPU off this thread: hash/workers.ts previewInWorker); on this
+ * thread when none runs, or the workers are off. The same previewStats either way:
+ * the same figures.
+ */
+export async function decodePreview(thumb: Buffer): Promise<PreviewStats | null> {
+  if (!useHashWorkers()) return previewStats(thumb);
+  // No worker running, or one that could not load the decoder (a package left out): decoded here.
+  return previewInWorker(thumb).catch(() => previewStats(thumb));
+}
+
 /** The frame facts of a photo, from its parsed blocks and the bytes at hand (the whole file or its head). */
-export function readFrameFacts(
+export async function readFrameFacts(
   blocks: { dji: Block; gps: Block; ifd1: Block },
   bytes: Buffer | null,
   zoneInFile: boolean,
   /** readPosition found a usable position (it refuses 0, 0). */
   hasPosition: boolean,
-): FrameFacts {
+): Promise<FrameFacts> {
   const { dji, gps, ifd1 } = blocks;
   const out: FrameFacts = { zoneInFile };
   const pitch = num(dji.GimbalPitchDegree);
@@ -89,7 +102,7 @@ export function readFrameFacts(
   }
   if (bytes) {
     const thumb = thumbnailBytes(bytes, num(ifd1.ThumbnailOffset) ?? 0, num(ifd1.ThumbnailLength) ?? 0);
-    const stats = thumb ? previewStats(thumb) : null;
+    const stats = thumb ? await decodePreview(thumb) : null;
     if (stats) out.preview = stats;
   }
   return out;

@@ -229,7 +229,12 @@ export async function readMediaInfo(filePath: string, opts: ReadMediaOptions = {
         !!captureTime &&
         !!parseExifDateTime(xmp.CreateDate) &&
         sameWallClock(parseExifDateTime(xmp.CreateDate)!, captureTime));
-    info.frame = readFrameFacts({ dji, gps, ifd1 }, bytes, zoneInFile, metadata.shoot_position !== undefined);
+    info.frame = await readFrameFacts(
+      { dji, gps, ifd1 },
+      bytes,
+      zoneInFile,
+      metadata.shoot_position !== undefined,
+    );
   }
 
   const sn = text(dji.DroneSerialNumber);

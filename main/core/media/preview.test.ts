@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { describe, expect, it } from 'vitest';
+import jpeg from 'jpeg-js';
+import { describe, expect, it, vi } from 'vitest';
 import { FIXTURES } from '../../../test/support/harness.js';
 import { shotBytes, T0, M3T_START } from '../../../test/support/flight-card.js';
+import { readRangeInWorker } from '../hash/workers.js';
 import { readMediaInfo } from './metadata.js';
 import { previewStats, thumbnailBytes } from './preview.js';
 
@@ -29,6 +31,24 @@ describe('the preview DJI embeds in each JPEG', () => {
     const real = await readMediaInfo(M3T);
     expect(real.frame?.preview?.mean).toBeGreaterThan(40);
     expect(real.frame?.gnssUtc).toBe('2023-07-07T07:39:34.945Z'); // UTCAtExposure less the 18 leap seconds
+  });
+
+  it('is decoded in a running hash worker, to the same figures: its garbage and CPU off this thread', async () => {
+    const thumb = thumbnailBytes(fs.readFileSync(M3T), 1170, 24894)!;
+    const here = previewStats(thumb);
+    // jpeg-js as this thread loaded it (the module preview.ts decodes with here); a worker has its own.
+    const decode = vi.spyOn(jpeg, 'decode');
+    try {
+      // No range worker yet: none is started for a preview alone; decoded here.
+      expect((await readMediaInfo(M3T)).frame?.preview).toEqual(here);
+      expect(decode).toHaveBeenCalledTimes(1);
+      // An upload reads a part (the range workers run): the previews go to them.
+      await readRangeInWorker(M3T, 0, 1024 * 1024, fs.statSync(M3T).size);
+      for (let i = 0; i < 5; i++) expect((await readMediaInfo(M3T)).frame?.preview).toEqual(here);
+      expect(decode).toHaveBeenCalledTimes(1);
+    } finally {
+      decode.mockRestore();
+    }
   });
 
   it('costs a few milliseconds of CPU per photo (printed; not a speed test)', () => {
