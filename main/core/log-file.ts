@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
-import pinoRoll from 'pino-roll';
+import type pinoRollOf from 'pino-roll';
 import { createLogger, LOG_HOOKS, REDACT_PATHS, type Logger } from './log.js';
 import { APP_DIR_NAME } from './paths.js';
 
@@ -46,8 +46,10 @@ export async function createFileLogger(
   opts: { level?: string; echo?: { level: string; stream: pino.DestinationStream } } = {},
 ): Promise<FileLog> {
   const level = opts.level ?? process.env.DMS_LOG_LEVEL ?? 'info';
-  let stream: Awaited<ReturnType<typeof pinoRoll>>;
+  let stream: Awaited<ReturnType<typeof pinoRollOf>>;
   try {
+    // Loaded when a log file is made (the app, `watch`): pino-roll brings date-fns, 300 modules.
+    const { default: pinoRoll } = await import('pino-roll');
     stream = await pinoRoll({
       file: path.join(dir, 'drone-media-sync'),
       extension: '.log',

@@ -68,4 +68,6 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   expect(urls.some((u) => u.endsWith('/dist/main/cli/commands/sync.js'))).toBe(true);
   // Before: undici's 109 modules (60-180 ms of the start on a loaded 2-core machine).
   expect(urls.filter((u) => u.includes('/node_modules/undici/'))).toEqual([]);
+  // Before: pino-roll for a log file sync does not write, and its date-fns (304 modules, 60-100 ms).
+  expect(urls.filter((u) => /\/node_modules\/(pino-roll|date-fns)\//.test(u))).toEqual([]);
 });

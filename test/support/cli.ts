@@ -39,6 +39,8 @@ export function runCli(args: string[], opts: CliOptions): Promise<CliRun> {
     'DMS_WORKSPACE',
     'DMS_LOG_LEVEL',
     'XDG_CONFIG_HOME',
+    'XDG_CACHE_HOME',
+    'NODE_COMPILE_CACHE',
   ])
     if (!opts.env || !(k in opts.env)) delete env[k];
   const argv = [opts.node ?? process.execPath, BIN, ...args];

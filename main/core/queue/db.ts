@@ -308,6 +308,12 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (target_id, source_id)
   );
   `,
+  `
+  -- Issue 33: the lanes' re-rank at every open (queue/lanes.ts) and the
+  -- look for rows without a class read every row of the queue; by class and
+  -- lane they read only the rows that move (none when the setting did not change).
+  CREATE INDEX files_class_lane ON files (file_class, lane);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -9,7 +9,15 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileKind } from '../media/discover.js';
-import { classify, DEFAULT_LANES, FILE_CLASSES, laneOf, type FileClass, type LaneName } from './lanes.js';
+import {
+  classify,
+  DEFAULT_LANES,
+  FILE_CLASSES,
+  laneOf,
+  OPEN_SQL,
+  type FileClass,
+  type LaneName,
+} from './lanes.js';
 import { Queue } from './queue.js';
 
 let dir: string;
@@ -157,6 +165,35 @@ describe('the order of due rows', () => {
     db.close();
     q = open();
     expect(order(q)).toEqual(LANED.filter((p) => p.startsWith('card-old:')));
+    q.close();
+  });
+
+  it('reads no row when the queue opens with the order it has (issue 33: every row was read)', () => {
+    let q = open();
+    q.observe(OLD_CARD);
+    q.observe(NEW_CARD);
+    q.lanes.order({ video: 'first' });
+    const videosFirst = order(q);
+    expect(videosFirst).not.toEqual(LANED);
+    q.close();
+    // The statements each open runs, as SQLite plans them on the real file: ranges of an index, not the table.
+    const db = new Database(file);
+    const plan = (sql: string, ...params: unknown[]) =>
+      db
+        .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(...params)
+        .map((r) => r.detail)
+        .join('; ');
+    const INDEX = /^SEARCH files USING (COVERING )?INDEX files_class_lane/;
+    for (const sql of [OPEN_SQL.down, OPEN_SQL.up]) expect(plan(sql, 0, 'photo', 0)).toMatch(INDEX);
+    expect(plan(OPEN_SQL.unclassified)).toMatch(INDEX);
+    db.close();
+    // And the order holds: the same setting again moves nothing, another moves the videos back.
+    q = open();
+    q.lanes.order({ video: 'first' });
+    expect(order(q)).toEqual(videosFirst);
+    q.lanes.order({});
+    expect(order(q)).toEqual(LANED);
     q.close();
   });
 });

@@ -85,6 +85,16 @@ export function laneRank(lane: LaneName): number {
 export const laneAt = (rank: number): LaneName => LANE_NAMES[rank] ?? 'previews';
 
 /**
+ * What every open runs: rows without a class, and the re-rank of one class
+ * (lane, class, lane). Exported for the test of their query plans.
+ */
+export const OPEN_SQL = {
+  unclassified: 'SELECT id, rel_path, kind FROM files WHERE file_class IS NULL',
+  down: 'UPDATE files SET lane = ? WHERE file_class = ? AND lane > ?',
+  up: 'UPDATE files SET lane = ? WHERE file_class = ? AND lane < ?',
+} as const;
+
+/**
  * The lanes' columns of the queue: each row's class (set when it is
  * recorded, or for rows recorded before lanes existed, when the queue
  * opens) and its lane's rank under the current setting.
@@ -95,11 +105,11 @@ export class QueueLanes {
 
   constructor(private readonly db: Database.Database) {
     this.stmts = {
-      unclassified: db.prepare<[], { id: number; rel_path: string; kind: FileKind }>(
-        'SELECT id, rel_path, kind FROM files WHERE file_class IS NULL',
-      ),
+      unclassified: db.prepare<[], { id: number; rel_path: string; kind: FileKind }>(OPEN_SQL.unclassified),
       classify: db.prepare('UPDATE files SET file_class = ?, lane = ? WHERE id = ?'),
-      rerank: db.prepare('UPDATE files SET lane = ? WHERE file_class = ? AND lane != ?'),
+      // Two ranges of the index (file_class, lane): rows already in their lane are not read.
+      rerankDown: db.prepare(OPEN_SQL.down),
+      rerankUp: db.prepare(OPEN_SQL.up),
       left: db.prepare<[number], { lane: number; files: number; bytes: number }>(
         `SELECT lane, COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes FROM files
          WHERE target_id = ? AND state NOT IN ('done', 'failed') GROUP BY lane`,
@@ -184,7 +194,8 @@ export class QueueLanes {
     this.db.transaction(() => {
       for (const c of FILE_CLASSES) {
         const rank = laneRank(laneOf(c, setting));
-        this.stmts.rerank.run(rank, c, rank);
+        this.stmts.rerankDown.run(rank, c, rank);
+        this.stmts.rerankUp.run(rank, c, rank);
       }
     })();
   }

@@ -170,8 +170,12 @@ export class Queue {
         'INSERT INTO targets (key, label, workspace_id, created_at, last_used_at) VALUES (@key, @label, @workspaceId, @now, @now)',
       ),
       touchTarget: db.prepare('UPDATE targets SET label = ?, last_used_at = ? WHERE id = ?'),
-      find: db.prepare<[number, string, string, number, number], RawRow>(
-        'SELECT * FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
+      // Only what tells a done file (a row is 1 KB with its info): the whole row for the others.
+      find: db.prepare<
+        [number, string, string, number, number],
+        { id: number; state: string; abs_path: string }
+      >(
+        'SELECT id, state, abs_path FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
       ),
       insert: db.prepare(
         `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at, file_class, lane)
@@ -365,17 +369,26 @@ export class Queue {
     let failed = 0;
     this.db.transaction(() => {
       for (const f of files) {
-        let raw = this.stmts.find.get(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
-        if (!raw) {
+        const known = this.stmts.find.get(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
+        let id: number;
+        if (!known) {
           this.stmts.dropStale.run(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
           const kind = f.kind ?? 'media';
           const lane = this.lanes.of(f.relPath, kind);
-          const info = this.stmts.insert.run({ ...f, kind, targetId, now, ...lane });
-          raw = this.mustGet(Number(info.lastInsertRowid));
-        } else if (raw.abs_path !== f.absPath) {
-          this.stmts.setAbsPath.run(f.absPath, raw.id, f.absPath);
-          raw.abs_path = f.absPath;
+          id = Number(this.stmts.insert.run({ ...f, kind, targetId, now, ...lane }).lastInsertRowid);
+        } else {
+          id = known.id;
+          if (known.abs_path !== f.absPath) this.stmts.setAbsPath.run(f.absPath, id, f.absPath);
+          if (known.state === 'done') {
+            alreadyDone++;
+            continue;
+          }
+          if (known.state === 'failed') {
+            failed++;
+            continue;
+          }
         }
+        const raw = this.mustGet(id);
         if (raw.state === 'done') alreadyDone++;
         else if (raw.state === 'failed') failed++;
         else {
