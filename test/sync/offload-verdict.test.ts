@@ -4,6 +4,7 @@
  * to another target. The engine and the reference service run in-process.
  */
 import { syncLanes } from '../../main/core/sync/peers.js';
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -33,11 +34,11 @@ afterAll(async () => {
 const api = (s: RunningService) =>
   new ApiClient({ baseUrl: s.baseUrl, workspaceId: s.workspaceId, token: s.token });
 
-function setup(name: string, s: RunningService = svc) {
+function setup(name: string, s: RunningService = svc, exposures = 6) {
   const c = buildRtkCard({
     root: path.join(dir, name),
     mission: 'Quarry',
-    exposures: 6,
+    exposures,
     missing: [],
     float: [],
   });
@@ -114,6 +115,55 @@ it('a card read again unchanged: its flights as kept, no file info read; a chang
   expect(infos).toHaveBeenCalledTimes(1);
   expect(list).not.toHaveBeenCalled();
   infos.mockRestore();
+  list.mockRestore();
+  engine.close();
+  queue.close();
+});
+
+it('a folder of many files due is listed, not looked at object by object; a deleted object is still caught', async () => {
+  const { queue, engine, source, verdict } = setup('listed', svc, 24);
+  await engine.scan(source);
+  await engine.run({ mode: 'until-idle' });
+  const done = queue.list({ sourceId: source.sourceId, states: ['done'], limit: 1000 });
+  expect(done.length).toBeGreaterThanOrEqual(24);
+  const stat = vi.spyOn(engine.bucket, 'stat');
+  const list = vi.spyOn(engine.bucket, 'list');
+  // Never checked: every file is due. The flight folder's objects come from one listing page.
+  const checked = await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
+  expect(checked).toBe(done.length);
+  expect(list).toHaveBeenCalled();
+  const listedFolders = list.mock.calls.length;
+  expect(stat.mock.calls.length).toBeLessThan(done.length - 16);
+  expect(verdict()).toMatchObject({ safe: true, reasons: [] });
+  // An object deleted from the bucket after its callback: missing by the listing too.
+  const gone = done.find((r) => r.state === 'done' && r.objectKey && r.kind === 'media')!;
+  const key = gone.state === 'done' ? gone.objectKey! : '';
+  const db = new Database(path.join(dir, 'svc', 'service.db'));
+  const row = db.prepare('SELECT workspace_id, file FROM bucket_objects WHERE key = ?').get(key) as {
+    workspace_id: string;
+    file: string;
+  };
+  db.prepare('DELETE FROM bucket_objects WHERE key = ?').run(key);
+  db.close();
+  fs.rmSync(path.join(svc.bucket.dataDir, 'objects', row.workspace_id, row.file));
+  stat.mockClear();
+  list.mockClear();
+  await new Promise((r) => setTimeout(r, 5));
+  await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 });
+  expect(list).toHaveBeenCalledTimes(listedFolders);
+  const after = verdict();
+  expect(after.safe).toBe(false);
+  expect(after.reasons.join(' ')).toMatch(/missing from the bucket/);
+  // Credentials that may not list (a real server's STS policy may allow PUT only): each object is looked at.
+  list.mockClear();
+  list.mockRejectedValue(Object.assign(new Error('Access Denied'), { status: 403 }));
+  await new Promise((r) => setTimeout(r, 5));
+  expect(await verifySource({ queue, bucket: engine.bucket }, source.sourceId, { olderThanMs: 0 })).toBe(
+    done.length,
+  );
+  expect(stat.mock.calls.length).toBeGreaterThanOrEqual(done.length);
+  expect(verdict().safe).toBe(false);
+  stat.mockRestore();
   list.mockRestore();
   engine.close();
   queue.close();

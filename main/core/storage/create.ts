@@ -26,6 +26,11 @@ function lazyUploader(load: () => Promise<Factory>, opts: OssUploaderOptions): U
     upload: async (req: UploadRequest) => (real ?? (await get())).upload(req),
     exists: async (key: string, signal?: AbortSignal) => (real ?? (await get())).exists(key, signal),
     stat: async (key: string, signal?: AbortSignal) => (real ?? (await get())).stat(key, signal),
+    // null from a store that cannot list: the caller looks at each object instead.
+    list: async (folder: string, maxKeys: number, signal?: AbortSignal) => {
+      const u = real ?? (await get());
+      return u.list ? u.list(folder, maxKeys, signal) : null;
+    },
     // A failed load is said by the first real call, which meets the same failure.
     warm: () => void get().catch(() => undefined),
     close() {

@@ -28,6 +28,7 @@ import {
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   ListPartsCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -188,6 +189,36 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       if (err instanceof DmsError && err.status === 404) return null;
       throw err;
     }
+  }
+
+  /** ListObjectsV2 of one folder and its sub-folders, page by page; null past maxKeys. */
+  async function list(
+    folder: string,
+    maxKeys: number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, { size: number; etag: string | null }> | null> {
+    const found = new Map<string, { size: number; etag: string | null }>();
+    let token: string | undefined;
+    do {
+      // Checked as the folder's own key: under the target's prefix, no empty or dot segment.
+      const page = await call('ListObjectsV2', folder.replace(/\/$/, ''), signal, (c, t) =>
+        c.send(
+          new ListObjectsV2Command({
+            Bucket: t.bucket,
+            Prefix: folder,
+            ...(token ? { ContinuationToken: token } : {}),
+          }),
+          abortOpt(signal),
+        ),
+      );
+      for (const o of page.Contents ?? []) {
+        if (o.Key === undefined) continue;
+        found.set(o.Key, { size: o.Size ?? -1, etag: o.ETag ? o.ETag.replace(/"/g, '') : null });
+      }
+      if (found.size > maxKeys) return null;
+      token = page.IsTruncated === true ? page.NextContinuationToken : undefined;
+    } while (token);
+    return found;
   }
 
   // Whether the store takes If-None-Match (see the top of this file).
@@ -365,6 +396,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     },
 
     stat,
+    list,
 
     close() {
       session.forget();

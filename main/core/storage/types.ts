@@ -138,6 +138,18 @@ export interface Uploader {
   /** The object's size and ETag (as the store gives it, quotes removed), or null when there is none. */
   stat(key: string, signal?: AbortSignal): Promise<{ size: number; etag: string | null } | null>;
   /**
+   * The objects under `folder` (a key prefix ending in "/", its sub-folders
+   * included) with their sizes and ETags, a listing page (1,000 keys) per
+   * request: one request where `stat` would make one per object. null when
+   * the folder holds more than `maxKeys`. Optional: a store without it is
+   * looked at object by object.
+   */
+  list?(
+    folder: string,
+    maxKeys: number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, NonNullable<ObjectStat>> | null>;
+  /**
    * Gets ready for an upload soon (loads the provider's SDK) without sending
    * anything: done while a card is still being hashed. Optional.
    */
@@ -158,6 +170,12 @@ export interface BucketPort {
   /** The current target's object key prefix (the workspace's folder in the bucket). */
   prefix(signal?: AbortSignal): Promise<string>;
   stat(key: string, signal?: AbortSignal): Promise<ObjectStat>;
+  /** The objects under a folder (Uploader.list); undefined when the target's store cannot list. */
+  list?(
+    folder: string,
+    maxKeys: number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, NonNullable<ObjectStat>> | null | undefined>;
   /**
    * Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`;
    * returns the key. An object already there is kept unless `replace`.

@@ -104,6 +104,16 @@ export class BucketAccess implements BucketPort {
     return this.uploaderFor(target.provider).stat(key, signal);
   }
 
+  async list(
+    folder: string,
+    maxKeys: number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, NonNullable<ObjectStat>> | null | undefined> {
+    const target = await this.sts.get(signal ? { signal } : {});
+    const uploader = this.uploaderFor(target.provider);
+    return uploader.list ? uploader.list(folder, maxKeys, signal) : undefined;
+  }
+
   async put(
     folder: string,
     rel: string,
