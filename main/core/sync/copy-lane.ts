@@ -10,6 +10,7 @@ import { Dispatcher } from './dispatch.js';
 import { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
 import { Limiter } from './limiter.js';
 import type { LocalCopies } from './local-copies.js';
+import { Waker } from './waker.js';
 
 export interface CopyLaneEvents {
   /** Every file of a source found so far is read: what the card's one read tells (its flight checks) is known. */
@@ -43,7 +44,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   private readonly log: Logger;
   /** Aborted on the crew's pause and on a halt: the reads in flight stop; made anew after. */
   private stop = new AbortController();
-  private wakeUp: (() => void) | null = null;
+  private readonly waker = new Waker();
   /** Runs going on (0: the lane is not running, so the upload lane waits for nothing of it). */
   private runs = 0;
   /** A one-shot run's tries per file. */
@@ -95,9 +96,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   /** Looks again (`fresh`: new work recorded, due rows listed afresh). */
   wake(fresh = false): void {
     if (fresh) this.dispatcher.forget();
-    const w = this.wakeUp;
-    this.wakeUp = null;
-    w?.();
+    this.waker.wake();
   }
 
   /**
@@ -217,13 +216,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   }
 
   private sleep(ms: number | null): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = ms === null ? null : setTimeout(() => this.wake(), Math.min(ms, 60_000));
-      this.wakeUp = () => {
-        if (timer) clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.waker.sleep(ms);
   }
 }
 

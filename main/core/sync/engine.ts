@@ -34,6 +34,7 @@ import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
 import type { CopyPort, DestinationStop, UploadPort } from './copy-port.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
+import { Waker } from './waker.js';
 import {
   callbackStep,
   checkBeforeRepost,
@@ -147,7 +148,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly tracked = new Set<number>();
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
   private readonly kept = new KeptBytes();
-  private wakeUp: (() => void) | null = null;
+  private readonly waker = new Waker();
   /** Aborted on pause, halt and a refused sign-in: everything in flight stops. */
   private stopAll = new AbortController();
   private lastProgressEmit = 0;
@@ -360,9 +361,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Wakes the loop (new work scanned, settings changed). */
   wake(): void {
-    const w = this.wakeUp;
-    this.wakeUp = null;
-    w?.();
+    this.waker.wake();
   }
 
   /**
@@ -489,13 +488,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   private sleep(ms: number | null): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = ms === null ? null : setTimeout(() => this.wake(), Math.min(ms, 60_000));
-      this.wakeUp = () => {
-        if (timer) clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.waker.sleep(ms);
   }
 
   /** One file, from where it stands to done: the table of contents of a file's way. */
