@@ -19,8 +19,13 @@ export interface CopyLaneEvents {
   copied: [{ sourceId: string }];
 }
 
-/** The copy lane's rows: files not read yet (their first read copies and hashes them). */
+/**
+ * The copy lane's rows: files not read yet (their first read copies and
+ * hashes them) of cards with destinations that count for them; the upload
+ * lane reads the others' itself.
+ */
 const UNREAD: readonly WorkingState[] = ['discovered'];
+const READ_BY_COPIES = true;
 
 /** Files of a card in the copy lane at once: two copying (both cores), two being read back. */
 const WIDTH = 4;
@@ -59,7 +64,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
     super();
     this.log = opts.logger ?? silentLogger;
     this.reads = new Limiter(opts.readConcurrency ?? 2);
-    this.dispatcher = new Dispatcher(queue, UNREAD);
+    this.dispatcher = new Dispatcher(queue, UNREAD, READ_BY_COPIES);
   }
 
   /** The upload lane's function values (the two lanes are built side by side: sync/peers.ts). */
@@ -75,7 +80,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   /** What the upload lane (the engine) is handed: function values, never the copies themselves. */
   port(): CopyPort {
     return {
-      enabled: () => this.copies.enabled,
+      count: (sourceId) => this.copies.count(sourceId),
       place: (row) => this.copies.placeOf(row),
       hasCopy: (row) => this.copies.hasCopy(row),
       prepare: (sourceId) => this.copies.prepare(sourceId),
@@ -156,15 +161,17 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
     }
   }
 
-  /** When the next file is due to be read (0: now), or null when none is (or copies are not set). */
+  /**
+   * When the next file is due to be read (0: now), or null when none is. A
+   * card with destinations of a past run (none named in this one) is still
+   * read here, once: its copies are then wanted again at its next scan.
+   */
   private nextRead(): number | null {
-    if (!this.copies.enabled) return null;
-    return this.queue.nextWakeAt(this.limit, UNREAD);
+    return this.queue.nextWakeAt(this.limit, UNREAD, READ_BY_COPIES);
   }
 
   /** Files not read yet first (card order), then copies wanted again of files already read. */
   private dispatch(signal?: AbortSignal): void {
-    if (!this.copies.enabled) return;
     const signals = signal ? [signal] : [];
     for (const row of this.dispatcher.take(WIDTH, this.limit)) {
       if (row.state !== 'discovered') continue;
