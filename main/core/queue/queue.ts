@@ -143,9 +143,9 @@ export function readySql(states: readonly WorkingState[], readByCopies?: boolean
       ...read.map((s) => select(`lane = ${lane} AND state = '${s}' AND next_attempt_at = 0`)),
       ...(unread ? [select(`${unread} AND next_attempt_at = 0 AND lane = ${lane}`)] : []),
     ]),
-    ...(read.length > 0
-      ? [select(`state IN (${sqlStates(read)}) AND next_attempt_at > 0 AND next_attempt_at <= @now`)]
-      : []),
+    // Retries due now, state by state: a range of files_due each (one IN over the states read
+    // every row of the target at each listing).
+    ...read.map((s) => select(`state = '${s}' AND next_attempt_at > 0 AND next_attempt_at <= @now`)),
     ...(unread ? [select(`${unread} AND next_attempt_at > 0 AND next_attempt_at <= @now`)] : []),
   ].join(' UNION ALL ');
 }

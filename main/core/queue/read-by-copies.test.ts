@@ -126,10 +126,14 @@ it('each lane lists its due rows from an index, never reading the other lane’s
   expect(plan(nextWakeSql(['discovered'], true), wake)).toEqual([
     'SEARCH files USING INDEX files_unread (target_id=? AND read_by_copies=?)',
   ]);
-  // The upload lane: its unread rows the same way; the others as before (files_lane_due, files_due).
+  // The upload lane: its unread rows the same way; the others by files_lane_due, retries by
+  // files_due, state by state (one IN over the states read every row of the target at each listing).
   const upload = plan(readySql(WORKING_STATES, false), ready);
   expect(upload.filter((d) => d.includes('files_unread'))).toHaveLength(copy.length);
-  for (const d of upload) expect(d).toMatch(/^SEARCH files USING COVERING INDEX files_(unread|lane_due) /);
+  for (const d of upload)
+    expect(d).toMatch(
+      /^SEARCH files USING (COVERING )?INDEX files_(unread \(target_id=\? AND read_by_copies=\?|lane_due \(target_id=\? AND lane=\?|due \(target_id=\? AND state=\?)/,
+    );
   expect(plan(nextWakeSql(WORKING_STATES, false), wake).sort()).toEqual([
     'SEARCH files USING INDEX files_due (target_id=? AND state=?)',
     'SEARCH files USING INDEX files_unread (target_id=? AND read_by_copies=?)',
