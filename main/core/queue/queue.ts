@@ -508,10 +508,20 @@ export class Queue {
     this.lanes.saveRate(this.targetId, bytesPerSecond, this.now());
   }
 
-  /** The row if it is still working and due now (it may have moved on since its id was listed). */
-  dueRow(id: number): WorkingRow | undefined {
+  /**
+   * The row if it is still working and due now (it may have moved on since
+   * its id was listed); `readByCopies`: and still of that lane (see `ready`).
+   */
+  dueRow(id: number, readByCopies?: boolean): WorkingRow | undefined {
     const r = this.stmts.get.get(id);
     if (!r || r.target_id !== this.targetId || !isWorking(r.state) || r.next_attempt_at > this.now())
+      return undefined;
+    // Not read yet, and its card's lane changed since it was listed (destinations counted or forgotten).
+    if (
+      readByCopies !== undefined &&
+      r.state === 'discovered' &&
+      (r as RawRow & { read_by_copies: number }).read_by_copies !== Number(readByCopies)
+    )
       return undefined;
     return this.parse(r) as WorkingRow;
   }

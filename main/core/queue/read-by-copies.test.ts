@@ -31,6 +31,8 @@ function open(): Queue {
   return q;
 }
 
+const SSD = { path: '/media/ssd/Copies', label: 'SSD', role: 'archive', keepDays: null } as const;
+
 const card = (sourceId: string, n: number) =>
   Array.from({ length: n }, (_, i) => ({
     sourceId,
@@ -54,12 +56,7 @@ function lanes(q: Queue): { copy: string[]; upload: string[]; copyWakes: boolean
 
 it('a card with destinations is read by the copy lane, one without by the upload lane; forgetting moves it', () => {
   const q = open();
-  const ssd = q.copies.destination({
-    path: '/media/ssd/Copies',
-    label: 'SSD',
-    role: 'archive',
-    keepDays: null,
-  });
+  const ssd = q.copies.destination(SSD);
   // An earlier card, recorded with no copies wanted.
   q.observe(card('card-old', 2));
   // This run's card: its destinations count before its rows are recorded (engine.scan).
@@ -75,7 +72,11 @@ it('a card with destinations is read by the copy lane, one without by the upload
     uploadWakes: false,
   });
   // The crew forgot the SSD: no card has copies wanted; the upload lane reads both.
+  const listed = q.readyIds(100, ['discovered'], true);
   q.copies.forgetDestination(ssd.id);
+  // Rows the copy lane listed before are not handed to it any more (the upload lane's now).
+  expect(listed.filter((id) => q.dueRow(id, true) !== undefined)).toEqual([]);
+  expect(listed.filter((id) => q.dueRow(id, false) !== undefined)).toEqual(listed);
   expect(lanes(q)).toEqual({
     copy: [],
     upload: ['card-new', 'card-old'],
@@ -87,12 +88,7 @@ it('a card with destinations is read by the copy lane, one without by the upload
 
 it('a queue of the previous version: cards with destinations are the copy lane’s once it opens', () => {
   let q = open();
-  const ssd = q.copies.destination({
-    path: '/media/ssd/Copies',
-    label: 'SSD',
-    role: 'archive',
-    keepDays: null,
-  });
+  const ssd = q.copies.destination(SSD);
   q.copies.setCounting('card-new', [ssd.id]);
   q.observe(card('card-new', 2));
   q.observe(card('card-old', 2));

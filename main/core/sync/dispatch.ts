@@ -93,7 +93,7 @@ export class Dispatcher {
       this.candidates.shift();
       const { id } = next;
       if (busy(id)) continue;
-      const row = this.queue.dueRow(id);
+      const row = this.queue.dueRow(id, this.readByCopies);
       if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
       if (this.states && !this.states.includes(row.state)) continue;
       if (this.holds?.(row)) continue;
