@@ -108,6 +108,18 @@ const destinationOf = (r: DestinationRow): Destination => ({
   keepDays: r.keep_days,
 });
 
+/**
+ * Whether a card's files not read yet are the copy lane's to read: it has
+ * destinations that count for it (card_destinations, not forgotten). Kept
+ * per row in `files.read_by_copies` (each lane's query reads it from an
+ * index), written from this expression only: when a row is recorded, and
+ * in the transactions that change what counts for a card (setCounting,
+ * forgetDestination). `source` is the SQL of the card's source id.
+ */
+export const readByCopiesSql = (source: string): string =>
+  `EXISTS (SELECT 1 FROM card_destinations cd JOIN destinations d ON d.id = cd.destination_id
+   WHERE cd.source_id = ${source} AND d.forgotten_at IS NULL)`;
+
 export class CopyFacts {
   private readonly stmts;
 
@@ -173,6 +185,14 @@ export class CopyFacts {
         'INSERT OR REPLACE INTO card_destinations (source_id, destination_id, at) VALUES (?, ?, ?)',
       ),
       dropCounting: db.prepare<[number]>('DELETE FROM card_destinations WHERE destination_id = ?'),
+      countedOn: db.prepare<[number], { source_id: string }>(
+        'SELECT source_id FROM card_destinations WHERE destination_id = ?',
+      ),
+      // A card's rows, by the index files_source (target, source): who reads its files not read yet.
+      recount: db.prepare<{ s: string }>(
+        `UPDATE files SET read_by_copies = ${readByCopiesSql('@s')}
+         WHERE target_id IN (SELECT id FROM targets) AND source_id = @s AND read_by_copies <> ${readByCopiesSql('@s')}`,
+      ),
     };
   }
 
@@ -297,23 +317,31 @@ export class CopyFacts {
     return this.stmts.counting.all(sourceId).map((r) => r.destination_id);
   }
 
-  /** A run names the destinations of a card: these count for it from now on (past ones not named stop counting). */
+  /**
+   * A run names the destinations of a card: these count for it from now on
+   * (past ones not named stop counting); with any, its files not read yet
+   * are the copy lane's to read.
+   */
   setCounting(sourceId: string, destinationIds: readonly number[]): void {
     this.db.transaction(() => {
       this.stmts.clearCounting.run(sourceId);
       for (const id of destinationIds) this.stmts.addCounting.run(sourceId, id, this.now());
+      this.stmts.recount.run({ s: sourceId });
     })();
   }
 
   /**
    * The crew forgot a destination: it counts for no card any more and its
-   * records are forgotten (the files on it are not touched). Named again
-   * later, it is a destination again.
+   * records are forgotten (the files on it are not touched); a card left
+   * with none has its files read by the upload lane. Named again later, it
+   * is a destination again.
    */
   forgetDestination(destinationId: number): number {
     return this.db.transaction(() => {
       this.stmts.forgetDestination.run(this.now(), destinationId);
+      const cards = this.stmts.countedOn.all(destinationId);
       this.stmts.dropCounting.run(destinationId);
+      for (const c of cards) this.stmts.recount.run({ s: c.source_id });
       let n = 0;
       for (const c of this.onDestination(destinationId)) {
         if (c.state === 'forgotten' || c.state === 'writing') continue;

@@ -314,6 +314,20 @@ const MIGRATIONS: readonly string[] = [
   -- lane they read only the rows that move (none when the setting did not change).
   CREATE INDEX files_class_lane ON files (file_class, lane);
   `,
+  `
+  -- Issue 29: copies are wanted per card. read_by_copies: 1 when the row's
+  -- card has destinations that count for it (card_destinations, not
+  -- forgotten): its files not read yet are the copy lane's to read (copied
+  -- and hashed in one read); 0: the upload lane reads them itself. Written
+  -- with card_destinations, in the same transactions (queue/copies.ts), and
+  -- from it when a row is recorded. The index lists each lane's unread rows
+  -- in id order, and the earliest due, without reading the other lane's.
+  ALTER TABLE files ADD COLUMN read_by_copies INTEGER NOT NULL DEFAULT 0;
+  UPDATE files SET read_by_copies = 1 WHERE source_id IN (
+    SELECT cd.source_id FROM card_destinations cd JOIN destinations d ON d.id = cd.destination_id
+    WHERE d.forgotten_at IS NULL);
+  CREATE INDEX files_unread ON files (target_id, read_by_copies, next_attempt_at, lane) WHERE state = 'discovered';
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

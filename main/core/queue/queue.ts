@@ -4,7 +4,7 @@ import type { FinishedPart } from '../storage/types.js';
 import { changedColumns } from './columns.js';
 import type { Db } from './db.js';
 import { openDatabase } from './db.js';
-import { CopyFacts } from './copies.js';
+import { CopyFacts, readByCopiesSql } from './copies.js';
 import { FlightFacts } from './flights.js';
 import type { LaneLeft } from '../../shared/lanes.js';
 import { LANE_NAMES, QueueLanes } from './lanes.js';
@@ -116,6 +116,52 @@ export interface TargetHoldings {
 
 const WORKING = sqlStates(WORKING_STATES);
 
+/**
+ * The states, with the files not read yet ('discovered') apart when only
+ * those of cards read by the copy lane (`readByCopies` true) or not (false)
+ * are asked for: their condition is the partial index files_unread's.
+ */
+function split(states: readonly WorkingState[], readByCopies: boolean | undefined) {
+  const unread = readByCopies !== undefined && states.includes('discovered');
+  return {
+    read: unread ? states.filter((s) => s !== 'discovered') : states,
+    unread: unread ? `state = 'discovered' AND read_by_copies = ${readByCopies ? 1 : 0}` : null,
+  };
+}
+
+/**
+ * Queue.ready's statement: the due rows of each of these states, lane by
+ * lane, oldest first (see readyStatement). Exported for the test of its
+ * query plan.
+ */
+export function readySql(states: readonly WorkingState[], readByCopies?: boolean): string {
+  const { read, unread } = split(states, readByCopies);
+  const select = (where: string): string =>
+    `SELECT id, lane FROM (SELECT id, lane FROM files WHERE target_id = @t AND ${where} ORDER BY id LIMIT @limit)`;
+  return [
+    ...LANE_NAMES.flatMap((_, lane) => [
+      ...read.map((s) => select(`lane = ${lane} AND state = '${s}' AND next_attempt_at = 0`)),
+      ...(unread ? [select(`${unread} AND next_attempt_at = 0 AND lane = ${lane}`)] : []),
+    ]),
+    // Retries due now, state by state: a range of files_due each (one IN over the states read
+    // every row of the target at each listing).
+    ...read.map((s) => select(`state = '${s}' AND next_attempt_at > 0 AND next_attempt_at <= @now`)),
+    ...(unread ? [select(`${unread} AND next_attempt_at > 0 AND next_attempt_at <= @now`)] : []),
+  ].join(' UNION ALL ');
+}
+
+/** Queue.nextWakeAt's statement (exported for the test of its query plan). */
+export function nextWakeSql(states: readonly WorkingState[], readByCopies?: boolean): string {
+  const { read, unread } = split(states, readByCopies);
+  const min = (where: string): string =>
+    `SELECT MIN(next_attempt_at) AS t FROM files WHERE target_id = @t AND ${where} AND attempts < @maxAttempts`;
+  const parts = [
+    ...(read.length > 0 ? [min(`state IN (${sqlStates(read)})`)] : []),
+    ...(unread ? [min(unread)] : []),
+  ];
+  return parts.length === 1 ? (parts[0] as string) : `SELECT MIN(t) AS t FROM (${parts.join(' UNION ALL ')})`;
+}
+
 function emptyCounts(): StateCounts {
   return Object.fromEntries(FILE_STATES.map((s) => [s, { files: 0, bytes: 0 }])) as StateCounts;
 }
@@ -178,8 +224,9 @@ export class Queue {
         'SELECT id, state, abs_path FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
       ),
       insert: db.prepare(
-        `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at, file_class, lane)
-         VALUES (@targetId, @kind, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now, @fileClass, @lane)`,
+        `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at, file_class, lane, read_by_copies)
+         VALUES (@targetId, @kind, @sourceId, @relPath, @size, @mtimeMs, @absPath, 'discovered', @now, @now, @fileClass, @lane,
+         ${readByCopiesSql('@sourceId')})`,
       ),
       // A file whose size or mtime changed is a new version: unfinished rows of
       // the old version are dropped (never recorded with a stale fingerprint);
@@ -420,16 +467,26 @@ export class Queue {
    * Ids of due rows, oldest first, for a caller that takes them a few at a
    * time and checks each with dueRow() when it does.
    */
-  readyIds(limit: number, states: readonly WorkingState[] = WORKING_STATES): number[] {
-    return this.ready(limit, states).map((r) => r.id);
+  readyIds(
+    limit: number,
+    states: readonly WorkingState[] = WORKING_STATES,
+    readByCopies?: boolean,
+  ): number[] {
+    return this.ready(limit, states, readByCopies).map((r) => r.id);
   }
 
-  /** readyIds with each row's lane rank (0 goes first), in the same order. */
+  /**
+   * readyIds with each row's lane rank (0 goes first), in the same order.
+   * `readByCopies`: of the files not read yet ('discovered'), only those of
+   * cards whose copies are wanted (true: the copy lane's) or not (false:
+   * the upload lane's); undefined: all.
+   */
   ready(
     limit: number,
     states: readonly WorkingState[] = WORKING_STATES,
+    readByCopies?: boolean,
   ): Array<{ id: number; lane: number }> {
-    const rows = this.readyStatement(states).all({ t: this.targetId, now: this.now(), limit });
+    const rows = this.readyStatement(states, readByCopies).all({ t: this.targetId, now: this.now(), limit });
     // Lane by lane (what goes first), then oldest first: card by card, flight by flight.
     rows.sort((a, b) => a.lane - b.lane || a.id - b.id);
     if (rows.length > limit) rows.length = limit;
@@ -451,10 +508,20 @@ export class Queue {
     this.lanes.saveRate(this.targetId, bytesPerSecond, this.now());
   }
 
-  /** The row if it is still working and due now (it may have moved on since its id was listed). */
-  dueRow(id: number): WorkingRow | undefined {
+  /**
+   * The row if it is still working and due now (it may have moved on since
+   * its id was listed); `readByCopies`: and still of that lane (see `ready`).
+   */
+  dueRow(id: number, readByCopies?: boolean): WorkingRow | undefined {
     const r = this.stmts.get.get(id);
     if (!r || r.target_id !== this.targetId || !isWorking(r.state) || r.next_attempt_at > this.now())
+      return undefined;
+    // Not read yet, and its card's lane changed since it was listed (destinations counted or forgotten).
+    if (
+      readByCopies !== undefined &&
+      r.state === 'discovered' &&
+      (r as RawRow & { read_by_copies: number }).read_by_copies !== Number(readByCopies)
+    )
       return undefined;
     return this.parse(r) as WorkingRow;
   }
@@ -462,15 +529,20 @@ export class Queue {
   /**
    * Epoch ms of the earliest attempt due among working rows tried fewer than
    * `maxAttempts` times (0 = due now), or null when there is none; `states`:
-   * only rows in these (a lane's own).
+   * only rows in these (a lane's own); `readByCopies`: as for `ready`.
    */
-  nextWakeAt(maxAttempts = Number.MAX_SAFE_INTEGER, states?: readonly WorkingState[]): number | null {
-    if (!states) return this.stmts.nextWake.get({ t: this.targetId, maxAttempts })?.t ?? null;
-    const key = states.join(',');
+  nextWakeAt(
+    maxAttempts = Number.MAX_SAFE_INTEGER,
+    states?: readonly WorkingState[],
+    readByCopies?: boolean,
+  ): number | null {
+    if (!states && readByCopies === undefined)
+      return this.stmts.nextWake.get({ t: this.targetId, maxAttempts })?.t ?? null;
+    const key = `${(states ?? WORKING_STATES).join(',')}:${readByCopies}`;
     let stmt = this.nextWakeCache.get(key);
     if (!stmt) {
       stmt = this.db.prepare<{ t: number; maxAttempts: number }, { t: number | null }>(
-        `SELECT MIN(next_attempt_at) AS t FROM files WHERE target_id = @t AND state IN (${sqlStates(states)}) AND attempts < @maxAttempts`,
+        nextWakeSql(states ?? WORKING_STATES, readByCopies),
       );
       this.nextWakeCache.set(key, stmt);
     }
@@ -496,19 +568,12 @@ export class Queue {
    * and due retries are few. This must not cost O(rows pending). Prepared
    * once per set.
    */
-  private readyStatement(states: readonly WorkingState[]) {
-    const key = states.join(',');
+  private readyStatement(states: readonly WorkingState[], readByCopies?: boolean) {
+    const key = `${states.join(',')}:${readByCopies}`;
     let stmt = this.readyCache.get(key);
     if (!stmt) {
-      const select = (where: string): string =>
-        `SELECT id, lane FROM (SELECT id, lane FROM files WHERE target_id = @t AND ${where} ORDER BY id LIMIT @limit)`;
       stmt = this.db.prepare<{ t: number; now: number; limit: number }, { id: number; lane: number }>(
-        [
-          ...LANE_NAMES.flatMap((_, lane) =>
-            states.map((s) => select(`lane = ${lane} AND state = '${s}' AND next_attempt_at = 0`)),
-          ),
-          select(`state IN (${sqlStates(states)}) AND next_attempt_at > 0 AND next_attempt_at <= @now`),
-        ].join(' UNION ALL '),
+        readySql(states, readByCopies),
       );
       this.readyCache.set(key, stmt);
     }

@@ -10,6 +10,7 @@ import { Dispatcher } from './dispatch.js';
 import { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
 import { Limiter } from './limiter.js';
 import type { LocalCopies } from './local-copies.js';
+import { Waker } from './waker.js';
 
 export interface CopyLaneEvents {
   /** Every file of a source found so far is read: what the card's one read tells (its flight checks) is known. */
@@ -18,8 +19,13 @@ export interface CopyLaneEvents {
   copied: [{ sourceId: string }];
 }
 
-/** The copy lane's rows: files not read yet (their first read copies and hashes them). */
+/**
+ * The copy lane's rows: files not read yet (their first read copies and
+ * hashes them) of cards with destinations that count for them; the upload
+ * lane reads the others' itself.
+ */
 const UNREAD: readonly WorkingState[] = ['discovered'];
+const READ_BY_COPIES = true;
 
 /** Files of a card in the copy lane at once: two copying (both cores), two being read back. */
 const WIDTH = 4;
@@ -43,7 +49,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   private readonly log: Logger;
   /** Aborted on the crew's pause and on a halt: the reads in flight stop; made anew after. */
   private stop = new AbortController();
-  private wakeUp: (() => void) | null = null;
+  private readonly waker = new Waker();
   /** Runs going on (0: the lane is not running, so the upload lane waits for nothing of it). */
   private runs = 0;
   /** A one-shot run's tries per file. */
@@ -58,7 +64,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
     super();
     this.log = opts.logger ?? silentLogger;
     this.reads = new Limiter(opts.readConcurrency ?? 2);
-    this.dispatcher = new Dispatcher(queue, UNREAD);
+    this.dispatcher = new Dispatcher(queue, UNREAD, READ_BY_COPIES);
   }
 
   /** The upload lane's function values (the two lanes are built side by side: sync/peers.ts). */
@@ -74,7 +80,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   /** What the upload lane (the engine) is handed: function values, never the copies themselves. */
   port(): CopyPort {
     return {
-      enabled: () => this.copies.enabled,
+      count: (sourceId) => this.copies.count(sourceId),
       place: (row) => this.copies.placeOf(row),
       hasCopy: (row) => this.copies.hasCopy(row),
       prepare: (sourceId) => this.copies.prepare(sourceId),
@@ -95,9 +101,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   /** Looks again (`fresh`: new work recorded, due rows listed afresh). */
   wake(fresh = false): void {
     if (fresh) this.dispatcher.forget();
-    const w = this.wakeUp;
-    this.wakeUp = null;
-    w?.();
+    this.waker.wake();
   }
 
   /**
@@ -157,15 +161,17 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
     }
   }
 
-  /** When the next file is due to be read (0: now), or null when none is (or copies are not set). */
+  /**
+   * When the next file is due to be read (0: now), or null when none is. A
+   * card with destinations of a past run (none named in this one) is still
+   * read here, once: its copies are then wanted again at its next scan.
+   */
   private nextRead(): number | null {
-    if (!this.copies.enabled) return null;
-    return this.queue.nextWakeAt(this.limit, UNREAD);
+    return this.queue.nextWakeAt(this.limit, UNREAD, READ_BY_COPIES);
   }
 
   /** Files not read yet first (card order), then copies wanted again of files already read. */
   private dispatch(signal?: AbortSignal): void {
-    if (!this.copies.enabled) return;
     const signals = signal ? [signal] : [];
     for (const row of this.dispatcher.take(WIDTH, this.limit)) {
       if (row.state !== 'discovered') continue;
@@ -217,13 +223,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
   }
 
   private sleep(ms: number | null): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = ms === null ? null : setTimeout(() => this.wake(), Math.min(ms, 60_000));
-      this.wakeUp = () => {
-        if (timer) clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.waker.sleep(ms);
   }
 }
 

@@ -28,8 +28,12 @@ export interface DestinationSeen {
  * state past 'discovered').
  */
 export interface CopyPort {
-  /** Cards are copied first (local destinations are set): the upload lane takes only files read. */
-  enabled: () => boolean;
+  /**
+   * A card is about to be scanned: the destinations of this run count for
+   * it before a row of it is recorded; with any, its files not read yet are
+   * the copy lane's (the upload lane never takes them first).
+   */
+  count: (sourceId: string) => void;
   /** Where a row's file is read from: a verified copy still as written, else the card. */
   place: (row: QueueRow) => Place;
   /** The row's file can be read from a verified copy (its card may be gone). */

@@ -23,22 +23,18 @@ export class Dispatcher {
   private candidates: Array<{ id: number; lane: number }> = [];
 
   /**
-   * `states`: only rows in these (a lane of its own, the local copies);
-   * default every working state. `holds`: a due row not to hand out now
-   * (it stays due, asked again at the next take).
+   * `states`: only rows in these (a lane of its own); default every working
+   * state. `readByCopies`: of the files not read yet, only those of cards
+   * read by the copy lane (true) or not (false); undefined: all (see
+   * Queue.ready). `holds`: a due row not to hand out now (it stays due,
+   * asked again at the next take).
    */
   constructor(
     private readonly queue: Queue,
-    private states?: readonly WorkingState[],
+    private readonly states?: readonly WorkingState[],
+    private readonly readByCopies?: boolean,
     private readonly holds?: (row: WorkingRow) => boolean,
   ) {}
-
-  /** Only rows in these states from now on (local copies set or dropped); undefined: every working state. */
-  only(states: readonly WorkingState[] | undefined): void {
-    if (states === this.states) return;
-    this.states = states;
-    this.candidates = [];
-  }
 
   /** Whether a row of this source is in flight. */
   flies(sourceId: string): boolean {
@@ -86,7 +82,7 @@ export class Dispatcher {
         if (listed) break;
         listed = true;
         this.candidates = this.queue
-          .ready(64 + this.flying.size + taken.size, this.states)
+          .ready(64 + this.flying.size + taken.size, this.states, this.readByCopies)
           .filter((c) => !busy(c.id));
         continue;
       }
@@ -97,7 +93,7 @@ export class Dispatcher {
       this.candidates.shift();
       const { id } = next;
       if (busy(id)) continue;
-      const row = this.queue.dueRow(id);
+      const row = this.queue.dueRow(id, this.readByCopies);
       if (!row || (maxAttempts !== undefined && row.attempts >= maxAttempts)) continue;
       if (this.states && !this.states.includes(row.state)) continue;
       if (this.holds?.(row)) continue;

@@ -30,10 +30,11 @@ import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
 import { scanSource, type ScanResult } from './scan.js';
-import { UNFINISHED_STATES, type WorkingState } from '../queue/states.js';
+import { UNFINISHED_STATES } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
 import type { CopyPort, DestinationStop, UploadPort } from './copy-port.js';
 import { isQueueFailure, queueFailure } from './queue-failure.js';
+import { Waker } from './waker.js';
 import {
   callbackStep,
   checkBeforeRepost,
@@ -105,8 +106,8 @@ export interface EngineOptions {
 export const ONE_SHOT_UNANSWERED_ROUNDS = 4;
 export const ONE_SHOT_UNANSWERED_MS = 10_000;
 
-/** The upload lane's states when cards are copied first (the copy lane has 'discovered'). */
-const AFTER_READ: readonly WorkingState[] = ['hashed', 'fast-upload-checked', 'uploading', 'uploaded'];
+/** The upload lane reads the files of cards with no copies wanted (the copy lane, the others'). */
+const READ_BY_COPIES = false;
 
 /**
  * The sync pipeline: takes due rows from the queue and moves each through
@@ -147,7 +148,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private readonly tracked = new Set<number>();
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
   private readonly kept = new KeptBytes();
-  private wakeUp: (() => void) | null = null;
+  private readonly waker = new Waker();
   /** Aborted on pause, halt and a refused sign-in: everything in flight stops. */
   private stopAll = new AbortController();
   private lastProgressEmit = 0;
@@ -184,21 +185,16 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     this.copies = opts.copies;
     this.claims = new ContentClaims(this.queue, () => this.wake());
     this.gate = opts.gate;
-    this.dispatcher = new Dispatcher(this.queue, this.uploadStates(), (row) => this.waitsForChecks(row));
+    // Files read already, and files not read yet of cards with no copies wanted (read here): the
+    // copy lane reads those of cards with destinations and hands them over by their state.
+    this.dispatcher = new Dispatcher(this.queue, undefined, READ_BY_COPIES, (row) =>
+      this.waitsForChecks(row),
+    );
   }
 
-  /**
-   * The rows this lane takes: with local copies, only files already read
-   * (the copy lane's first read hands them over by their state); else
-   * every working row, read here.
-   */
-  private uploadStates(): readonly WorkingState[] | undefined {
-    return this.copies.enabled() ? AFTER_READ : undefined;
-  }
-
-  /** The earliest attempt due among this lane's rows (0: now), or null (files not read yet are the copy lane's). */
+  /** The earliest attempt due among this lane's rows (0: now), or null (see the dispatcher above). */
   private nextWake(limit: number | undefined): number | null {
-    return this.queue.nextWakeAt(limit, this.uploadStates());
+    return this.queue.nextWakeAt(limit, undefined, READ_BY_COPIES);
   }
 
   /** The copy lane's view of this lane: function values (sync/peers.ts hands them over). */
@@ -277,8 +273,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let destinationsStopped: DestinationStop[];
     try {
       this.queue.sources.seen(source.sourceId, source.label);
+      // The destinations of this run count for the card before a row of it is recorded: with any,
+      // its files are the copy lane's to read (read once), never taken here first.
+      this.copies.count(source.sourceId);
+      this.dispatcher.forget();
       result = await scanSource(this.queue, source, this.config, signal, opts);
-      // The destinations of this run count for the card; what each lacks is wanted there.
+      // What each destination lacks is wanted there.
       destinationsStopped = this.copies.prepare(source.sourceId);
       for (const stop of destinationsStopped)
         this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
@@ -360,9 +360,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
 
   /** Wakes the loop (new work scanned, settings changed). */
   wake(): void {
-    const w = this.wakeUp;
-    this.wakeUp = null;
-    w?.();
+    this.waker.wake();
   }
 
   /**
@@ -473,7 +471,6 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private dispatchDue(maxAttempts: number | undefined, signal?: AbortSignal): void {
     // Enough rows in flight to keep every stage busy, few enough that memory
     // and the "in progress" list stay small.
-    this.dispatcher.only(this.uploadStates());
     const rows = this.dispatcher.take(this.config.concurrency.files * 2 + 4, maxAttempts);
     for (const row of rows) {
       this.status.set('syncing');
@@ -489,13 +486,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   private sleep(ms: number | null): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = ms === null ? null : setTimeout(() => this.wake(), Math.min(ms, 60_000));
-      this.wakeUp = () => {
-        if (timer) clearTimeout(timer);
-        resolve();
-      };
-    });
+    return this.waker.sleep(ms);
   }
 
   /** One file, from where it stands to done: the table of contents of a file's way. */
@@ -514,7 +505,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     let claimed: string | null = null;
     try {
       if (row.state === 'discovered') {
-        // Without local copies the file is read here (with them, the copy lane reads it first).
+        // A card with no copies wanted is read here (with copies, the copy lane reads it first).
         const discovered = row;
         to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
         if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });

@@ -74,8 +74,21 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
   }
 
   /**
-   * A card was scanned: the destinations of this run are the ones that count
-   * for it; each is looked at (created when it is not there yet and its
+   * A card is about to be scanned: the destinations of this run are the
+   * ones that count for it, recorded before its rows are, so that its
+   * files are read by the copy lane (once), never by the upload lane first.
+   * A run with none leaves what counted before (its verdict still names them).
+   */
+  count(sourceId: string): void {
+    if (this.enabled)
+      this.queue.copies.setCounting(
+        sourceId,
+        this.destinations.map((d) => d.id),
+      );
+  }
+
+  /**
+   * A card was scanned (its destinations counted: `count`): each is looked at (created when it is not there yet and its
    * parent is; stopped when its drive is gone); every file a destination
    * lacks as written is wanted there (first copies, and copies again); a
    * destination that cannot hold what is wanted is stopped before a byte is
@@ -85,10 +98,6 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
     const said: DestinationStop[] = [];
     if (!this.enabled) return said;
     const copies = this.queue.copies;
-    copies.setCounting(
-      sourceId,
-      this.destinations.map((d) => d.id),
-    );
     const rows = this.queue.list({ sourceId, limit: 1_000_000 });
     const card = { label: this.queue.sources.labelOf(sourceId), sourceId };
     for (const destination of this.destinations) {
