@@ -110,24 +110,28 @@ export async function completeSource(o: {
       const folder = `manifests/${manifestFolder(offload)}`;
       // A few at a time, not one after the other: on a 300 ms link each round trip counts.
       // Each is read whole to be sent: the large ones (a 10,000-file card's report is
-      // 10 MB) go one after the other in a lane of their own, beside the others.
-      const large = (f: string): boolean => fs.statSync(path.join(manifest.dir, f)).size > MANIFEST_LARGE;
-      const small = manifest.toUpload.filter((f) => !large(f));
-      const big = manifest.toUpload.filter(large);
-      const one = async (left: string[]): Promise<void> => {
+      // 10 MB) go one after the other in a lane of their own, beside the others, each
+      // read into the same buffer (not one buffer per file, freed only by the collector).
+      const sizeOf = (f: string): number => fs.statSync(path.join(manifest.dir, f)).size;
+      const small = manifest.toUpload.filter((f) => sizeOf(f) <= MANIFEST_LARGE);
+      const big = manifest.toUpload.filter((f) => sizeOf(f) > MANIFEST_LARGE);
+      const lane = new ReusedRead(Math.max(0, ...big.map(sizeOf)));
+      const one = async (left: string[], read: (file: string) => Buffer): Promise<void> => {
         for (let f = left.shift(); f !== undefined; f = left.shift())
           await o.bucket.put(
             folder,
             f,
-            fs.readFileSync(path.join(manifest.dir, f)),
+            read(path.join(manifest.dir, f)),
             contentType(f),
             o.signal,
             livingFile(f),
           );
       };
       await Promise.all([
-        ...Array.from({ length: Math.min(MANIFEST_PUTS, small.length) }, () => one(small)),
-        one(big),
+        ...Array.from({ length: Math.min(MANIFEST_PUTS, small.length) }, () =>
+          one(small, (file) => fs.readFileSync(file)),
+        ),
+        one(big, (file) => lane.read(file)),
       ]);
       markUploaded(manifest.dir, manifest.digest);
     } catch (err) {
@@ -159,4 +163,29 @@ const MANIFEST_LARGE = 1024 * 1024;
  */
 function livingFile(file: string): boolean {
   return !file.endsWith('.mhl');
+}
+
+/**
+ * Files read whole, one after the other, into one buffer grown to the
+ * largest: what a read gives is valid until the next read.
+ */
+class ReusedRead {
+  private buf: Buffer;
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+
+  read(file: string): Buffer {
+    const fd = fs.openSync(file, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      if (this.buf.length < size) this.buf = Buffer.allocUnsafe(size);
+      let at = 0;
+      for (let n = -1; at < size && n !== 0; at += n) n = fs.readSync(fd, this.buf, at, size - at, at);
+      return this.buf.subarray(0, at);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
 }

@@ -101,6 +101,20 @@ describe('writeManifest', () => {
     expect(Math.max(...sizes)).toBeLessThan(512 * 1024);
   });
 
+  it('encodes its blocks into one reused buffer, not a new buffer per block', () => {
+    // A new Buffer per 64 KiB block made a 10,000-file card's 20 MB of manifest as many
+    // ArrayBuffers outside the heap, freed only by the collector: at the end of the first
+    // sync, when the agent's memory peaks (issue 33). Counted: buffers made from a block's text.
+    const out = tempDir('dms-publish-out-');
+    dirs.push(out);
+    const from = vi.spyOn(Buffer, 'from');
+    const m = writeManifest(out, big, TOOL, NOW);
+    const blocks = from.mock.calls.filter(([text]) => typeof text === 'string' && text.length >= 16 * 1024);
+    expect(m.changed).toBe(true);
+    expect(fs.statSync(path.join(m.dir, 'report.json')).size).toBeGreaterThan(4 * 1024 * 1024);
+    expect(blocks.length).toBeLessThan(4);
+  });
+
   it('writes nothing new when the card did not change, and a second generation when it did', () => {
     const out = tempDir('dms-publish-out-');
     dirs.push(out);
