@@ -61,7 +61,7 @@ describe('hashStep of small files', () => {
   it('looks up the card root once, and checks each file once after its read', async () => {
     const rows = Array.from({ length: 20 }, (_, i) => smallFile(i));
     const realpath = vi.spyOn(fsp, 'realpath');
-    const probe = await fsp.open(rows[0].absPath, 'r');
+    const probe = await fsp.open(rows[0]!.absPath, 'r');
     const handleProto = Object.getPrototypeOf(probe) as { stat: () => Promise<fs.Stats> };
     await probe.close();
     const fstat = vi.spyOn(handleProto, 'stat');
