@@ -232,18 +232,5 @@ describe('changes whose record may wait for the next commit', () => {
       'recorded',
       'stored',
     ]);
-    for (const acted of [
-      'upload-begun',
-      'multipart-started',
-      'multipart-reset',
-      'upload-reset',
-      'uploaded',
-      'callback-sent',
-      'retry',
-      'defer',
-      'failed',
-      'parked',
-    ] as const)
-      expect(MAY_WAIT.has(acted)).toBe(false);
   });
 });
