@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DmsError, QueueDamagedError } from '../errors.js';
 import { openDatabase, QUICK_CHECK_EVERY_MS, SCHEMA_VERSION } from './db.js';
 import { FileInfoSchema, type FileInfo } from './file-info.js';
-import { backoffDelay, Queue, type QueueRow, type TargetRef } from './queue.js';
+import { backoffDelay, COMMIT_WAIT_MS, Queue, type QueueRow, type TargetRef } from './queue.js';
 import { IllegalTransition } from './transitions.js';
 
 let dir: string;
@@ -402,7 +402,9 @@ describe('Queue', () => {
     } finally {
       check.mockRestore();
     }
-    // Damage is still damage on every read (a failed check is never kept).
+    // Damage is still damage on every read (a failed check is never kept). Another connection
+    // writes: the changes that may wait are committed first (else it waits for their timer).
+    q.commitWaiting();
     const db = new Database(file);
     db.prepare(`UPDATE files SET info_json = '{"name":1}' WHERE id = ?`).run(rows[0]!.id);
     db.close();
@@ -484,6 +486,94 @@ describe('Queue', () => {
     expect(q.parkSource('card-1', 'Card removed')).toBe(1);
     expect(() => hashed(q, row!, 'x'.repeat(32), info('x.jpg'))).toThrow(/moved on to waiting-for-source/);
     expect(q.get(row!.id)!.state).toBe('waiting-for-source');
+    q.close();
+  });
+});
+
+/** Commits written to the queue's write-ahead log so far (frames whose header carries the database size). */
+function walCommits(): number {
+  const wal = fs.readFileSync(`${file}-wal`);
+  const pageSize = wal.readUInt32BE(8);
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize)
+    if (wal.readUInt32BE(at + 4)) commits++;
+  return commits;
+}
+
+describe('Queue: changes that may wait share a commit', () => {
+  /** A small file's way as the engine takes it: the server asked, one PUT, the callback, the history count. */
+  const smallFileWay = (q: Queue, row: QueueRow, i: number) => {
+    let r = hashed(q, row, i.toString(16).padStart(32, '0'), info(`DJI_${i}.JPG`));
+    r = q.apply(r, { type: 'not-known' });
+    r = q.apply(r, { type: 'uploaded', objectKey: `k/${i}`, bytesSent: 10, verified: null });
+    r = q.apply(r, { type: 'callback-sent' });
+    q.apply(r, { type: 'recorded' });
+    q.history.record({ sourceId: 'card-1', label: 'card', folder: 'f', size: 10, outcome: 'uploaded' });
+  };
+
+  it('commits twice per small file (upload, callback), not once per change', () => {
+    const q = open();
+    const [first, ...rows] = q.observe(Array.from({ length: 21 }, (_, i) => f(`DJI_${i}.JPG`))).pending;
+    smallFileWay(q, first!, 99); // the server's first answer: its target is marked answered (once)
+    const before = walCommits();
+    rows.forEach((row, i) => smallFileWay(q, row, i));
+    q.commitWaiting();
+    // Before: 6 per file (5 changes and the history count), 120 in all.
+    expect(walCommits() - before).toBe(rows.length * 2 + 1);
+    expect(q.list().map((r) => r.state)).toEqual(Array(21).fill('done'));
+    q.close();
+  });
+
+  it('has "callback-sent" and what waited for it committed before the callback can go', () => {
+    const q = open();
+    const [first, row] = q.observe([f('DJI_0000.JPG'), f('DJI_0001.JPG')]).pending;
+    smallFileWay(q, first!, 99);
+    const other = () => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return db
+          .prepare<[number], { state: string; callback_unknown: number }>('SELECT * FROM files WHERE id = ?')
+          .get(row!.id);
+      } finally {
+        db.close();
+      }
+    };
+    let r = hashed(q, row!, 'a'.repeat(32), info('DJI_0001.JPG'));
+    r = q.apply(r, { type: 'not-known' });
+    // What a crash now leaves (another process sees only what is committed): the file read again, asked again.
+    expect(other()?.state).toBe('discovered');
+    r = q.apply(r, { type: 'uploaded', objectKey: 'k/1', bytesSent: 10, verified: null });
+    expect(other()?.state).toBe('uploaded');
+    r = q.apply(r, { type: 'callback-sent' });
+    expect(other()).toMatchObject({ state: 'uploaded', callback_unknown: 1 });
+    q.apply(r, { type: 'recorded' });
+    // Lost in a crash now, the callback's outcome is asked before any post (callback_unknown).
+    expect(other()?.state).toBe('uploaded');
+    q.close();
+    expect(other()?.state).toBe('done');
+  });
+
+  it('commits what waited within COMMIT_WAIT_MS when no other change comes', async () => {
+    const q = open();
+    const [row] = q.observe([f('DJI_0001.JPG')]).pending;
+    hashed(q, row!, 'a'.repeat(32), info('DJI_0001.JPG'));
+    await new Promise((resolve) => setTimeout(resolve, COMMIT_WAIT_MS + 5));
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare<[], { state: string }>('SELECT state FROM files').get()?.state).toBe('hashed');
+    db.close();
+    q.close();
+  });
+
+  it('commits what waited before an acknowledged part is recorded, and before a scan', () => {
+    const q = open();
+    const [row] = q.observe([f('DJI_0001.JPG')]).pending;
+    const before = walCommits();
+    hashed(q, row!, 'a'.repeat(32), info('DJI_0001.JPG'));
+    q.addPart(row!.id, { partNumber: 1, etag: 'e1', size: 8 });
+    expect(walCommits() - before).toBe(2); // the change that waited, then the part
+    hashed(q, q.observe([f('DJI_0002.JPG')]).pending[0]!, 'b'.repeat(32), info('DJI_0002.JPG'));
+    q.observe([f('DJI_0003.JPG')]);
+    expect(walCommits() - before).toBe(5); // the first scan, the change that waited, the second scan
     q.close();
   });
 });

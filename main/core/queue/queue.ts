@@ -40,7 +40,7 @@ import {
   type TargetNext,
   type TargetState,
 } from './targets.js';
-import { CLEARS_PARTS, transition, type Change } from './transitions.js';
+import { CLEARS_PARTS, MAY_WAIT, transition, type Change } from './transitions.js';
 
 export { FILE_STATES, type FileState } from './states.js';
 export type { FactRow, QueueRow, WorkingRow } from './rows.js';
@@ -162,6 +162,9 @@ export function nextWakeSql(states: readonly WorkingState[], readByCopies?: bool
   return parts.length === 1 ? (parts[0] as string) : `SELECT MIN(t) AS t FROM (${parts.join(' UNION ALL ')})`;
 }
 
+/** Changes that may wait (MAY_WAIT) are committed within this, at the latest. */
+export const COMMIT_WAIT_MS = 20;
+
 function emptyCounts(): StateCounts {
   return Object.fromEntries(FILE_STATES.map((s) => [s, { files: 0, bytes: 0 }])) as StateCounts;
 }
@@ -194,6 +197,10 @@ export class Queue {
   private readonly file: string;
   private readonly stmts;
   private bound: (TargetRef & { id: number; state: TargetState }) | null = null;
+  /** Set while changes that may wait are written and not committed yet (openWaiting). */
+  private waiting: ReturnType<typeof setTimeout> | null = null;
+  /** A commit of waiting changes that failed on its timer: thrown by the next write. */
+  private lostCommit: Error | undefined;
 
   constructor(
     file: string,
@@ -279,11 +286,16 @@ export class Queue {
   }
 
   close(): void {
-    this.db.close();
+    try {
+      this.commitWaiting();
+    } finally {
+      this.db.close();
+    }
   }
 
   /** Scopes the queue to a target (created on first use); returns its id. */
   bindTarget(target: TargetRef): number {
+    this.commitWaiting();
     const now = this.now();
     const found = this.stmts.target.get(target.key);
     let id = found?.id;
@@ -311,6 +323,7 @@ export class Queue {
    * (its files and their parts, history, accepted flights, wayline matches).
    */
   applyTarget(t: { id: number; key: string; state: TargetState }, change: TargetChange): TargetNext {
+    this.commitWaiting();
     const next = targetTransition(t.state, change);
     if (next === 'forgotten') {
       this.db.transaction(() => {
@@ -409,6 +422,7 @@ export class Queue {
    * milliseconds), and returns what still needs work.
    */
   observe(files: readonly ObservedFile[]): ObserveResult {
+    this.commitWaiting();
     const now = this.now();
     const targetId = this.targetId;
     const pending: QueueRow[] = [];
@@ -505,6 +519,7 @@ export class Queue {
 
   /** Keeps the engine's measure of the link for readers of the queue (`status`). */
   saveRate(bytesPerSecond: number): void {
+    this.commitWaiting();
     this.lanes.saveRate(this.targetId, bytesPerSecond, this.now());
   }
 
@@ -613,17 +628,69 @@ export class Queue {
       if (hashed?.mrk) this.flights.noteMrk(row.sourceId, row.relPath, hashed.mrk);
       for (const copy of hashed?.copies ?? []) this.copies.settle(row, copy);
     };
-    if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();
-    else write();
+    const waits = MAY_WAIT.has(change.type) && !hashed?.copies?.length;
+    if (waits) this.openWaiting();
+    try {
+      if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();
+      else write();
+    } finally {
+      // A change the engine acts on next is committed now, with those that waited for it.
+      if (!waits) this.commitWaiting();
+    }
     const bound = this.bound;
     if (bound && bound.state !== 'answered' && SERVER_ANSWERS.has(change.type))
       this.applyTarget(bound, 'answered');
     return next;
   }
 
-  /** The part log: a part the bucket acknowledged, for the upload in progress. */
+  /** The part log: a part the bucket acknowledged, for the upload in progress (committed now: never sent twice). */
   addPart(id: number, part: FinishedPart): void {
+    this.commitWaiting();
     this.stmts.addPart.run(id, part.partNumber, part.etag, part.size);
+  }
+
+  /**
+   * Starts (or joins) the transaction of changes that may wait (MAY_WAIT):
+   * a small file's 'hashed', 'not-known' and 'recorded' (and the history
+   * count beside it) then share a commit with the next change that may not
+   * wait, instead of a commit each. It is committed within COMMIT_WAIT_MS
+   * at the latest. Inside a caller's transaction the writes are simply
+   * part of it.
+   */
+  private openWaiting(): void {
+    this.throwLostCommit();
+    if (this.waiting !== null || this.db.inTransaction) return;
+    this.db.exec('BEGIN');
+    this.waiting = setTimeout(() => {
+      try {
+        this.commitWaiting();
+      } catch (err) {
+        // Nobody to tell here: the next write of the store says it (throwLostCommit).
+        this.lostCommit = err instanceof Error ? err : new Error(String(err));
+      }
+    }, COMMIT_WAIT_MS);
+  }
+
+  /** Commits the changes that waited (a no-op when none did). */
+  commitWaiting(): void {
+    this.throwLostCommit();
+    if (this.waiting === null) return;
+    clearTimeout(this.waiting);
+    this.waiting = null;
+    try {
+      this.db.exec('COMMIT');
+    } catch (err) {
+      // Their rows go back to where they were committed (as after a crash): each step is done again.
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  private throwLostCommit(): void {
+    const err = this.lostCommit;
+    if (err === undefined) return;
+    this.lostCommit = undefined;
+    throw err;
   }
 
   /** Why a row could not be moved: replaced by a newer version of the file, or moved on meanwhile. */
@@ -660,6 +727,7 @@ export class Queue {
 
   /** One change to many rows, in one transaction. */
   private applyAll(raws: readonly RawRow[], change: Change): number {
+    this.commitWaiting();
     if (raws.length === 0) return 0;
     this.db.transaction(() => {
       for (const raw of raws) this.apply(this.parse(raw), change);
@@ -674,6 +742,7 @@ export class Queue {
 
   /** Puts failed files (all, or the given ids / absolute paths) of the bound target back in line; returns them. */
   retry(selector: { all: true } | { ids: number[] } | { absPaths: string[] }): QueueRow[] {
+    this.commitWaiting();
     let where = `target_id = ? AND state = 'failed'`;
     const params: unknown[] = [this.targetId];
     if ('ids' in selector) {
@@ -804,6 +873,7 @@ export class Queue {
   }
 
   setMeta(key: string, value: string): void {
+    this.commitWaiting();
     this.db
       .prepare(
         'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',

@@ -3,7 +3,14 @@ import { DmsError } from '../errors.js';
 import type { FileInfo } from './file-info.js';
 import type { QueueRow, Verification } from './rows.js';
 import { FILE_STATES, type FileState } from './states.js';
-import { CHANGE_TYPES, IllegalTransition, transition, type Change, type ChangeType } from './transitions.js';
+import {
+  CHANGE_TYPES,
+  IllegalTransition,
+  MAY_WAIT,
+  transition,
+  type Change,
+  type ChangeType,
+} from './transitions.js';
 
 // The whole table: every change from every state, the next state when it is
 // allowed, '—' when the store must refuse it. Written out by hand (not
@@ -211,5 +218,19 @@ describe('what each change carries', () => {
     expect(up).toMatchObject({ objectKey: 'p/other', multipart: null });
     const same = transition(rowIn('uploading'), { type: 'upload-begun', objectKey: 'p/k' }, NOW);
     expect(same).toMatchObject({ multipart: { uploadId: 'u' } });
+  });
+});
+
+describe('changes whose record may wait for the next commit', () => {
+  it('are only those a crash may lose: the step is done again, sending nothing and posting nothing twice', () => {
+    // Hand-written: a change the engine acts on outside (bytes, the callback, a wait) is never in it.
+    expect([...MAY_WAIT].sort()).toEqual([
+      'check-skipped',
+      'hashed',
+      'known',
+      'not-known',
+      'recorded',
+      'stored',
+    ]);
   });
 });

@@ -170,6 +170,29 @@ export const CLEARS_PARTS: ReadonlySet<ChangeType> = new Set<ChangeType>([
   'stored',
 ]);
 
+/**
+ * Changes whose record may wait for the store's next commit (it commits
+ * them with the next change that may not wait, or within COMMIT_WAIT_MS):
+ * a crash that loses one leaves the row where it was, and the engine does
+ * that step again, which sends no byte and posts no callback twice: the
+ * file is read and hashed again ('hashed'), the server asked again
+ * ('check-skipped', 'not-known', 'known'), the callback's outcome asked
+ * before any post ('recorded': 'callback-sent' was committed before the
+ * callback went), the object looked at again ('stored'). Every other change
+ * is committed before the engine acts on it: 'upload-begun' and the
+ * multipart changes before bytes go, 'uploaded' before the callback (a lost
+ * one would send the file again), 'callback-sent' before the callback is
+ * posted, a failure or a retry before its wait.
+ */
+export const MAY_WAIT: ReadonlySet<ChangeType> = new Set<ChangeType>([
+  'hashed',
+  'check-skipped',
+  'not-known',
+  'known',
+  'recorded',
+  'stored',
+]);
+
 /** Whether `change` may happen to a row in `state`. */
 export function allowed(state: FileState, change: ChangeType): boolean {
   return ALLOWED_FROM[change].includes(state);

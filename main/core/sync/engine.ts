@@ -433,6 +433,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       await this.dispatcher.settled();
+      // What the run recorded is committed when it returns (a reader in another process sees it).
+      try {
+        this.queue.commitWaiting();
+      } catch (err) {
+        this.halt(err);
+      }
       this.emitProgress(true);
       if (this.state === 'syncing') this.status.set('idle');
     }
