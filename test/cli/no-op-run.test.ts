@@ -70,4 +70,6 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   expect(urls.filter((u) => u.includes('/node_modules/undici/'))).toEqual([]);
   // Before: pino-roll for a log file sync does not write, and its date-fns (304 modules, 60-100 ms).
   expect(urls.filter((u) => /\/node_modules\/(pino-roll|date-fns)\//.test(u))).toEqual([]);
+  // Before: chokidar and readdirp (6 modules) for a folder watcher a one-shot sync never starts.
+  expect(urls.filter((u) => /\/node_modules\/(chokidar|readdirp)\//.test(u))).toEqual([]);
 });
