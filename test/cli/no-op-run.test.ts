@@ -31,22 +31,25 @@ registerHooks({ load(url, context, next) { seen.add(url); return next(url, conte
 process.on('exit', () => fs.writeFileSync(process.env.DMS_TEST_LOADED, [...seen].join('\\n')));
 `;
 
+/** `sync <card> --json` against the test's service, with its own state folder. */
+const syncArgs = (card: string, state: string): string[] => [
+  'sync',
+  card,
+  '--json',
+  '--state',
+  state,
+  '--server',
+  svc.baseUrl,
+  '--workspace',
+  svc.workspaceId,
+];
+
 it('a re-inserted card of done files loads no HTTP client and sends nothing', async () => {
   const card = makeCard(path.join(dir, 'card'));
   const home = path.join(dir, 'home');
   const state = path.join(dir, 'state');
   fs.mkdirSync(home);
-  const args = [
-    'sync',
-    card,
-    '--json',
-    '--state',
-    state,
-    '--server',
-    svc.baseUrl,
-    '--workspace',
-    svc.workspaceId,
-  ];
+  const args = syncArgs(card, state);
   const env = { DMS_TOKEN: svc.token };
   const first = await runCli(args, { home, env });
   expect(first.code, first.err).toBe(0);
@@ -78,17 +81,7 @@ it('a re-inserted card: a file grown, a file touched, one added and one removed 
   const card = makeCard(path.join(dir, 'card-changed'));
   const home = path.join(dir, 'home-changed');
   fs.mkdirSync(home);
-  const args = [
-    'sync',
-    card,
-    '--json',
-    '--state',
-    path.join(dir, 'state-changed'),
-    '--server',
-    svc.baseUrl,
-    '--workspace',
-    svc.workspaceId,
-  ];
+  const args = syncArgs(card, path.join(dir, 'state-changed'));
   const env = { DMS_TOKEN: svc.token };
   const flight = path.join(card, 'DCIM', fs.readdirSync(path.join(card, 'DCIM'))[0]!);
   const files = fs
