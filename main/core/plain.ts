@@ -31,7 +31,17 @@ export function ranges(numbers: readonly number[], max = 6): string {
 /** "1 photo" / "3 photos". */
 export function count(n: number, one: string, many = `${one}s`): string {
   // "1,214 files": a crew reads a full card's count at a glance.
-  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+  return `${grouped(n)} ${n === 1 ? one : many}`;
+}
+
+/**
+ * A whole number with its thousands grouped ("10,000"), as toLocaleString('en-US')
+ * writes it, without ICU's number formatter: its first use costs ~17 ms, the
+ * largest single item of a verdict over a re-inserted card (issue 33).
+ */
+export function grouped(n: number): string {
+  if (!Number.isSafeInteger(n) || n < 0) return n.toLocaleString('en-US');
+  return String(n).replace(/\B(?=(\d{3})+$)/g, ',');
 }
 
 /** The last segment of a "/"- or "\"-separated path. */

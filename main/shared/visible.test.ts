@@ -64,4 +64,12 @@ describe('safeJsonText: JSON lines a terminal shows as written', () => {
     expect(text).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\p{Cf}]|[\ud800-\udfff]/u);
     expect(JSON.parse(text)).toEqual(value);
   });
+
+  it('only what a terminal acts on changes, next to pairs, accents and plain ASCII', () => {
+    // Raw text (JSON.stringify escapes lone surrogates itself): pairs kept whole, halves escaped.
+    expect(safeJsonText('"🚁\ud800🚁\udc00é\u202e—"')).toBe('"🚁\\ud800🚁\\udc00é\\u202e—"');
+    expect(safeJsonText('"x\u{e0041}\u0085 \u2028"')).toBe('"x\\udb40\\udc41\\u0085 \\u2028"');
+    const plain = JSON.stringify({ files: Array.from({ length: 100 }, (_, i) => `DJI_${i}.JPG`) });
+    expect(safeJsonText(plain)).toBe(plain);
+  });
 });

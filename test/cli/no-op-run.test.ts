@@ -31,22 +31,25 @@ registerHooks({ load(url, context, next) { seen.add(url); return next(url, conte
 process.on('exit', () => fs.writeFileSync(process.env.DMS_TEST_LOADED, [...seen].join('\\n')));
 `;
 
+/** `sync <card> --json` against the test's service, with its own state folder. */
+const syncArgs = (card: string, state: string): string[] => [
+  'sync',
+  card,
+  '--json',
+  '--state',
+  state,
+  '--server',
+  svc.baseUrl,
+  '--workspace',
+  svc.workspaceId,
+];
+
 it('a re-inserted card of done files loads no HTTP client and sends nothing', async () => {
   const card = makeCard(path.join(dir, 'card'));
   const home = path.join(dir, 'home');
   const state = path.join(dir, 'state');
   fs.mkdirSync(home);
-  const args = [
-    'sync',
-    card,
-    '--json',
-    '--state',
-    state,
-    '--server',
-    svc.baseUrl,
-    '--workspace',
-    svc.workspaceId,
-  ];
+  const args = syncArgs(card, state);
   const env = { DMS_TOKEN: svc.token };
   const first = await runCli(args, { home, env });
   expect(first.code, first.err).toBe(0);
@@ -70,4 +73,46 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   expect(urls.filter((u) => u.includes('/node_modules/undici/'))).toEqual([]);
   // Before: pino-roll for a log file sync does not write, and its date-fns (304 modules, 60-100 ms).
   expect(urls.filter((u) => /\/node_modules\/(pino-roll|date-fns)\//.test(u))).toEqual([]);
+  // Before: chokidar and readdirp (6 modules) for a folder watcher a one-shot sync never starts.
+  expect(urls.filter((u) => /\/node_modules\/(chokidar|readdirp)\//.test(u))).toEqual([]);
+});
+
+it('a re-inserted card: a file grown, a file touched, one added and one removed are each seen', async () => {
+  const card = makeCard(path.join(dir, 'card-changed'));
+  const home = path.join(dir, 'home-changed');
+  fs.mkdirSync(home);
+  const args = syncArgs(card, path.join(dir, 'state-changed'));
+  const env = { DMS_TOKEN: svc.token };
+  const flight = path.join(card, 'DCIM', fs.readdirSync(path.join(card, 'DCIM'))[0]!);
+  const files = fs
+    .readdirSync(flight)
+    .sort()
+    .map((f) => path.join(flight, f));
+  const dayAgo = new Date(Date.now() - 86_400_000);
+  for (const f of files) fs.utimesSync(f, dayAgo, dayAgo); // a card shot yesterday
+  const first = await runCli(args, { home, env });
+  expect(first.code, first.err).toBe(0);
+  expect(files.length).toBeGreaterThanOrEqual(4);
+  const [grown, touched, removed, model] = files as [string, string, string, string];
+  fs.appendFileSync(grown, 'one byte more');
+  const hourAgo = new Date(Date.now() - 3_600_000);
+  fs.utimesSync(touched, hourAgo, hourAgo); // same size, same content, another time
+  fs.rmSync(removed);
+  const added = path.join(flight, `NEW_${path.basename(model)}`);
+  fs.writeFileSync(added, Buffer.concat([fs.readFileSync(model), Buffer.from('another file')]));
+
+  const again = await runCli(args, { home, env });
+  const lines = again.out
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  const seen = lines.filter((l) => l.type === 'file');
+  // Each change is looked at again (read and sent, or found on the server); the removed file is not.
+  // (M3T_IR.JPG, the model of the added file, is looked at again too, by the old build as well.)
+  const paths = seen.map((l) => l.path);
+  expect(paths).toEqual(expect.arrayContaining([added, grown, touched]));
+  expect(paths).not.toContain(removed);
+  expect(seen.every((l) => l.outcome !== 'failed')).toBe(true);
+  // Every file on the card now is either looked at again or recognised as done.
+  expect(lines.at(-1)).toMatchObject({ skipped: files.length - seen.length, failed: 0, pending: 0 });
 });

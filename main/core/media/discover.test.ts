@@ -1,3 +1,4 @@
+import { createHook } from 'node:async_hooks';
 import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import type * as fsp from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,7 +8,7 @@ import type { DiscoveredFile, DiscoverOptions, DiscoverWarning } from './discove
 import { discoverFiles } from './discover.js';
 
 // Running as root (CI containers) no permission stops a read, so an unreadable
-// folder is simulated: opendir of any folder named LOCKED fails like EACCES.
+// folder is simulated: reading any folder named LOCKED fails like EACCES.
 // access() is the real one, counted (the files whose mode said nothing).
 const accessed: string[] = [];
 vi.mock('node:fs/promises', async (importOriginal) => {
@@ -18,13 +19,13 @@ vi.mock('node:fs/promises', async (importOriginal) => {
       accessed.push(path);
       return real.access(path, mode);
     },
-    opendir: (path: string, ...rest: []) => {
+    readdir: (path: string, ...rest: [{ withFileTypes: true }]) => {
       if (basename(path) === 'LOCKED') {
         return Promise.reject(
-          Object.assign(new Error(`EACCES: permission denied, opendir '${path}'`), { code: 'EACCES' }),
+          Object.assign(new Error(`EACCES: permission denied, scandir '${path}'`), { code: 'EACCES' }),
         );
       }
-      return real.opendir(path, ...rest);
+      return real.readdir(path, ...rest);
     },
   };
 });
@@ -227,6 +228,48 @@ describe('discoverFiles', () => {
     };
     await expect(run()).rejects.toMatchObject({ kind: 'cancelled' });
     expect(seen).toEqual((await everything([card])).slice(0, 2).map((f) => f.relPath));
+  });
+
+  it('a large card: every file in order, one thread-pool round trip per folder, not per file', async () => {
+    // Issue 33: a re-inserted card of 10,000 files was 10,000 stat round trips and promises.
+    const root = join(tmp, 'large');
+    const names = (n: number, ext: string) =>
+      Array.from({ length: n }, (_, i) => `DJI_${String(i + 1).padStart(4, '0')}.${ext}`);
+    const layout: Array<[string, string[]]> = [
+      ['DCIM/DJI_001_Survey', [...names(700, 'JPG'), ...names(3, 'jpg'), 'DJI_0001.SRT']],
+      ['DCIM/DJI_002_Survey', names(300, 'JPG')],
+      ['MISC/THUMBNAIL', names(20, 'JPG')],
+    ];
+    for (const [dir, files] of [...layout].reverse()) {
+      await mkdir(join(root, dir), { recursive: true });
+      for (const f of [...files].reverse()) await writeFile(join(root, dir, f), 'x');
+    }
+    const expected = layout.flatMap(([dir, files]) =>
+      [...files]
+        .sort()
+        .map((f) => `${dir}/${f}:${dir.startsWith('MISC') || f.endsWith('.SRT') ? 'other' : 'media'}`),
+    );
+    let requests = 0;
+    const hook = createHook({
+      init: (_id, type) => {
+        if (type.startsWith('FSREQ')) requests++;
+      },
+    }).enable();
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    let found: DiscoveredFile[];
+    try {
+      found = await everything([root]);
+    } finally {
+      hook.disable();
+      clearInterval(timer);
+    }
+    expect(found.map((f) => `${f.relPath}:${f.kind}`)).toEqual(expected);
+    expect(found.every((f) => f.size === 1 && f.mtimeMs > 0)).toBe(true);
+    // Before: 1,024 stats (and the folders' reads); now a few per folder.
+    expect(requests).toBeLessThan(30);
+    // The event loop still turns during a walk (timers, Ctrl+C, the window).
+    expect(ticks).toBeGreaterThan(0);
   });
 
   it.skipIf(process.getuid?.() === 0)('a really unreadable folder is a warning, not a crash', async () => {

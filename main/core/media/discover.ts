@@ -1,6 +1,7 @@
-import { access, opendir, realpath, stat } from 'node:fs/promises';
-import { constants, type Stats } from 'node:fs';
-import { extname, join, resolve, sep } from 'node:path';
+import { access, readdir, realpath, stat } from 'node:fs/promises';
+import { constants, statSync, type Stats } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { extname, resolve, sep } from 'node:path';
 import { MEDIA_FILE_TYPES, SIDECAR_FILE_TYPES, VIDEO_FILE_TYPES } from '../../shared/domain.js';
 import { DmsError, toDmsError } from '../errors.js';
 
@@ -101,15 +102,31 @@ export interface DiscoverOptions {
   onWarning?: (warning: DiscoverWarning) => void;
 }
 
-/** The kind of a regular file by its path, name and size. */
-function kindOf(w: Walk, relPath: string, name: string, size: number): FileKind {
+/** MISC holds DJI's logs, thumbnails and caches: kept, never media. */
+const isMisc = (name: string): boolean => name.toUpperCase() === 'MISC';
+
+/**
+ * The kind of a regular file by its folder, name and size. `inMisc`: a
+ * folder of its path is MISC (worked out once per folder, not per file).
+ */
+function kindOf(w: Walk, inMisc: boolean, name: string, size: number): FileKind {
   if (w.isRtk?.(name)) return 'rtk';
-  // MISC holds DJI's logs, thumbnails and caches: kept, never media.
-  if (relPath.split('/').some((seg) => seg.toUpperCase() === 'MISC')) return 'other';
-  const ext = normaliseExtension(extname(name));
+  if (inMisc || isMisc(name)) return 'other';
+  const ext = w.extensions.get(extname(name)) ?? mediaExtension(w, extname(name));
   // An empty "photo" is no photo (a write cut short): kept as a file, not sent as media.
-  return w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext) && size > 0 ? 'media' : 'other';
+  return ext && size > 0 ? 'media' : 'other';
 }
+
+/** Whether files with this extension (as found: ".JPG") are media, remembered for the walk. */
+function mediaExtension(w: Walk, found: string): boolean {
+  const ext = normaliseExtension(found);
+  const media = w.include.has(ext) && !NEVER_MEDIA_EXTENSIONS.includes(ext);
+  w.extensions.set(found, media);
+  return media;
+}
+
+/** A child of a folder whose path is normalised already (the root is resolved): no join's normalising per file. */
+const childOf = (dir: string, name: string): string => (dir.endsWith(sep) ? dir + name : dir + sep + name);
 
 /** True when `real` is `root` or below it (both real paths). */
 export function isInside(real: string, root: string): boolean {
@@ -177,6 +194,8 @@ interface Walk {
   linkedTargets: Set<string>;
   /** Who reads (POSIX), to tell from a file's mode that it may be read; null: ask access() for each file. */
   reader: Reader | null;
+  /** Extensions as found on the card (".JPG") and whether they are media's. */
+  extensions: Map<string, boolean>;
 }
 
 interface Reader {
@@ -210,19 +229,29 @@ function checkAbort(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new DmsError('cancelled', 'Discovery was cancelled.', { cause: signal.reason });
 }
 
+/** Files found in one folder handed on together (and the event loop let through between). */
+const BATCH = 512;
+
 /**
- * One folder: names are collected with opendir (streamed from the OS) and
- * sorted so the order is the same on every run and platform (code-unit
- * order, not locale), then handled one by one; sub-folders are walked depth
- * first in that order. Only one folder's names are held at a time per level.
+ * One folder: its names are read in one call and sorted so the order is the
+ * same on every run and platform (code-unit order, not locale), then handled
+ * one by one; sub-folders are walked depth first in that order. Only one
+ * folder's names are held at a time per level. Files are handed on in
+ * batches, each stat'ed in a tight synchronous loop: a re-inserted card of
+ * 10,000 files was 10,000 thread-pool round trips and as many promises
+ * (issue 33: 0.29 s of a run with nothing to do); between batches the event
+ * loop runs (timers, Ctrl+C, the window).
  */
-async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): AsyncGenerator<DiscoveredFile> {
+async function* walkDir(
+  w: Walk,
+  dir: string,
+  rel: string,
+  realDir: string,
+): AsyncGenerator<DiscoveredFile[]> {
   const entries: { name: string; dir: boolean; file: boolean; link: boolean }[] = [];
   try {
-    const handle = await opendir(dir);
-    for await (const e of handle) {
+    for (const e of await readdir(dir, { withFileTypes: true }))
       entries.push({ name: e.name, dir: e.isDirectory(), file: e.isFile(), link: e.isSymbolicLink() });
-    }
   } catch (err) {
     const code = (err as { code?: string }).code;
     w.warn({
@@ -240,9 +269,11 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
   }
   entries.sort((a, b) => byName(a.name, b.name));
 
+  const inMisc = rel.split('/').some(isMisc);
+  let found: DiscoveredFile[] = [];
   for (const e of entries) {
     checkAbort(w.signal);
-    const full = join(dir, e.name);
+    const full = childOf(dir, e.name);
     const relChild = rel ? `${rel}/${e.name}` : e.name;
     const skip = (kind: DiscoverWarning['kind'], message: string, blocking: boolean, cause?: unknown) =>
       w.warn({ path: full, relPath: relChild, kind, message, blocking, ...(cause ? { cause } : {}) });
@@ -270,7 +301,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     let isDir = e.dir;
     let isFile = e.file;
     let st: Stats | undefined;
-    let realChild = join(realDir, e.name);
+    let realChild = childOf(realDir, e.name);
     if (e.link) {
       try {
         realChild = await realpath(full);
@@ -307,6 +338,9 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
         }
         w.linkedTargets.add(realChild);
       }
+      // Depth first: what this folder found before the sub-folder goes first.
+      if (found.length > 0) yield found;
+      found = [];
       yield* walkDir(w, full, relChild, realChild);
       continue;
     }
@@ -321,7 +355,7 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
     }
     if (!st) {
       try {
-        st = await stat(full);
+        st = statSync(full);
       } catch (err) {
         // Deleted between listing and stat, or the card is going away.
         const code = (err as { code?: string }).code ?? (err as Error).message;
@@ -339,15 +373,21 @@ async function* walkDir(w: Walk, dir: string, rel: string, realDir: string): Asy
       );
       continue;
     }
-    yield {
+    found.push({
       path: full,
-      kind: kindOf(w, relChild, e.name, st.size),
+      kind: kindOf(w, inMisc, e.name, st.size),
       root: w.root,
       relPath: relChild,
       size: st.size,
       mtimeMs: st.mtimeMs,
-    };
+    });
+    if (found.length >= BATCH) {
+      yield found;
+      found = [];
+      await nextTurn();
+    }
   }
+  if (found.length > 0) yield found;
 }
 
 /**
@@ -361,6 +401,21 @@ export async function* discoverFiles(
   roots: string[],
   opts: DiscoverOptions = {},
 ): AsyncGenerator<DiscoveredFile> {
+  for await (const batch of discoverBatches(roots, opts))
+    for (const f of batch) {
+      checkAbort(opts.signal);
+      yield f;
+    }
+}
+
+/**
+ * discoverFiles a batch at a time (the files of one folder, at most a few
+ * hundred): the same files in the same order, without a promise per file.
+ */
+export async function* discoverBatches(
+  roots: string[],
+  opts: DiscoverOptions = {},
+): AsyncGenerator<DiscoveredFile[]> {
   const include = new Set((opts.include ?? DEFAULT_MEDIA_EXTENSIONS).map(normaliseExtension));
   const exclude = compileExcludes(opts.exclude ?? []);
   const warn = (w: DiscoverWarning): void => opts.onWarning?.(w);
@@ -397,6 +452,7 @@ export async function* discoverFiles(
       linkedTargets,
       isRtk: opts.isRtk,
       reader,
+      extensions: new Map(),
     };
     yield* walkDir(w, root, '', real);
   }

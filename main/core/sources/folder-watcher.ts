@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { watch, type FSWatcher } from 'chokidar';
+import { createRequire } from 'node:module';
+import type * as Chokidar from 'chokidar';
+import type { FSWatcher } from 'chokidar';
 import type { Source } from './source.js';
 
 export interface FolderWatcherEvents {
@@ -51,6 +53,8 @@ export class FolderWatcher {
 
   private startWatcher(): void {
     const quietMs = this.opts.quietMs ?? 2000;
+    // Loaded when a folder is first watched: a one-shot `sync` never loads it (issue 33).
+    const { watch } = createRequire(import.meta.url)('chokidar') as typeof Chokidar;
     this.watcher = watch(this.source.root, {
       ignoreInitial: true,
       // Hidden files and the MISC folder never hold media to upload.

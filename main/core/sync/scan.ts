@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config.js';
 import {
-  discoverFiles,
+  discoverBatches,
   VIDEO_EXTENSIONS,
   normaliseExtension,
   type DiscoverWarning,
@@ -48,38 +48,39 @@ export async function scanSource(
     batch = [];
   };
   try {
-    for await (const f of discoverFiles([source.root], {
+    for await (const files of discoverBatches([source.root], {
       include: config.include,
       exclude: config.exclude,
       isRtk,
       onWarning: (w) => total.skipped.push(w),
       ...(signal ? { signal } : {}),
-    })) {
-      if (f.mtimeMs > settledBefore) {
-        total.deferred++;
-        // Named: while it is being written, the card is safe nowhere.
-        total.skipped.push({
-          path: f.path,
+    }))
+      for (const f of files) {
+        if (f.mtimeMs > settledBefore) {
+          total.deferred++;
+          // Named: while it is being written, the card is safe nowhere.
+          total.skipped.push({
+            path: f.path,
+            relPath: f.relPath,
+            kind: 'growing',
+            message: `${f.relPath} is still being written: it is read once it has not changed for a moment.`,
+            blocking: true,
+          });
+          continue;
+        }
+        const found: ObservedFile = {
+          sourceId: source.sourceId,
           relPath: f.relPath,
-          kind: 'growing',
-          message: `${f.relPath} is still being written: it is read once it has not changed for a moment.`,
-          blocking: true,
-        });
-        continue;
+          absPath: f.path,
+          size: f.size,
+          mtimeMs: Math.trunc(f.mtimeMs),
+          kind: f.kind,
+        };
+        // A one-shot run (no quiet period) looks again at files written a moment ago (below).
+        if (!opts.quietMs && startedAt - f.mtimeMs < FRESH_MS) fresh.push(found);
+        else batch.push(found);
+        if (batch.length >= 2000) flush();
       }
-      const found: ObservedFile = {
-        sourceId: source.sourceId,
-        relPath: f.relPath,
-        absPath: f.path,
-        size: f.size,
-        mtimeMs: Math.trunc(f.mtimeMs),
-        kind: f.kind,
-      };
-      // A one-shot run (no quiet period) looks again at files written a moment ago (below).
-      if (!opts.quietMs && startedAt - f.mtimeMs < FRESH_MS) fresh.push(found);
-      else batch.push(found);
-      if (batch.length >= 2000) flush();
-    }
     // Files written a moment ago, looked at once more: one still growing is
     // named and left for the next run (issue 30: read while it grew, the run
     // never ended); one just copied is kept.
@@ -147,14 +148,14 @@ export async function countSource(
 ): Promise<{ files: number; bytes: number }> {
   let files = 0;
   let bytes = 0;
-  for await (const f of discoverFiles([source.root], {
+  for await (const batch of discoverBatches([source.root], {
     include: config.include,
     exclude: config.exclude,
     isRtk,
     ...(signal ? { signal } : {}),
   })) {
-    files++;
-    bytes += f.size;
+    files += batch.length;
+    for (const f of batch) bytes += f.size;
   }
   return { files, bytes };
 }
