@@ -314,6 +314,12 @@ const MIGRATIONS: readonly string[] = [
   -- lane they read only the rows that move (none when the setting did not change).
   CREATE INDEX files_class_lane ON files (file_class, lane);
   `,
+  `
+  -- Issue 33: how a verified copy was written: 'direct' (O_DIRECT, around the
+  -- page cache) or 'cache' (a file system that refuses it); said in the copy's
+  -- ASC MHL as its read-back is. NULL for copies verified before (through the cache).
+  ALTER TABLE copies ADD COLUMN written TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
