@@ -219,6 +219,8 @@ export async function copyFileTo(
   const fh = await open(source, 'r');
   const errors: Array<ErrorInfo | null> = targets.map(() => null);
   const outs: Output[] = targets.map(() => ({ fd: null, direct: null, work: Promise.resolve() }));
+  // Buffers taken for this copy (none given: a copy on the agent's own thread), given back at the end.
+  let own: Buffer[] = [];
   const drop = (i: number, err: unknown): void => {
     errors[i] = errorInfo(err);
     // A close error of a gone disk's descriptor: the error above says why.
@@ -236,14 +238,16 @@ export async function copyFileTo(
     // Two buffers (one when a read takes the whole file), each with room to be aligned for O_DIRECT.
     const buffers: Buffer[] = opts.buffers
       ? [...opts.buffers]
-      : Array.from({ length: opts.size > opts.bufferSize ? 2 : 1 }, () => slackBuffer(opts.bufferSize));
+      : (own = Array.from({ length: opts.size > opts.bufferSize ? 2 : 1 }, () =>
+          takeBuffer(opts.bufferSize),
+        ));
     let views: Buffer[] | null = null;
     for (const [i, t] of targets.entries()) {
       const o = outs[i] as Output;
       try {
         o.fd = openSync(t.temp, 'w', 0o644);
         // A whole block to write around the cache, and a descriptor that allows it.
-        o.direct = opts.size < ALIGN ? null : openDirect(t.temp);
+        o.direct = opts.size < ALIGN || opts.bufferSize < ALIGN ? null : openDirect(t.temp);
         if (o.direct === null) continue;
         // The buffers' aligned views, found with the first descriptor that takes O_DIRECT writes.
         views ??= alignedViews(buffers, o.direct);
@@ -304,6 +308,7 @@ export async function copyFileTo(
     outs.forEach((o, i) => {
       if (o.fd !== null) drop(i, new Error('stopped'));
     });
+    for (const b of own) giveBack(b);
   }
 }
 
@@ -386,6 +391,24 @@ async function writeChunk(o: Output, chunk: Buffer, at: number): Promise<void> {
 /** `size` bytes with ALIGN more behind them, for alignedViews. */
 function slackBuffer(size: number): Buffer {
   return Buffer.allocUnsafeSlow(size + ALIGN).subarray(0, size);
+}
+
+/**
+ * The buffers of the copies made on the agent's own thread (small files,
+ * several at once), kept for the next ones: their alignment is probed once,
+ * not for every file. A few at most.
+ */
+const spares: Buffer[] = [];
+
+function takeBuffer(size: number): Buffer {
+  const i = spares.findIndex((b) => b.length >= size);
+  const b = i < 0 ? slackBuffer(size) : (spares.splice(i, 1)[0] as Buffer);
+  return b.subarray(0, size);
+}
+
+function giveBack(b: Buffer): void {
+  if (spares.length < 4)
+    spares.push(Buffer.from(b.buffer, b.byteOffset, b.buffer.byteLength - b.byteOffset - ALIGN));
 }
 
 /** Per memory block: an offset in it that is a multiple of ALIGN in address, once found. */
