@@ -6,7 +6,7 @@
  * clean-up deletes only what its rules allow.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -161,12 +161,104 @@ describe('copyAndVerify', () => {
     },
   );
 
+  it.skipIf(process.getuid?.() !== 0 || spawnSync('mount', ['--version']).status !== 0)(
+    'a destination whose file system refuses O_DIRECT (ramfs) is written through the cache and says so; the other goes on',
+    async () => {
+      const a = dest('SSD');
+      const ram = dest('RAMDISK');
+      // tmpfs takes O_DIRECT since Linux 6.6; ramfs still refuses it at open (EINVAL), as exFAT/FUSE drives may.
+      expect(spawnSync('mount', ['-t', 'ramfs', 'ramfs', ram.path]).status).toBe(0);
+      try {
+        const bytes = randomBytes(3 * 1024 * 1024 + 5);
+        const f = cardFile('DJI_0006.MP4', bytes);
+        const r = await copyAndVerify({
+          ...f,
+          relPath: 'DJI_0006.MP4',
+          targets: [
+            { destination: a, root: path.join(a.path, 'C') },
+            { destination: ram, root: path.join(ram.path, 'C') },
+          ],
+        });
+        expect(r.outcomes.map((x) => x.type)).toEqual(['verified', 'verified']);
+        const copies = r.outcomes.map((x) => (x.type === 'verified' ? x.copy : null));
+        expect(copies.map((c) => c?.written)).toEqual([directHere(dir) ? 'direct' : 'cache', 'cache']);
+        for (const x of r.outcomes) expect(fs.readFileSync(x.path).equals(bytes)).toBe(true);
+        // Its ASC MHL says how that copy was written, as it says how it was read back.
+        const file = writeCopyHistory({
+          root: path.join(ram.path, 'C'),
+          card: { label: 'CARD-1' },
+          destinationLabel: 'RAMDISK',
+          files: [
+            {
+              relPath: 'DJI_0006.MP4',
+              ...f,
+              md5: r.md5,
+              xxh3: r.xxh3,
+              verifiedAt: f.mtimeMs,
+              readBack: copies[1]!.readBack,
+              written: 'cache',
+            },
+          ],
+          tool: { name: 'dms', version: '0.0.0' },
+        });
+        expect(fs.readFileSync(file!, 'utf8')).toMatch(
+          /written through the operating system cache \(this file system does not allow writing around it\)/,
+        );
+      } finally {
+        spawnSync('umount', [ram.path]);
+      }
+    },
+  );
+
   it('free space is checked before writing: "T7_BACKUP: … free, the card needs …"', () => {
     const a = dest('T7_BACKUP');
     expect(spaceProblem(a, 1024)).toBeNull();
     expect(spaceProblem(a, 1e18)).toMatch(
       /^T7_BACKUP: \d+ GB free, the card needs 1000000000 GB\. Nothing was written there/,
     );
+  });
+});
+
+/** Whether the file system of `folder` takes O_DIRECT (ext4, xfs, tmpfs since Linux 6.6: yes). */
+function directHere(folder: string): boolean {
+  const O_DIRECT = (fs.constants as { O_DIRECT?: number }).O_DIRECT;
+  if (O_DIRECT === undefined) return false;
+  const probe = path.join(folder, '.direct-probe');
+  try {
+    fs.closeSync(fs.openSync(probe, fs.constants.O_CREAT | fs.constants.O_WRONLY | O_DIRECT));
+    return true;
+  } catch {
+    return false;
+  } finally {
+    fs.rmSync(probe, { force: true });
+  }
+}
+
+describe('copyFileTo: the copy written around the page cache', () => {
+  it('equals the card byte for byte at every size, its whole blocks written with O_DIRECT where the disk allows it', async () => {
+    const a = dest('SSD');
+    const b = dest('T7_BACKUP');
+    const direct = directHere(a.path);
+    // 5000: reads that end off a block, so a copy's later chunks start off one too (written through the cache).
+    for (const bufferSize of [8192, 5000])
+      for (const size of [0, 1, 4095, 4096, 4097, 1024 * 1024 + 3]) {
+        const bytes = randomBytes(size);
+        const name = `DJI_${size}_${bufferSize}.JPG`;
+        const f = cardFile(name, bytes);
+        const targets = [a, b].map((d) => {
+          const final = path.join(d.path, name);
+          return { temp: `${final}.dms-partial`, final };
+        });
+        const out = await copyFileTo(f.source, targets, { ...f, bufferSize, stopped: () => false });
+        expect(out).toMatchObject({ md5: md5(bytes), errors: [null, null] });
+        // Under one block nothing is written around the cache.
+        expect(out!.written).toEqual(Array(2).fill(direct && size >= 4096 ? 'direct' : 'cache'));
+        for (const t of targets) {
+          expect(fs.readFileSync(t.final).equals(bytes), `${size} bytes, reads of ${bufferSize}`).toBe(true);
+          expect(Math.trunc(fs.statSync(t.final).mtimeMs)).toBe(f.mtimeMs);
+          expect(fs.existsSync(t.temp)).toBe(false);
+        }
+      }
   });
 });
 

@@ -1,6 +1,8 @@
 /**
  * One card file to every destination: read once (the same read feeds the
- * MD5 and every copy), each copy written under a temporary name, flushed to
+ * MD5 and every copy), each copy written under a temporary name (around the
+ * page cache with O_DIRECT where the file system allows it; else through the
+ * cache, and the record says so), flushed to
  * disk, given the card file's time and renamed into place; then each copy is
  * read back from the disk (O_DIRECT on Linux; through the OS's cache where
  * the system refuses that, and the record says so) and its MD5 compared with
@@ -14,6 +16,7 @@ import {
   readBackDigest,
   SourceChangedSignal,
   type CopyTarget as WorkerTarget,
+  type WriteMode,
 } from '../hash/hash-worker.js';
 import { copyInWorker, readBackInWorker, useHashWorkers, WorkersUnavailable } from '../hash/workers.js';
 import type { CopyOutcome, Destination } from '../queue/copies.js';
@@ -67,11 +70,11 @@ type Fail = (i: number, err: unknown, stops: boolean) => void;
 export async function readBack(
   job: Pick<CopyJob, 'targets' | 'size'>,
   digest: { md5: string; xxh3: string },
-  written: ReadonlyArray<{ i: number; final: string }>,
+  written: ReadonlyArray<{ i: number; final: string; mode?: WriteMode | null }>,
   outcomes: Array<PlacedOutcome | null>,
   fail: Fail,
 ): Promise<void> {
-  for (const { i, final } of written) {
+  for (const { i, final, mode } of written) {
     const dest = job.targets[i] as CopyTarget;
     try {
       const back = useHashWorkers(job.size)
@@ -96,6 +99,7 @@ export async function readBack(
           copySize: st.size,
           copyMtimeMs: Math.trunc(st.mtimeMs),
           readBack: back.readBack,
+          written: mode ?? 'cache',
         },
       };
     } catch (err) {
@@ -146,10 +150,16 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   let md5: string;
   let xxh3: string;
   let errors: Array<unknown>;
+  let modes: Array<WriteMode | null>;
   try {
     if (useHashWorkers(job.size)) {
       try {
-        ({ md5, xxh3, errors } = await copyInWorker(job.source, targets, expected, {
+        ({
+          md5,
+          xxh3,
+          errors,
+          written: modes,
+        } = await copyInWorker(job.source, targets, expected, {
           bufferSize: BUFFER,
           ...(job.signal ? { signal: job.signal } : {}),
           ...(job.onBytes ? { onBytes: job.onBytes } : {}),
@@ -157,9 +167,9 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
         }));
       } catch (err) {
         if (!(err instanceof WorkersUnavailable)) throw err;
-        ({ md5, xxh3, errors } = await copyHere(job, targets));
+        ({ md5, xxh3, errors, written: modes } = await copyHere(job, targets));
       }
-    } else ({ md5, xxh3, errors } = await copyHere(job, targets));
+    } else ({ md5, xxh3, errors, written: modes } = await copyHere(job, targets));
   } catch (err) {
     if (err instanceof SourceChangedSignal)
       throw new DmsError(
@@ -170,7 +180,7 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
   }
   for (const [k, err] of errors.entries()) if (err) fail(index[k] as number, err, true);
   const written = targets.flatMap((t, k) =>
-    outcomes[index[k] as number] === null ? [{ i: index[k] as number, final: t.final }] : [],
+    outcomes[index[k] as number] === null ? [{ i: index[k] as number, final: t.final, mode: modes[k] }] : [],
   );
   await readBack(job, { md5, xxh3 }, written, outcomes, fail);
   return { md5, xxh3, outcomes: outcomes as PlacedOutcome[], stopped: halt };
@@ -180,7 +190,7 @@ export async function copyAndVerify(job: CopyJob): Promise<CopyResult> {
 async function copyHere(
   job: CopyJob,
   targets: WorkerTarget[],
-): Promise<{ md5: string; xxh3: string; errors: Array<unknown> }> {
+): Promise<{ md5: string; xxh3: string; errors: Array<unknown>; written: Array<WriteMode | null> }> {
   const out = await copyFileTo(job.source, targets, {
     size: job.size,
     mtimeMs: job.mtimeMs,
@@ -189,5 +199,5 @@ async function copyHere(
     ...(job.onBytes ? { onBytes: job.onBytes } : {}),
   });
   if (out === null) throw stopped(job.signal?.reason)();
-  return { md5: out.md5, xxh3: out.xxh3, errors: out.errors };
+  return { md5: out.md5, xxh3: out.xxh3, errors: out.errors, written: out.written };
 }

@@ -39,6 +39,8 @@ export interface CopiedFile {
   /** When the copy was read back from the disk and matched the card's bytes. */
   verifiedAt: number;
   readBack: ReadBack;
+  /** How the copy was written: around the page cache (O_DIRECT), or through it (also: not recorded). */
+  written?: ReadBack;
 }
 
 /**
@@ -120,6 +122,9 @@ export function writeCopyHistory(o: {
   if (files.length === 0 || files.every((f) => known.has(f.relPath))) return null;
   const created = (o.now ?? new Date()).toISOString();
   const direct = files.every((f) => f.readBack === 'direct');
+  const written = files.every((f) => f.written === 'direct')
+    ? 'written around the operating system cache (O_DIRECT)'
+    : 'written through the operating system cache (this file system does not allow writing around it)';
   const by = files.every((f) => f.xxh3 !== null) ? 'XXH3' : 'MD5';
   const how = direct
     ? `then read back from the disk itself (O_DIRECT, around the operating system cache) and its ${by} compared with the card’s`
@@ -129,7 +134,7 @@ export function writeCopyHistory(o: {
       created,
       hostname: os.hostname(),
       tool: o.tool,
-      comment: `Card ${o.card.label} copied to ${o.destinationLabel}: each file written from one read of the card, flushed to disk, ${how}.`,
+      comment: `Card ${o.card.label} copied to ${o.destinationLabel}: each file ${written} from one read of the card, flushed to disk, ${how}.`,
     }),
     '  <hashes>',
   ];
@@ -142,7 +147,7 @@ export function writeCopyHistory(o: {
       `      <md5 ${hash}>${f.md5.toLowerCase()}</md5>`,
       ...(f.xxh3 === null ? [] : [`      <xxh3 ${hash}>${f.xxh3.toLowerCase()}</xxh3>`]),
       '      <metadata>',
-      `        <dms:copy${attrs({ readBack: f.readBack, verifiedAt: isoSeconds(f.verifiedAt) })}/>`,
+      `        <dms:copy${attrs({ written: f.written ?? 'cache', readBack: f.readBack, verifiedAt: isoSeconds(f.verifiedAt) })}/>`,
       '      </metadata>',
       '    </hash>',
     );
@@ -188,6 +193,7 @@ export function writeDestinationHistories(o: {
     state: string;
     at: number;
     readBack: ReadBack | null;
+    written?: ReadBack | null;
   }>;
   destinations: ReadonlyArray<{ id: number; label: string; root: string }>;
   card: { label: string };
@@ -206,6 +212,7 @@ export function writeDestinationHistories(o: {
         xxh3: c.xxh3,
         verifiedAt: c.at,
         readBack: c.readBack ?? 'cache',
+        written: c.written ?? 'cache',
       }));
     const file = writeCopyHistory({
       root: d.root,

@@ -33,6 +33,7 @@ import {
   renameSync,
   unlinkSync,
   utimesSync,
+  write,
   writeSync,
 } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
@@ -60,7 +61,7 @@ export interface HashFileOptions {
    * them from one file to the next (a worker: one file at a time); else the
    * hash allocates its own.
    */
-  buffers?: [Buffer, Buffer];
+  buffers?: [Buffer, Buffer] | [Buffer];
 }
 
 /**
@@ -86,7 +87,8 @@ export async function md5OfFile(path: string, opts: HashFileOptions): Promise<st
 /**
  * Reads a file to its end into two buffers in turn, the next read running (in
  * the thread pool) while `each` handles this chunk; `each` is done with a
- * buffer when it returns, and a buffer is refilled only after that. The
+ * buffer when it returns (or when the promise it returns settles: its
+ * writes), and a buffer is refilled only after that. The
  * second buffer only for files longer than one read (most photos are not).
  * false when `stopped()` said so before a read. Returns once no read is in
  * flight, so the caller may close the file.
@@ -94,10 +96,16 @@ export async function md5OfFile(path: string, opts: HashFileOptions): Promise<st
 async function readEach(
   fh: FileHandle,
   opts: HashFileOptions,
-  each: (chunk: Buffer) => void,
+  each: (chunk: Buffer) => unknown,
 ): Promise<boolean> {
   // The read in flight, if any: always awaited before returning.
   let pending: Promise<{ bytesRead: number }> | undefined;
+  // What `each` still does with the last chunk (its writes): awaited before its buffer is read into again.
+  let busy: Promise<unknown> | undefined;
+  const handle = (chunk: Buffer): void => {
+    const r = each(chunk);
+    busy = r instanceof Promise ? r : undefined;
+  };
   try {
     let current: Buffer = opts.buffers?.[0] ?? Buffer.allocUnsafe(opts.bufferSize);
     let spare: Buffer | undefined = opts.buffers?.[1];
@@ -114,22 +122,28 @@ async function readEach(
       const { bytesRead } = await next;
       pending = undefined;
       // Only 0 means the end (a short read may come before it).
-      if (bytesRead === 0) return true;
+      if (bytesRead === 0) {
+        if (busy) await busy;
+        return true;
+      }
       const chunk = current.subarray(0, bytesRead);
       if (bytesRead === current.length) {
         const other: Buffer = (spare ??= Buffer.allocUnsafe(current.length));
+        if (busy) await busy; // `other` held the last chunk
         next = readInto(other);
-        each(chunk);
+        handle(chunk);
         spare = current;
         current = other;
       } else {
-        each(chunk);
+        handle(chunk);
+        if (busy) await busy;
         next = readInto(current);
       }
       opts.onBytes?.(bytesRead);
     }
   } finally {
     await pending?.catch(() => undefined);
+    if (busy) await busy.catch(() => undefined);
   }
 }
 
@@ -176,12 +190,23 @@ export interface CopyOutcome {
   xxh3: string;
   /** Per target, in order: null when written, flushed and renamed, else what went wrong. */
   errors: Array<ErrorInfo | null>;
+  /** Per target, in order: how it was written (null: it failed). */
+  written: Array<WriteMode | null>;
 }
 
 /**
  * Reads `source` once and writes every chunk to each target: the same read
- * feeds the MD5 and every copy. Each target is flushed to disk (fsync), given
- * the source's modification time, renamed into place and its folder flushed.
+ * feeds the MD5 and every copy. Each chunk's writes (one per target, in the
+ * thread pool, each target's in order) run while the chunk is hashed and the
+ * next one read; a buffer is read into again only once its writes are done
+ * (the two buffers of a hash, no more in flight). Where the file system
+ * allows it (Linux, not tmpfs nor some FUSE drives) a copy is written with
+ * O_DIRECT, around the page cache: no copy of every byte into the cache, no
+ * dirty pages to write out later; its last partial block through a second,
+ * buffered descriptor. Else through the cache, and `written` says which.
+ * Each target is then flushed to disk (fsync: the device's cache and the
+ * file's size and blocks, which O_DIRECT does not flush), given the source's
+ * modification time, renamed into place and its folder flushed.
  * A target that fails (disk full, unplugged, read-only) is dropped with its
  * reason; the others go on. SourceChangedSignal when the source is not the
  * version expected (size, mtime) before or after the read. null when stopped.
@@ -193,18 +218,13 @@ export async function copyFileTo(
 ): Promise<CopyOutcome | null> {
   const fh = await open(source, 'r');
   const errors: Array<ErrorInfo | null> = targets.map(() => null);
-  const fds: Array<number | null> = targets.map(() => null);
+  const outs: Output[] = targets.map(() => ({ fd: null, direct: null, work: Promise.resolve() }));
+  // Buffers taken for this copy (none given: a copy on the agent's own thread), given back at the end.
+  let own: Buffer[] = [];
   const drop = (i: number, err: unknown): void => {
     errors[i] = errorInfo(err);
-    const fd = fds[i];
-    fds[i] = null;
-    if (fd !== null && fd !== undefined) {
-      try {
-        closeSync(fd);
-      } catch {
-        // closing a descriptor of a gone disk may fail too: the error above says why
-      }
-    }
+    // A close error of a gone disk's descriptor: the error above says why.
+    closeOutput(outs[i] as Output);
     try {
       unlinkSync((targets[i] as CopyTarget).temp);
     } catch {
@@ -215,38 +235,57 @@ export async function copyFileTo(
     const same = (st: { size: number; mtimeMs: number }) =>
       st.size === opts.size && Math.trunc(st.mtimeMs) === Math.trunc(opts.mtimeMs);
     if (!same(await fh.stat())) throw new SourceChangedSignal();
-    targets.forEach((t, i) => {
+    // Two buffers (one when a read takes the whole file), each with room to be aligned for O_DIRECT.
+    const buffers: Buffer[] = opts.buffers
+      ? [...opts.buffers]
+      : (own = Array.from({ length: opts.size > opts.bufferSize ? 2 : 1 }, () =>
+          takeBuffer(opts.bufferSize),
+        ));
+    let views: Buffer[] | null = null;
+    for (const [i, t] of targets.entries()) {
+      const o = outs[i] as Output;
       try {
-        fds[i] = openSync(t.temp, 'w', 0o644);
+        o.fd = openSync(t.temp, 'w', 0o644);
+        // A whole block to write around the cache, and a descriptor that allows it.
+        o.direct = opts.size < ALIGN || opts.bufferSize < ALIGN ? null : openDirect(t.temp);
+        if (o.direct === null) continue;
+        // The buffers' aligned views, found with the first descriptor that takes O_DIRECT writes.
+        views ??= alignedViews(buffers, o.direct);
+        if (views === null) closeDirect(o);
       } catch (err) {
         drop(i, err);
       }
-    });
+    }
+    const [first, second] = (views ?? buffers) as [Buffer, Buffer?];
     const hash = createHash('md5');
     const fast = xxh3();
-    const read = await readEach(fh, opts, (chunk) => {
+    let pos = 0;
+    const read = await readEach(fh, { ...opts, buffers: second ? [first, second] : [first] }, (chunk) => {
+      const at = pos;
+      pos += chunk.length;
+      // The writes first (thread pool), then the hashes on this thread while they run.
+      for (const [i, o] of outs.entries())
+        if (o.fd !== null)
+          o.work = o.work
+            .then(() => (o.fd === null ? undefined : writeChunk(o, chunk, at)))
+            .catch((err: unknown) => drop(i, err));
       hash.update(chunk);
       fast.update(chunk);
-      fds.forEach((fd, i) => {
-        if (fd === null) return;
-        try {
-          let done = 0;
-          while (done < chunk.length) done += writeSync(fd, chunk, done, chunk.length - done);
-        } catch (err) {
-          drop(i, err);
-        }
-      });
+      return Promise.all(outs.map((o) => o.work)).then(() => undefined);
     });
     if (!read) return null;
     if (!same(await fh.stat())) throw new SourceChangedSignal();
     const seconds = opts.mtimeMs / 1000;
-    fds.forEach((fd, i) => {
-      if (fd === null) return;
+    const written: Array<WriteMode | null> = outs.map((o) =>
+      o.fd === null ? null : o.direct === null ? 'cache' : 'direct',
+    );
+    outs.forEach((o, i) => {
+      if (o.fd === null) return;
       const t = targets[i] as CopyTarget;
       try {
-        fsyncSync(fd);
-        closeSync(fd);
-        fds[i] = null;
+        fsyncSync(o.fd);
+        const failure = closeOutput(o);
+        if (failure !== undefined) throw failure;
         utimesSync(t.temp, seconds, seconds);
         renameSync(t.temp, t.final);
         // The rename itself on disk: the folder's entry flushed too.
@@ -258,16 +297,150 @@ export async function copyFileTo(
         }
       } catch (err) {
         drop(i, err);
+        written[i] = null;
       }
     });
-    return opts.stopped() ? null : { md5: hash.digest('hex'), xxh3: fast.hex(), errors };
+    return opts.stopped() ? null : { md5: hash.digest('hex'), xxh3: fast.hex(), errors, written };
   } finally {
     await fh.close().catch(() => undefined);
-    // Stopped or failed half-way: no partial copy stays behind.
-    fds.forEach((fd, i) => {
-      if (fd !== null) drop(i, new Error('stopped'));
+    // Stopped or failed half-way: no write in flight, no partial copy stays behind.
+    await Promise.all(outs.map((o) => o.work));
+    outs.forEach((o, i) => {
+      if (o.fd !== null) drop(i, new Error('stopped'));
     });
+    for (const b of own) giveBack(b);
   }
+}
+
+/** How a copy was written: around the OS's page cache (O_DIRECT), or through it. */
+export type WriteMode = 'direct' | 'cache';
+
+/** One target being written: its buffered descriptor, and its O_DIRECT one when the file system takes it. */
+interface Output {
+  fd: number | null;
+  direct: number | null;
+  /** Its writes so far, in order (never rejects: a failure drops the target). */
+  work: Promise<void>;
+}
+
+const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
+
+/** An O_DIRECT descriptor of the file just created, or null where the file system refuses it (EINVAL). */
+function openDirect(path: string): number | null {
+  if (O_DIRECT === undefined) return null;
+  try {
+    return openSync(path, constants.O_WRONLY | O_DIRECT);
+  } catch (err) {
+    if ((err as { code?: string }).code === 'EINVAL') return null;
+    throw err;
+  }
+}
+
+function closeDirect(o: Output): void {
+  const fd = o.direct;
+  o.direct = null;
+  if (fd !== null) closeSync(fd);
+}
+
+/** Both descriptors closed; the first close error, if any (a gone disk's; or a copy's last write). */
+function closeOutput(o: Output): Error | undefined {
+  let failure: Error | undefined;
+  for (const fd of [o.direct, o.fd]) {
+    if (fd === null) continue;
+    try {
+      closeSync(fd);
+    } catch (err) {
+      failure ??= err as Error;
+    }
+  }
+  o.fd = o.direct = null;
+  return failure;
+}
+
+const writeAt = (fd: number, buf: Buffer, off: number, len: number, at: number): Promise<number> =>
+  new Promise((resolve, reject) => {
+    write(fd, buf, off, len, at, (err, n) => (err ? reject(err) : resolve(n)));
+  });
+
+/**
+ * `chunk` at `at` in the target: its whole blocks with O_DIRECT when the
+ * chunk starts on a block (its memory is aligned: a view of alignedViews),
+ * the rest through the buffered descriptor. A file system that takes
+ * O_DIRECT at open but refuses the write (EINVAL) is written through the
+ * cache from there on.
+ */
+async function writeChunk(o: Output, chunk: Buffer, at: number): Promise<void> {
+  let done = 0;
+  while (done < chunk.length) {
+    const left = chunk.length - done;
+    const blocks = at % ALIGN === 0 && done % ALIGN === 0 ? left - (left % ALIGN) : 0;
+    if (o.direct !== null && blocks > 0) {
+      try {
+        done += await writeAt(o.direct, chunk, done, blocks, at + done);
+        continue;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+        closeDirect(o);
+      }
+    }
+    if (o.fd === null) throw new Error('stopped');
+    done += await writeAt(o.fd, chunk, done, left, at + done);
+  }
+}
+
+/** `size` bytes with ALIGN more behind them, for alignedViews. */
+function slackBuffer(size: number): Buffer {
+  return Buffer.allocUnsafeSlow(size + ALIGN).subarray(0, size);
+}
+
+/**
+ * The buffers of the copies made on the agent's own thread (small files,
+ * several at once), kept for the next ones: their alignment is probed once,
+ * not for every file. A few at most.
+ */
+const spares: Buffer[] = [];
+
+function takeBuffer(size: number): Buffer {
+  const i = spares.findIndex((b) => b.length >= size);
+  const b = i < 0 ? slackBuffer(size) : (spares.splice(i, 1)[0] as Buffer);
+  return b.subarray(0, size);
+}
+
+function giveBack(b: Buffer): void {
+  if (spares.length < 4)
+    spares.push(Buffer.from(b.buffer, b.byteOffset, b.buffer.byteLength - b.byteOffset - ALIGN));
+}
+
+/** Per memory block: an offset in it that is a multiple of ALIGN in address, once found. */
+const alignment = new WeakMap<ArrayBufferLike, number>();
+
+/**
+ * Views of the same lengths over the same memory, starting at an address
+ * that is a multiple of ALIGN (what O_DIRECT asks), or null when a buffer
+ * has no room behind it, or the file system refuses O_DIRECT writes. The
+ * address is probed as alignedBuffer does: the first offset at which an
+ * O_DIRECT write of one block at the start of `fd` (a new copy, whose first
+ * block is written again) succeeds; once per buffer.
+ */
+function alignedViews(buffers: readonly Buffer[], fd: number): Buffer[] | null {
+  const views: Buffer[] = [];
+  for (const b of buffers) {
+    const room = b.buffer.byteLength - b.byteOffset - b.length;
+    const known = alignment.get(b.buffer);
+    let off = known === undefined ? undefined : (known - (b.byteOffset % ALIGN) + ALIGN) % ALIGN;
+    for (let k = 0; off === undefined && k < Math.min(ALIGN, room + 1); k += 16) {
+      try {
+        writeSync(fd, Buffer.from(b.buffer, b.byteOffset + k, ALIGN), 0, ALIGN, 0);
+        off = k;
+        alignment.set(b.buffer, (b.byteOffset + k) % ALIGN);
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EINVAL') throw err;
+      }
+    }
+    if (off === undefined || off > room) return null;
+    views.push(Buffer.from(b.buffer, b.byteOffset + off, b.length));
+  }
+  return views;
 }
 
 /** How a copy was read back: from the disk itself (O_DIRECT), or through the OS's cache. */
@@ -307,7 +480,6 @@ export function readBackDigest(path: string, bufferSize: number): { xxh3: string
   const size = Math.max(ALIGN, Math.floor(bufferSize / ALIGN) * ALIGN);
   let fd: number;
   let direct = false;
-  const O_DIRECT = (constants as { O_DIRECT?: number }).O_DIRECT;
   try {
     if (O_DIRECT === undefined) throw Object.assign(new Error('no O_DIRECT'), { code: 'EINVAL' });
     fd = openSync(path, constants.O_RDONLY | O_DIRECT);
@@ -428,6 +600,8 @@ export interface Reply {
   error?: ErrorInfo;
   /** A copy job: what happened to each target. */
   copyErrors?: Array<ErrorInfo | null>;
+  /** A copy job: how each target was written. */
+  copyWritten?: Array<WriteMode | null>;
   /** A read-back job: how the copy was read. */
   readBack?: ReadBack;
   /** A preview job: the statistics of the decoded thumbnail (null: it could not be decoded). */
@@ -454,8 +628,8 @@ function errorInfo(e: unknown): ErrorInfo {
 let scratch: [Buffer, Buffer] | undefined;
 
 function scratchBuffers(size: number): [Buffer, Buffer] {
-  if (!scratch || scratch[0].length < size)
-    scratch = [Buffer.allocUnsafeSlow(size), Buffer.allocUnsafeSlow(size)];
+  // With room behind each for an aligned view of it (a copy's O_DIRECT writes).
+  if (!scratch || scratch[0].length < size) scratch = [slackBuffer(size), slackBuffer(size)];
   return [scratch[0].subarray(0, size), scratch[1].subarray(0, size)];
 }
 
@@ -496,7 +670,9 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
         onBytes: (bytes) => post({ id, bytes }),
       });
       post(
-        out === null ? { id, aborted: true } : { id, md5: out.md5, xxh3: out.xxh3, copyErrors: out.errors },
+        out === null
+          ? { id, aborted: true }
+          : { id, md5: out.md5, xxh3: out.xxh3, copyErrors: out.errors, copyWritten: out.written },
       );
     } else if (job.op === 'readback') {
       post({ id, ...readBackDigest(job.path, job.bufferSize) });

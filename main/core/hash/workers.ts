@@ -25,7 +25,7 @@ import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { PreviewStats } from '../media/preview.js';
-import type { CopyTarget, ErrorInfo, Job, ReadBack, Reply } from './hash-worker.js';
+import type { CopyTarget, ErrorInfo, Job, ReadBack, Reply, WriteMode } from './hash-worker.js';
 import { HASH_WORKER, SourceChangedSignal } from './hash-worker.js';
 
 /**
@@ -282,7 +282,7 @@ export function copyInWorker(
   targets: CopyTarget[],
   expected: { size: number; mtimeMs: number },
   opts: { bufferSize: number; signal?: AbortSignal; onBytes?: (n: number) => void; abortReason: () => Error },
-): Promise<{ md5: string; xxh3: string; errors: Array<Error | null> }> {
+): Promise<{ md5: string; xxh3: string; errors: Array<Error | null>; written: Array<WriteMode | null> }> {
   return new Promise((resolve, reject) => {
     const flag = new Int32Array(new SharedArrayBuffer(4));
     const onAbort = (): void => {
@@ -307,6 +307,7 @@ export function copyInWorker(
             md5: r.md5 as string,
             xxh3: r.xxh3 as string,
             errors: (r.copyErrors ?? []).map((e) => (e === null ? null : rebuildError(e))),
+            written: r.copyWritten ?? [],
           });
         return true;
       },

@@ -46,6 +46,8 @@ export interface CopyRecord {
   copySize: number | null;
   copyMtimeMs: number | null;
   readBack: ReadBack | null;
+  /** How the copy was written: around the page cache (O_DIRECT) or through it; null before it was recorded. */
+  written?: ReadBack | null;
   at: number;
   /** failed: how its bytes differ; stopped: why its destination stopped for the card. */
   error: string | null;
@@ -69,6 +71,7 @@ interface CopyRow {
   copy_size: number | null;
   copy_mtime_ms: number | null;
   read_back: ReadBack | null;
+  written: ReadBack | null;
   at: number;
   error: string | null;
 }
@@ -86,6 +89,7 @@ const record = (r: CopyRow): CopyRecord & FileVersion => ({
   copySize: r.copy_size,
   copyMtimeMs: r.copy_mtime_ms,
   readBack: r.read_back,
+  written: r.written,
   at: r.at,
   error: r.error,
 });
@@ -146,8 +150,9 @@ export class CopyFacts {
       ),
       put: db.prepare(
         `INSERT OR REPLACE INTO copies (source_id, rel_path, size, mtime_ms, destination_id, path, state, md5,
-         xxh3, copy_size, copy_mtime_ms, read_back, at, error) VALUES (@sourceId, @relPath, @size, @mtimeMs,
-         @destinationId, @path, @state, @md5, @xxh3, @copySize, @copyMtimeMs, @readBack, @at, @error)`,
+         xxh3, copy_size, copy_mtime_ms, read_back, written, at, error) VALUES (@sourceId, @relPath, @size,
+         @mtimeMs, @destinationId, @path, @state, @md5, @xxh3, @copySize, @copyMtimeMs, @readBack, @written, @at,
+         @error)`,
       ),
       ofFile: db.prepare<[string, string, number, number], CopyRow>(
         'SELECT * FROM copies WHERE source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ? ORDER BY destination_id',
@@ -249,6 +254,7 @@ export class CopyFacts {
       copySize: null,
       copyMtimeMs: null,
       readBack: null,
+      written: null,
       at,
       error: null,
     };
@@ -261,13 +267,14 @@ export class CopyFacts {
             copySize: change.copy.copySize,
             copyMtimeMs: change.copy.copyMtimeMs,
             readBack: change.copy.readBack,
+            written: change.copy.written ?? null,
           }
         : change.type === 'differs' || change.type === 'stopped'
           ? { ...base, error: change.reason }
           : change.type === 'forget' && cur
             ? { ...record(cur), state, at }
             : base;
-    this.stmts.put.run({ ...file, ...next });
+    this.stmts.put.run({ ...file, ...next, written: next.written ?? null });
     return next;
   }
 

@@ -26,6 +26,8 @@ export interface WrittenCopy {
   copySize: number;
   copyMtimeMs: number;
   readBack: 'direct' | 'cache';
+  /** How it was written: around the page cache (O_DIRECT), or through it (the file system refuses that). */
+  written?: 'direct' | 'cache';
 }
 
 export type CopyChange =

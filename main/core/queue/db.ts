@@ -328,6 +328,12 @@ const MIGRATIONS: readonly string[] = [
     WHERE d.forgotten_at IS NULL);
   CREATE INDEX files_unread ON files (target_id, read_by_copies, next_attempt_at, lane) WHERE state = 'discovered';
   `,
+  `
+  -- Issue 33: how a verified copy was written: 'direct' (O_DIRECT, around the
+  -- page cache) or 'cache' (a file system that refuses it); said in the copy's
+  -- ASC MHL as its read-back is. NULL for copies verified before (through the cache).
+  ALTER TABLE copies ADD COLUMN written TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

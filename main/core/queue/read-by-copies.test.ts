@@ -95,8 +95,11 @@ it('a queue of the previous version: cards with destinations are the copy laneâ€
   q.close();
   // What the previous version left: no column, no index.
   const db = new Database(file);
-  db.exec('DROP INDEX files_unread; ALTER TABLE files DROP COLUMN read_by_copies');
-  db.pragma(`user_version = ${SCHEMA_VERSION - 1}`);
+  // (and of the migrations after it: how each copy was written)
+  db.exec(
+    'DROP INDEX files_unread; ALTER TABLE files DROP COLUMN read_by_copies; ALTER TABLE copies DROP COLUMN written',
+  );
+  db.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
   db.close();
   q = open();
   expect(lanes(q)).toEqual({ copy: ['card-new'], upload: ['card-old'], copyWakes: true, uploadWakes: true });
