@@ -1,11 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
-// --max-semi-space-size=8 (issue 33): V8's young generation grows to 64 MiB
-// semi-spaces here (new space 128 MiB), and a sync of a 10,000-file card
-// keeps it full of short-lived objects: about 100 MiB of the agent's RSS
-// (first sync peak 419-442 MiB without, 306-327 with, 287-308 with the manifest's
-// reused buffers too) for 1-2 % more CPU in runs paired at the same load
-// (39.9/41.9/38.7 s without, 40.3/42.3/39.4 s with). V8 reads the flag only
-// at start, so it is given on the first line (env -S: Linux, macOS, npm's shims).
+// The flags on the line above are AGENT_V8_FLAGS (node-flags.ts): V8 reads them only at start.
 import { enableCompileCache } from './compile-cache.js';
 import { nodeTooOld } from './node-check.js';
 

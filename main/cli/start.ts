@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { invokedAs } from './invocation.js';
+import { AGENT_V8_FLAGS } from './node-flags.js';
 
 const require = createRequire(import.meta.url);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -54,13 +55,24 @@ export function ensureElectron(): { binary: string } | { reason: string } {
   }
 }
 
+/** Electron's arguments: its main process gets the agent's V8 flags only this way (--js-flags, at start). */
+export function electronArgs(appDir: string, extra: readonly string[]): string[] {
+  return [`--js-flags=${AGENT_V8_FLAGS.join(' ')}`, appDir, ...extra];
+}
+
 function runHeadless(reason: string): void {
   process.stderr.write(
     `Desktop app not started: ${reason}. Running the headless agent instead (${invokedAs()} watch --cards).\n`,
   );
   const child = spawn(
     process.execPath,
-    [path.join(repoRoot, 'dist', 'main', 'cli', 'bin.js'), 'watch', '--cards', ...process.argv.slice(2)],
+    [
+      ...AGENT_V8_FLAGS,
+      path.join(repoRoot, 'dist', 'main', 'cli', 'bin.js'),
+      'watch',
+      '--cards',
+      ...process.argv.slice(2),
+    ],
     {
       stdio: 'inherit',
     },
@@ -80,7 +92,7 @@ function main(): void {
   }
   const electron = ensureElectron();
   if ('reason' in electron) return runHeadless(electron.reason);
-  const child = spawn(electron.binary, [repoRoot, ...process.argv.slice(2)], { stdio: 'inherit' });
+  const child = spawn(electron.binary, electronArgs(repoRoot, process.argv.slice(2)), { stdio: 'inherit' });
   child.on('error', (err) => runHeadless(`Electron failed to start (${err.message})`));
   forward(child);
 }

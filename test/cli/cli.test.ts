@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_V8_FLAGS } from '../../main/cli/node-flags.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { makeCard, tempDir } from '../support/harness.js';
 import { hostile, startHostileServer } from '../support/hostile-server.js';
@@ -228,6 +229,11 @@ describe('drone-media-sync', () => {
     child.stderr.on('data', (d) => (err += String(d)));
     const end = Date.now() + 15_000;
     while (!out.includes('Watching') && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+    // The headless agent runs with the agent's V8 flags (node-flags.ts), as bin.js's first line gives them.
+    const kids = fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/);
+    expect(kids).toHaveLength(1);
+    const argv = fs.readFileSync(`/proc/${kids[0]}/cmdline`, 'utf8').split('\0');
+    expect(argv.slice(1, 1 + AGENT_V8_FLAGS.length)).toEqual(AGENT_V8_FLAGS);
     // still running although idle: a long-running agent must not exit by itself
     await new Promise((r) => setTimeout(r, 6000));
     expect(child.exitCode).toBeNull();
