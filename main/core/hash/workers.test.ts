@@ -5,18 +5,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SourceChangedSignal, md5OfFile, readRangeMd5 } from './hash-worker.js';
-import {
-  copyInWorker,
-  hashFileInWorker,
-  readBackInWorker,
-  readRangeInWorker,
-  workerHeaps,
-} from './workers.js';
+import { hashFileInWorker, readRangeInWorker } from './workers.js';
 
 /** The reference: coreutils md5sum, an implementation independent of ours. */
 const md5sum = (path: string): string =>
@@ -118,37 +112,5 @@ describe('hash workers', () => {
       code: 'ENOENT',
       syscall: 'open',
     });
-  });
-
-  it('keep the young generation of each worker small: its bytes are Buffers, its garbage short-lived', async () => {
-    // Every pool at work on real files: a fingerprint, a range, a copy to two places and its read-back.
-    // With V8's default a worker's young generation may grow to 192 MiB (semi-spaces of 64 MiB): in
-    // the offload bench each of four workers held 40-70 MiB of heap, most of the agent's peak RSS.
-    const size = 6 * 1024 * 1024 + 1;
-    const src = join(tmp, 'copy-src.bin');
-    await writeFile(src, randomBytes(size));
-    const { mtimeMs } = await stat(src);
-    const targets = ['c1', 'c2'].map((n) => ({ temp: join(tmp, `${n}.partial`), final: join(tmp, n) }));
-    const copy = await copyInWorker(
-      src,
-      targets,
-      { size, mtimeMs },
-      {
-        bufferSize: 4 * 1024 * 1024,
-        abortReason: notAborted,
-      },
-    );
-    expect(copy.md5).toBe(md5sum(src));
-    expect(copy.errors).toEqual([null, null]);
-    const back = await readBackInWorker(join(tmp, 'c2'), 4 * 1024 * 1024);
-    expect(back.xxh3).toBe(copy.xxh3);
-    await hashFileInWorker(src, 4 * 1024 * 1024, { abortReason: notAborted });
-    await readRangeInWorker(src, 0, 5 * 1024 * 1024, size);
-    const heaps = await workerHeaps();
-    expect(new Set(heaps.map((h) => h.pool))).toEqual(new Set(['file', 'range', 'copy']));
-    for (const h of heaps) {
-      expect(h.youngGenerationMb).toBeLessThanOrEqual(8);
-      expect(h.heapBytes).toBeGreaterThan(0);
-    }
   });
 });

@@ -65,26 +65,12 @@ export class WorkersUnavailable extends Error {
 let nextId = 1;
 let disabled = process.env.DMS_HASH_WORKERS === '0';
 
-/**
- * Each worker's young generation, MiB. Their bytes are Buffers outside the
- * heap, their JavaScript garbage small and short-lived (a read's promise, a
- * preview decode's typed arrays); with V8's default (as large as the main
- * thread's: its semi-spaces grew to 32 MiB) each of the four workers of an
- * offload held 40-70 MiB of heap, most of the agent's peak RSS.
- */
-export const WORKER_YOUNG_GENERATION_MB = 8;
-
 class Pool {
   private readonly idle: Worker[] = [];
   private readonly busy = new Map<Worker, PoolJob>();
   private readonly queue: PoolJob[] = [];
 
   constructor(private readonly size: number) {}
-
-  /** Its workers, idle or busy. */
-  workers(): Worker[] {
-    return [...this.idle, ...this.busy.keys()];
-  }
 
   /** Whether a worker of this pool is running (idle or busy). */
   running(): boolean {
@@ -128,10 +114,7 @@ class Pool {
     if (disabled) return null;
     let w: Worker;
     try {
-      w = new Worker(WORKER_URL, {
-        workerData: HASH_WORKER,
-        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-      });
+      w = new Worker(WORKER_URL, { workerData: HASH_WORKER });
     } catch {
       disabled = true;
       return null;
@@ -285,28 +268,6 @@ export function readRangeInWorker(
 
 const COPY_WORKERS = 2;
 let copyPool: Pool | undefined;
-
-/** One running worker: its pool, the young generation it may grow to, and its heap now. */
-export interface WorkerHeap {
-  pool: 'file' | 'range' | 'copy';
-  youngGenerationMb: number | undefined;
-  heapBytes: number;
-}
-
-/** What each running worker holds (the memory of an offload, thread by thread). */
-export async function workerHeaps(): Promise<WorkerHeap[]> {
-  const pools = { file: filePool, range: rangePool, copy: copyPool };
-  const all = Object.entries(pools).flatMap(([pool, p]) =>
-    (p?.workers() ?? []).map((w) => ({ pool: pool as WorkerHeap['pool'], w })),
-  );
-  return Promise.all(
-    all.map(async ({ pool, w }) => ({
-      pool,
-      youngGenerationMb: w.resourceLimits?.maxYoungGenerationSizeMb,
-      heapBytes: (await w.getHeapStatistics()).total_heap_size,
-    })),
-  );
-}
 
 /**
  * Copies a file to every target in a worker (copyFileTo: one read feeds the
