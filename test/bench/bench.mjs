@@ -37,6 +37,7 @@ const { values: opt } = parseArgs({
     'agent-node-args': { type: 'string' },
     keep: { type: 'boolean', default: false },
     'agent-dist': { type: 'string' },
+    'mem-sample': { type: 'string' },
   },
 });
 // Another build of the agent (e.g. main's, copied into a folder of this checkout so that its
@@ -51,7 +52,10 @@ const LAUNCH_ARGS = (/^#!\/usr\/bin\/env -S node (.*)$/m.exec(fs.readFileSync(BI
 const AGENT_NODE_ARGS = [
   ...(LAUNCH_ARGS ? LAUNCH_ARGS.split(' ').filter(Boolean) : []),
   ...(opt['agent-node-args'] ? opt['agent-node-args'].split(' ').filter(Boolean) : []),
+  // Where the agent's memory is, thread by thread (mem-sample.mjs; summary: mem-breakdown.mjs).
+  ...(opt['mem-sample'] ? ['--import', pathToFileURL(path.join(HERE, 'mem-sample.mjs')).href] : []),
 ];
+if (opt['mem-sample']) process.env.DMS_MEM_SAMPLE = path.resolve(opt['mem-sample']);
 const RESULTS_FILE = opt.results
   ? path.resolve(opt.results)
   : opt.quick

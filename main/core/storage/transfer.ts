@@ -75,6 +75,21 @@ interface OpenUpload {
 const TRANSIENT = new Set(['network', 'timeout', 'server', 'throttled']);
 
 /**
+ * A body read for one request, freed once that request is answered: its
+ * ArrayBuffer detached (transfer(0) frees the bytes at once). Without it a
+ * sent photo or part waited for a garbage collection, which V8 starts only
+ * when 64 MiB of such memory has grown since the last one: in the offload
+ * bench 44-84 MiB of sent bodies sat in the main thread at the peak of RSS.
+ * Only a buffer that is its whole ArrayBuffer (what a read of a range makes),
+ * never a view into memory others hold.
+ */
+function release(body: Buffer): void {
+  const ab = body.buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
+  if (body.byteOffset === 0 && ab.byteLength === body.length && typeof ab.transfer === 'function')
+    ab.transfer(0);
+}
+
+/**
  * Answers meaning "this bucket will not list parts": not implemented
  * (s3rver answers 405 MethodNotAllowed), or not allowed — STS policies often
  * grant PutObject without ListMultipartUploadParts. The stored state is
@@ -138,6 +153,8 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
   // Refused because this file is already there: only what went before the refusal crossed the link.
   if (answer.written) report(req.size);
   ticket?.done(reported);
+  // Content kept from the fingerprint belongs to the caller.
+  if (!kept) release(body);
   const { etag } = answer;
   return { key: req.key, ...(etag !== undefined ? { etag } : {}), bytesSent: reported, multipart: false };
 }
@@ -250,6 +267,7 @@ async function sendParts(
         await sleep(250, undefined, { signal });
         etag = await b.uploadPart(req, uploadId, n, body, md5, signal);
       }
+      release(body);
     } catch (err) {
       ticket?.release();
       throw err;
