@@ -231,8 +231,9 @@ describe('drone-media-sync', () => {
     while (!out.includes('Watching') && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
     // The headless agent runs with the agent's V8 flags (node-flags.ts), as bin.js's first line gives them.
     const kids = fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/);
-    expect(kids).toHaveLength(1);
     const argv = fs.readFileSync(`/proc/${kids[0]}/cmdline`, 'utf8').split('\0');
+    if (kids.length !== 1 || argv[1] !== AGENT_V8_FLAGS[0]) child.kill('SIGTERM'); // no agent left behind
+    expect(kids).toHaveLength(1);
     expect(argv.slice(1, 1 + AGENT_V8_FLAGS.length)).toEqual(AGENT_V8_FLAGS);
     // still running although idle: a long-running agent must not exit by itself
     await new Promise((r) => setTimeout(r, 6000));
