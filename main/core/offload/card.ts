@@ -250,6 +250,8 @@ export function cardOffload(
 ): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
+  // The verdict speaks only of what is on disk: changes waiting for a shared commit go first.
+  queue.commitWaiting();
   const factRows = queue.factsOf(card.sourceId);
   const fileFacts = factRows.map((r) => factOf(r, target.key));
   // The files' info, read once and only when needed (new flights, or the files' metadata):
