@@ -84,6 +84,7 @@ export class LinkController {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.stopWatch?.();
+    this.gate.close();
     this.store.close();
   }
 

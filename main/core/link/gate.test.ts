@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LinkGate, type NetworkFacts } from './gate.js';
+import { LinkGate, USAGE_FLUSH_MS, type NetworkFacts } from './gate.js';
 import { LinkStore, periodKey } from './store.js';
 
 const MiB = 1024 * 1024;
@@ -135,6 +135,7 @@ describe('the link gate (a real SQLite file)', () => {
     expect(sent - budget.bytes).toBeLessThan(8 * MiB);
     expect(gate.state.name).toBe('spent');
     expect(gate.snapshot().budget).toMatchObject({ used: 24 * MiB, left: 0 });
+    gate.close(); // the agent stops (link controller): the count that waited is written
     store.close();
 
     const store2 = new LinkStore(file);
@@ -164,20 +165,50 @@ describe('the link gate (a real SQLite file)', () => {
 });
 
 describe('the budget count of a part sent', () => {
-  it('is one commit for the day and the month (a small file is a part: two commits each cost a WAL frame and a sync)', () => {
+  it('is one commit of link.db per USAGE_FLUSH_MS, not one per part (a small file is a part), and all of it at close', () => {
+    const file = storeFile();
+    let now = new Date(2026, 10, 27, 10, 0).getTime();
+    const store = new LinkStore(file);
+    const gate = new LinkGate(store, { now: () => now });
+    gate.see({ ...home, budget: { bytes: 100 * MiB, per: 'month' } });
+    gate.sent('photos', MiB);
+    // Each commit appends a frame (24-byte header + one page) for the page it changed.
+    const pageSize = 4096;
+    const walBytes = () => fs.statSync(`${file}-wal`).size;
+    const commits = (from: number) => (walBytes() - from) / (24 + pageSize);
+    const before = walBytes();
+    // 100 small files in under a second: the budget counts them at once, link.db waits.
+    for (let i = 0; i < 100; i++) {
+      now += 5;
+      gate.sent('photos', 64 * 1024);
+    }
+    expect(commits(before)).toBe(0); // before: 100
+    expect(gate.snapshot().budget?.used).toBe(MiB + 100 * 64 * 1024);
+    now += USAGE_FLUSH_MS;
+    gate.sent('photos', 64 * 1024);
+    expect(commits(before)).toBe(1); // day and month, one transaction
+    gate.sent('photos', 64 * 1024);
+    gate.close(); // the agent stops: what waits is written
+    expect(commits(before)).toBe(2);
+    expect(store.used(home.key, periodKey('month', new Date(now)))).toBe(MiB + 102 * 64 * 1024);
+    expect(store.used(home.key, periodKey('day', new Date(now)))).toBe(MiB + 102 * 64 * 1024);
+    store.close();
+  });
+
+  it('what waits is written within USAGE_FLUSH_MS when no other part comes (watch mode idles for hours)', async () => {
     const file = storeFile();
     const store = new LinkStore(file);
     const gate = new LinkGate(store);
     gate.see(home);
     gate.sent('photos', MiB);
-    // Each commit appends a frame (24-byte header + one page) for the page it changed.
-    const pageSize = 4096;
-    const walBytes = () => fs.statSync(`${file}-wal`).size;
-    const before = walBytes();
-    for (let i = 0; i < 10; i++) gate.sent('photos', 64 * 1024);
-    expect((walBytes() - before) / (24 + pageSize)).toBe(10);
-    const month = store.used(home.key, periodKey('month', new Date()));
-    expect(month).toBe(MiB + 10 * 64 * 1024);
+    gate.sent('photos', 64 * 1024);
+    const other = new LinkStore(file);
+    const month = periodKey('month', new Date());
+    expect(other.used(home.key, month)).toBe(MiB);
+    await new Promise((resolve) => setTimeout(resolve, USAGE_FLUSH_MS + 200));
+    expect(other.used(home.key, month)).toBe(MiB + 64 * 1024);
+    other.close();
+    gate.close();
     store.close();
   });
 });

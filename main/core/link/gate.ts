@@ -28,6 +28,8 @@ import {
 
 /** A part let through holds its bytes against the budget until reported, or this long. */
 export const RESERVATION_MS = 10 * 60_000;
+/** The budget count of parts sent is written to link.db at most this often (and when the agent stops). */
+export const USAGE_FLUSH_MS = 1000;
 
 export interface LinkBudget {
   bytes: number;
@@ -104,8 +106,11 @@ export class LinkGate
   private network: NetworkFacts = { key: '', label: 'this network', cost: 'unmetered' };
   private readonly asked = new Set<string>();
   private readonly held = new Set<LaneName>();
-  /** Bytes reported sent, not yet written to the store. */
+  /** Bytes reported sent, not yet written to the store (counted in the budget meanwhile: usedNow). */
   private pending = 0;
+  /** When the count was last written to the store, and the write that waits for USAGE_FLUSH_MS. */
+  private flushedAt = 0;
+  private flushTimer: NodeJS.Timeout | null = null;
   /** Parts let through and not reported yet: their bytes and when. */
   private reserved: Array<{ lane: LaneName; bytes: number; at: number }> = [];
   private readonly watchers = new Set<() => void>();
@@ -176,7 +181,13 @@ export class LinkGate
     const i = this.reserved.findIndex((r) => r.lane === lane);
     if (i >= 0) this.reserved.splice(i, 1);
     this.pending += bytes;
-    this.flush();
+    // One commit of link.db per USAGE_FLUSH_MS, not per part: a small file is a part (5,000 files, 5,000 commits).
+    if (this.now() - this.flushedAt >= USAGE_FLUSH_MS) this.flush();
+    else
+      this.flushTimer ??= setTimeout(() => {
+        this.flushTimer = null;
+        this.flush();
+      }, USAGE_FLUSH_MS).unref();
     if (this.link.name !== 'spent' && !this.budgetLeft()) this.apply({ type: 'budget-spent' });
   }
 
@@ -213,10 +224,18 @@ export class LinkGate
 
   // ---- helpers ----
 
+  /** Writes the count that waits (the agent stops): before its store is closed. */
+  close(): void {
+    this.flush();
+  }
+
   /** Writes what was sent to the store, counted for the day and for the month. */
   private flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     if (this.pending > 0 && this.network.key !== '') {
-      const now = new Date(this.now());
+      this.flushedAt = this.now();
+      const now = new Date(this.flushedAt);
       this.store.addUsage(this.network.key, [periodKey('day', now), periodKey('month', now)], this.pending);
     }
     this.pending = 0;

@@ -126,6 +126,13 @@ export const readByCopiesSql = (source: string): string =>
 
 export class CopyFacts {
   private readonly stmts;
+  /**
+   * Cards with no copy record at all (none has destinations, the usual case):
+   * `of` answers them without a query (every file's upload asks where to read
+   * it from). A card leaves the set when a record of it is written (only
+   * here: the agent holding the queue's lock writes copies).
+   */
+  private readonly noCopies = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -156,6 +163,9 @@ export class CopyFacts {
       ),
       ofFile: db.prepare<[string, string, number, number], CopyRow>(
         'SELECT * FROM copies WHERE source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ? ORDER BY destination_id',
+      ),
+      anyOfSource: db.prepare<[string], { one: number }>(
+        'SELECT 1 AS one FROM copies WHERE source_id = ? LIMIT 1',
       ),
       ofSource: db.prepare<[string], CopyRow>(
         'SELECT * FROM copies WHERE source_id = ? ORDER BY rel_path, destination_id',
@@ -274,6 +284,7 @@ export class CopyFacts {
           : change.type === 'forget' && cur
             ? { ...record(cur), state, at }
             : base;
+    this.noCopies.delete(file.sourceId);
     this.stmts.put.run({ ...file, ...next, written: next.written ?? null });
     return next;
   }
@@ -289,7 +300,11 @@ export class CopyFacts {
 
   /** The copies of one version of a file, one per destination it was copied to (or is to be). */
   of(file: FileVersion): CopyRecord[] {
-    return this.stmts.ofFile.all(file.sourceId, file.relPath, file.size, file.mtimeMs).map(record);
+    if (this.noCopies.has(file.sourceId)) return [];
+    const rows = this.stmts.ofFile.all(file.sourceId, file.relPath, file.size, file.mtimeMs);
+    if (rows.length === 0 && this.stmts.anyOfSource.get(file.sourceId) === undefined)
+      this.noCopies.add(file.sourceId);
+    return rows.map(record);
   }
 
   /** Every copy record of every file of a source. */

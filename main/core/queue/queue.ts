@@ -727,8 +727,9 @@ export class Queue {
 
   /** One change to many rows, in one transaction. */
   private applyAll(raws: readonly RawRow[], change: Change): number {
-    this.commitWaiting();
+    // No row to change (no twin waits, the usual case after every file): what waits keeps waiting.
     if (raws.length === 0) return 0;
+    this.commitWaiting();
     this.db.transaction(() => {
       for (const raw of raws) this.apply(this.parse(raw), change);
     })();

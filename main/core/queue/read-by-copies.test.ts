@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { SCHEMA_VERSION } from './db.js';
 import { nextWakeSql, Queue, readySql } from './queue.js';
 import { WORKING_STATES } from './states.js';
@@ -138,4 +138,28 @@ it('each lane lists its due rows from an index, never reading the other lane’s
     'SEARCH files USING INDEX files_unread (target_id=? AND read_by_copies=?)',
   ]);
   db.close();
+});
+
+it("asks SQLite where a card's files are copied once per card with no copies, not once per file; a copy recorded is found", () => {
+  const q = open();
+  const ssd = q.copies.destination(SSD);
+  const files = card('card-a', 9).concat(card('card-b', 1));
+  q.observe(files);
+  // Every statement run on the queue's database, of every kind (better-sqlite3's Statement).
+  const proto = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as {
+    all: () => unknown;
+    get: () => unknown;
+  };
+  const all = vi.spyOn(proto, 'all');
+  const get = vi.spyOn(proto, 'get');
+  const queries = () => all.mock.calls.length + get.mock.calls.length;
+  // The upload of each file asks where to read it from (a verified copy, else the card): 1,000 times.
+  for (let i = 0; i < 100; i++) for (const f of files.slice(0, 9)) expect(q.copies.of(f)).toEqual([]);
+  expect(queries()).toBe(2); // before: 900, one per look
+  q.copies.apply(files[4]!, ssd.id, { type: 'want', path: `/media/ssd/Copies/${files[4]!.relPath}` });
+  expect(q.copies.of(files[4]!).map((c) => c.state)).toEqual(['wanted']);
+  expect(q.copies.of(files[5]!)).toEqual([]);
+  expect(q.copies.of(files[9]!)).toEqual([]); // another card: looked up on its own
+  vi.restoreAllMocks();
+  q.close();
 });
