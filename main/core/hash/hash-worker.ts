@@ -564,7 +564,16 @@ export const HASH_WORKER = 'dms-hash-worker';
 
 export type Job =
   | { op: 'file'; id: number; path: string; bufferSize: number; flag: Int32Array }
-  | { op: 'range'; id: number; path: string; offset: number; length: number; expectedSize: number }
+  | {
+      op: 'range';
+      id: number;
+      path: string;
+      offset: number;
+      length: number;
+      expectedSize: number;
+      /** Memory to read into (at least `length` bytes), handed back with the reply. */
+      body?: ArrayBuffer;
+    }
   | {
       op: 'copy';
       id: number;
@@ -679,13 +688,13 @@ async function answer(job: Job, post: (r: Reply, transfer?: ArrayBuffer[]) => vo
     } else if (job.op === 'preview') {
       post({ id, preview: (await loadPreview()).previewStats(job.thumb) });
     } else {
-      // A buffer of its own (never a slice of Node's pool), not zero-filled:
-      // its memory is handed over to the caller without a copy.
-      const buf = Buffer.allocUnsafeSlow(job.length);
+      // The caller's memory (body-pool.ts), else a buffer of its own (never
+      // a slice of Node's pool), not zero-filled: handed over without a copy.
+      const buf = job.body ? Buffer.from(job.body, 0, job.length) : Buffer.allocUnsafeSlow(job.length);
       const { md5 } = await readRangeMd5(job.path, job.offset, job.expectedSize, buf);
       const ab = buf.buffer;
       const whole =
-        buf.byteOffset === 0 && ab.byteLength === job.length
+        job.body !== undefined || (buf.byteOffset === 0 && ab.byteLength === job.length)
           ? ab
           : ab.slice(buf.byteOffset, buf.byteOffset + job.length);
       post({ id, body: whole, md5: md5.toString('hex') }, [whole]);

@@ -240,25 +240,36 @@ export function hashFileInWorker(
 
 /**
  * `length` bytes at `offset` of a file that must be `expectedSize` bytes
- * long, read in a worker, with their MD5 (raw digest). Rejects with
- * SourceChangedSignal when the size is not the expected one or the file ends
- * early, with the file system's Error otherwise, WorkersUnavailable when no
- * worker can run.
+ * long, read in a worker, with their MD5 (raw digest): into `into` (its
+ * memory handed to the worker and back, not copied; the caller's buffer is
+ * left empty) when given, else into memory the worker allocates. Rejects
+ * with SourceChangedSignal when the size is not the expected one or the
+ * file ends early, with the file system's Error otherwise,
+ * WorkersUnavailable when no worker can run.
  */
 export function readRangeInWorker(
   path: string,
   offset: number,
   length: number,
   expectedSize: number,
+  into?: Buffer,
 ): Promise<{ body: Buffer; md5: Buffer }> {
   return new Promise((resolve, reject) => {
+    // Only memory that is the whole of an ArrayBuffer's start can be handed over.
+    const body =
+      into && into.byteOffset === 0 && into.length === length ? (into.buffer as ArrayBuffer) : undefined;
     rangePool ??= new Pool(RANGE_WORKERS);
     rangePool.run({
-      message: { op: 'range', id: nextId++, path, offset, length, expectedSize },
+      message: { op: 'range', id: nextId++, path, offset, length, expectedSize, ...(body ? { body } : {}) },
+      ...(body ? { transfer: [body] } : {}),
       onMessage: (r) => {
         if (r.error) reject(rebuildError(r.error));
         else if (r.changed) reject(new SourceChangedSignal());
-        else resolve({ body: Buffer.from(r.body as ArrayBuffer), md5: Buffer.from(r.md5 as string, 'hex') });
+        else
+          resolve({
+            body: Buffer.from(r.body as ArrayBuffer, 0, length),
+            md5: Buffer.from(r.md5 as string, 'hex'),
+          });
         return true;
       },
       fail: reject,

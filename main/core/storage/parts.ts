@@ -6,7 +6,8 @@
 import { Readable } from 'node:stream';
 import { DmsError, toDmsError } from '../errors.js';
 import { SourceChangedSignal, readRangeMd5 } from '../hash/hash-worker.js';
-import { WorkersUnavailable, readRangeInWorker, useHashWorkers } from '../hash/workers.js';
+import { WORKER_MIN_BYTES, WorkersUnavailable, readRangeInWorker, useHashWorkers } from '../hash/workers.js';
+import { adoptBody, takeBody } from './body-pool.js';
 import { fileChangedError } from './bucket-errors.js';
 
 export const MiB = 1024 * 1024;
@@ -39,7 +40,8 @@ export function partRange(n: number, size: number, partSize: number): { offset: 
  * `length` bytes at `offset` of a file that must be `expectedSize` bytes
  * long, with their MD5 (raw digest): read and hashed in a worker thread
  * (hash/workers.ts) unless the range is small or there is no worker, else
- * here, by the same code (readRangeMd5 of hash/hash-worker.ts). The file is
+ * here, by the same code (readRangeMd5 of hash/hash-worker.ts), into
+ * memory of body-pool.ts from 1 MiB on (give it back with giveBody). The file is
  * opened for each read: a deleted or replaced file is never uploaded. A file
  * of another size, or one that ends early, is `fileChangedError`; what the
  * file system says is `source-missing`.
@@ -53,12 +55,14 @@ export async function readRangeWithMd5(
   try {
     if (useHashWorkers(length)) {
       try {
-        return await readRangeInWorker(filePath, offset, length, expectedSize);
+        const read = await readRangeInWorker(filePath, offset, length, expectedSize, takeBody(length));
+        return { body: adoptBody(read.body), md5: read.md5 };
       } catch (err) {
         if (!(err instanceof WorkersUnavailable)) throw err;
       }
     }
-    return await readRangeMd5(filePath, offset, expectedSize, Buffer.allocUnsafe(length));
+    const body = length >= WORKER_MIN_BYTES ? takeBody(length) : Buffer.allocUnsafe(length);
+    return await readRangeMd5(filePath, offset, expectedSize, body);
   } catch (err) {
     if (err instanceof SourceChangedSignal) throw fileChangedError();
     throw toDmsError(err, 'source-missing');

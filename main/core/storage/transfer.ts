@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DmsError, isDmsError } from '../errors.js';
 import { fileChangedError, isNoSuchUpload } from './bucket-errors.js';
+import { giveBody } from './body-pool.js';
 import {
   DEFAULT_MULTIPART_THRESHOLD,
   DEFAULT_PART_CONCURRENCY,
@@ -75,19 +76,13 @@ interface OpenUpload {
 const TRANSIENT = new Set(['network', 'timeout', 'server', 'throttled']);
 
 /**
- * A body read for one request, freed once that request is answered: its
- * ArrayBuffer detached (transfer(0) frees the bytes at once). Without it a
- * sent photo or part waited for a garbage collection, which V8 starts only
- * when 64 MiB of such memory has grown since the last one: in the offload
- * bench 44-84 MiB of sent bodies sat in the main thread at the peak of RSS.
- * Only a buffer that is its whole ArrayBuffer (what a read of a range makes),
- * never a view into memory others hold.
+ * A body read for one request, given back once that request is answered
+ * (body-pool.ts: its memory serves the next body). Without it a sent photo
+ * or part waited for a garbage collection, which V8 starts only when 64 MiB
+ * of such memory has grown since the last one: in the offload bench 44-84
+ * MiB of sent bodies sat in the main thread at the peak of RSS.
  */
-function release(body: Buffer): void {
-  const ab = body.buffer as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer };
-  if (body.byteOffset === 0 && ab.byteLength === body.length && typeof ab.transfer === 'function')
-    ab.transfer(0);
-}
+const release = giveBody;
 
 /**
  * Answers meaning "this bucket will not list parts": not implemented

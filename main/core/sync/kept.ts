@@ -13,6 +13,7 @@
  * streamed (nothing kept) once it has answered "known" for a run of files in
  * a row; the next "not known" turns keeping on again.
  */
+import { giveBody } from '../storage/body-pool.js';
 
 /** Bytes kept for rows in flight stay under this. */
 export const KEEP_BUDGET_BYTES = 48 * 1024 * 1024;
@@ -32,8 +33,11 @@ export class KeptBytes {
     this.bytes.set(id, content);
   }
 
+  /** The row left the pipeline: its bytes, read by nothing any more, serve the next body (body-pool.ts). */
   delete(id: number): void {
+    const b = this.bytes.get(id);
     this.bytes.delete(id);
+    if (b) giveBody(b);
   }
 
   /** Whether a photo of `size` bytes is worth reading whole and keeping for its upload. */
