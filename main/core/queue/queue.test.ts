@@ -205,6 +205,41 @@ describe('Queue', () => {
     q.close();
   });
 
+  it("a card's done files looked at again in the bucket share a commit, not one each (issue 33)", () => {
+    const q = open();
+    const rows = q.observe(Array.from({ length: 300 }, (_, i) => f(`DCIM/100/V${i}.JPG`))).pending;
+    const done = rows.map((row) => {
+      hashed(q, row, 'b'.repeat(32), info(row.relPath));
+      return recorded(q, row.id);
+    });
+    q.commitWaiting();
+    // Another connection empties the WAL, then counts the frames the looks write (a commit writes at least one).
+    const reader = new Database(file);
+    try {
+      reader.pragma('wal_checkpoint(TRUNCATE)');
+      for (const row of done)
+        q.apply(row, {
+          type: 'verified',
+          verified: { at: 5000, by: 'bucket', found: true, size: 10, checksum: 'match' },
+        });
+      // Not committed yet: another process does not see the looks until the shared commit.
+      q.commitWaiting();
+      const [wal] = reader.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>;
+      // Before: 300 commits, at least 300 frames. Now one commit of the pages the rows are on.
+      expect(wal!.log).toBeGreaterThan(0);
+      expect(wal!.log).toBeLessThan(100);
+      const seen = reader
+        .prepare('SELECT COUNT(*) AS n FROM files WHERE verified_json IS NOT NULL')
+        .get() as {
+        n: number;
+      };
+      expect(seen.n).toBe(300);
+    } finally {
+      reader.close();
+    }
+    q.close();
+  });
+
   it('drops the unfinished row of a file that changed (never uploads a stale fingerprint)', () => {
     const q = open();
     const [row] = q.observe([f('c.jpg')]).pending;
