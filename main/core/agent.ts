@@ -82,6 +82,14 @@ export interface AgentOptions {
    * Default: the gate's own `holds`; without either nothing waits for the link.
    */
   linkHolds?: () => Iterable<LaneName>;
+  /**
+   * Gives the gate its first facts (the link's watcher: on Linux a D-Bus
+   * client and the system bus). `syncOnce` awaits it before its run when a
+   * file of the target is not done, so no part leaves before the gate knows
+   * the link; a card whose files are all done does not wait for it.
+   * Absent: the gate knows the link already.
+   */
+  linkStart?: () => Promise<void>;
 }
 
 /** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
@@ -219,6 +227,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.history.begin(source.sourceId);
       await this.rescan(source, signal);
     }
+    if (this.opts.linkStart && this.maySend()) await this.opts.linkStart();
     await this.lanes.run({ mode: 'until-idle', ...(signal ? { signal } : {}) });
     // The flights' names (the waylines' answer) are the verdict's and the report's: in before them.
     await Promise.all(this.naming.splice(0));
@@ -234,6 +243,11 @@ export class Agent extends EventEmitter<AgentEvents> {
       this.tidyStaging();
     }
     return { sources, completed, result: this.result(sources, signal?.aborted ?? false) };
+  }
+
+  /** Whether a run may send a file's bytes: a file of the target not done (a failed one gets fresh tries). */
+  private maySend(): boolean {
+    return Object.entries(this.queue.counts()).some(([state, c]) => state !== 'done' && c.files > 0);
   }
 
   /**

@@ -75,6 +75,11 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   expect(urls.filter((u) => /\/node_modules\/(pino-roll|date-fns)\//.test(u))).toEqual([]);
   // Before: chokidar and readdirp (6 modules) for a folder watcher a one-shot sync never starts.
   expect(urls.filter((u) => /\/node_modules\/(chokidar|readdirp)\//.test(u))).toEqual([]);
+  // Before: the link's D-Bus client (60 ms) and its connection to the system bus (50-90 ms),
+  // for a gate no part is asked of: nothing is sent.
+  expect(urls.filter((u) => /\/node_modules\/@jellybrick\/dbus-next\/|\/link\/nm-dbus\.js$/.test(u))).toEqual(
+    [],
+  );
 });
 
 it('a re-inserted card: a file grown, a file touched, one added and one removed are each seen', async () => {

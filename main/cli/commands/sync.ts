@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent } from '../../core/agent.js';
-import { startLink } from '../../core/link/controller.js';
+import { LinkController } from '../../core/link/controller.js';
 import { linkWaits, type LinkWaits } from '../../core/link/waits.js';
 import { parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
@@ -67,8 +67,9 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     'options',
   );
   // The link (issue 31, docs/link.md), as `watch` has it, asked before every part: on a metered
-  // network the first lane goes and the run ends saying what waits (exit code 5).
-  const link = await startLink({ stateDir: ctx.paths.root, configFile: ctx.paths.config, config });
+  // network the first lane goes and the run ends saying what waits (exit code 5). Its watcher
+  // starts before the run only when a file may be sent (issue 33: a card of done files waits for no bus).
+  const link = new LinkController({ stateDir: ctx.paths.root, configFile: ctx.paths.config, config });
   const linkNotKept = link.store.notKeptMessage;
   if (linkNotKept) {
     if (flags.json) printJson({ type: 'warning', message: linkNotKept });
@@ -76,6 +77,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
   }
   const agent = new Agent({
     gate: link.gate,
+    linkStart: () => link.start(),
     queue,
     api: ctx.api,
     config,

@@ -25,7 +25,8 @@ export interface LinkControllerOptions {
   /** The settings file to follow (its `link` section); absent: `config` only. */
   configFile?: string;
   config: Config;
-  watcher: LinkWatcher;
+  /** What the OS says (default: this OS's watcher, loaded by `start`). */
+  watcher?: LinkWatcher;
   /** Which network (default: Linux's default route; elsewhere the watcher's). */
   network?: () => NetworkId;
   pollMs?: number;
@@ -55,6 +56,7 @@ export class LinkController {
   private lastFile = '';
   private timer: NodeJS.Timeout | undefined;
   private stopWatch: (() => Promise<void>) | undefined;
+  private started: Promise<void> | undefined;
 
   constructor(private readonly opts: LinkControllerOptions) {
     this.config = opts.config;
@@ -70,9 +72,19 @@ export class LinkController {
     return this.reading;
   }
 
-  async start(): Promise<void> {
+  /**
+   * Follows the OS's word and the settings file; resolves once the gate has
+   * its first facts. Once: a second call waits for the first.
+   */
+  start(): Promise<void> {
+    return (this.started ??= this.watchNow());
+  }
+
+  private async watchNow(): Promise<void> {
     this.lastFile = this.fileStamp();
-    this.stopWatch = await this.opts.watcher.watch((r) => {
+    // The OS's client (Linux: a D-Bus client and a connection to the system bus) is loaded here, not before.
+    const watcher = this.opts.watcher ?? (await (await import('./watcher.js')).linkWatcherFor());
+    this.stopWatch = await watcher.watch((r) => {
       this.reading = r;
       this.refresh();
     });
@@ -82,6 +94,7 @@ export class LinkController {
   }
 
   async stop(): Promise<void> {
+    await this.started?.catch(() => undefined);
     clearInterval(this.timer);
     await this.stopWatch?.();
     this.gate.close();
@@ -135,11 +148,8 @@ function defaultNetwork(): NetworkId {
  * network of its default route. What an agent runs: give `gate` to the
  * engine (EngineOptions.gate) and route `onSettings` to its updateConfig.
  */
-export async function startLink(
-  opts: Omit<LinkControllerOptions, 'watcher'> & { watcher?: LinkWatcher },
-): Promise<LinkController> {
-  const { linkWatcherFor } = await import('./watcher.js');
-  const ctl = new LinkController({ ...opts, watcher: opts.watcher ?? (await linkWatcherFor()) });
+export async function startLink(opts: LinkControllerOptions): Promise<LinkController> {
+  const ctl = new LinkController(opts);
   await ctl.start();
   return ctl;
 }

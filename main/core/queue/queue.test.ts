@@ -168,6 +168,78 @@ describe('Queue', () => {
     q.close();
   });
 
+  it('a re-inserted card of done files is recognised in one read per batch, not one per file (issue 33)', () => {
+    const q = open();
+    const files = Array.from({ length: 500 }, (_, i) => f(`DCIM/100/F${i}.JPG`));
+    // A second source in the same batch, and a file twice: each still gets its own row, once.
+    const other = { ...f('DCIM/100/F0.JPG'), sourceId: 'card-2', absPath: '/media/card2/DCIM/100/F0.JPG' };
+    const first = q.observe([...files, other, files[1]!]);
+    expect(first.pending).toHaveLength(502);
+    expect(new Set(first.pending.map((r) => r.id)).size).toBe(501);
+    for (const row of first.pending.slice(0, 501)) {
+      hashed(q, row, 'a'.repeat(32), info(row.relPath));
+      recorded(q, row.id);
+    }
+    // What the store is asked: every statement run, counted on better-sqlite3's own Statement.
+    const proto = Object.getPrototypeOf(new Database(':memory:').prepare('SELECT 1')) as Record<
+      'get' | 'all' | 'run' | 'iterate',
+      (...a: unknown[]) => unknown
+    >;
+    const spies = (['get', 'all', 'run', 'iterate'] as const).map((m) => vi.spyOn(proto, m));
+    try {
+      // A file grown since: a new version; an unknown file: a new row.
+      const again = q.observe([
+        ...files.slice(1),
+        f('DCIM/100/F0.JPG', 11, 2000),
+        f('DCIM/100/NEW.JPG'),
+        other,
+      ]);
+      expect(again.alreadyDone).toBe(500);
+      expect(again.pending.map((r) => r.relPath).sort()).toEqual(['DCIM/100/F0.JPG', 'DCIM/100/NEW.JPG']);
+      const calls = spies.reduce((n, s) => n + s.mock.calls.length, 0);
+      // Before: one SELECT per file (502 here). Now: a read per source, and the two new rows' writes.
+      expect(calls).toBeLessThan(20);
+    } finally {
+      for (const s of spies) s.mockRestore();
+    }
+    q.close();
+  });
+
+  it("a card's done files looked at again in the bucket share a commit, not one each (issue 33)", () => {
+    const q = open();
+    const rows = q.observe(Array.from({ length: 300 }, (_, i) => f(`DCIM/100/V${i}.JPG`))).pending;
+    const done = rows.map((row) => {
+      hashed(q, row, 'b'.repeat(32), info(row.relPath));
+      return recorded(q, row.id);
+    });
+    q.commitWaiting();
+    // Another connection empties the WAL, then counts the frames the looks write (a commit writes at least one).
+    const reader = new Database(file);
+    try {
+      reader.pragma('wal_checkpoint(TRUNCATE)');
+      for (const row of done)
+        q.apply(row, {
+          type: 'verified',
+          verified: { at: 5000, by: 'bucket', found: true, size: 10, checksum: 'match' },
+        });
+      // Not committed yet: another process does not see the looks until the shared commit.
+      q.commitWaiting();
+      const [wal] = reader.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number }>;
+      // Before: 300 commits, at least 300 frames. Now one commit of the pages the rows are on.
+      expect(wal!.log).toBeGreaterThan(0);
+      expect(wal!.log).toBeLessThan(100);
+      const seen = reader
+        .prepare('SELECT COUNT(*) AS n FROM files WHERE verified_json IS NOT NULL')
+        .get() as {
+        n: number;
+      };
+      expect(seen.n).toBe(300);
+    } finally {
+      reader.close();
+    }
+    q.close();
+  });
+
   it('drops the unfinished row of a file that changed (never uploads a stale fingerprint)', () => {
     const q = open();
     const [row] = q.observe([f('c.jpg')]).pending;

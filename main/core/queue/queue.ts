@@ -224,11 +224,13 @@ export class Queue {
       ),
       touchTarget: db.prepare('UPDATE targets SET label = ?, last_used_at = ? WHERE id = ?'),
       // Only what tells a done file (a row is 1 KB with its info): the whole row for the others.
-      find: db.prepare<
-        [number, string, string, number, number],
-        { id: number; state: string; abs_path: string }
+      // The rows of a batch's paths of one source, in one read (the unique index's prefix).
+      findPaths: db.prepare<
+        [number, string, string],
+        { id: number; state: string; abs_path: string; rel_path: string; size: number; mtime_ms: number }
       >(
-        'SELECT id, state, abs_path FROM files WHERE target_id = ? AND source_id = ? AND rel_path = ? AND size = ? AND mtime_ms = ?',
+        `SELECT id, state, abs_path, rel_path, size, mtime_ms FROM files
+         WHERE target_id = ? AND source_id = ? AND rel_path IN (SELECT value FROM json_each(?))`,
       ),
       insert: db.prepare(
         `INSERT INTO files (target_id, kind, source_id, rel_path, size, mtime_ms, abs_path, state, created_at, updated_at, file_class, lane, read_by_copies)
@@ -429,14 +431,18 @@ export class Queue {
     let alreadyDone = 0;
     let failed = 0;
     this.db.transaction(() => {
+      const knownRows = this.knownOf(files);
       for (const f of files) {
-        const known = this.stmts.find.get(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
+        const key = observedKey(f);
+        const known = knownRows.get(key);
         let id: number;
         if (!known) {
           this.stmts.dropStale.run(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
           const kind = f.kind ?? 'media';
           const lane = this.lanes.of(f.relPath, kind);
           id = Number(this.stmts.insert.run({ ...f, kind, targetId, now, ...lane }).lastInsertRowid);
+          // The same file twice in a batch is the row just made.
+          knownRows.set(key, { id, state: 'discovered', abs_path: f.absPath });
         } else {
           id = known.id;
           if (known.abs_path !== f.absPath) this.stmts.setAbsPath.run(f.absPath, id, f.absPath);
@@ -460,6 +466,23 @@ export class Queue {
       }
     })();
     return { pending, alreadyDone, failed };
+  }
+
+  /** The rows the files of a scan's batch already have, by observedKey: one read per source, not one per file. */
+  private knownOf(
+    files: readonly ObservedFile[],
+  ): Map<string, { id: number; state: string; abs_path: string }> {
+    const paths = new Map<string, string[]>();
+    for (const f of files) {
+      const list = paths.get(f.sourceId);
+      if (list) list.push(f.relPath);
+      else paths.set(f.sourceId, [f.relPath]);
+    }
+    const out = new Map<string, { id: number; state: string; abs_path: string }>();
+    for (const [sourceId, relPaths] of paths)
+      for (const r of this.stmts.findPaths.all(this.targetId, sourceId, JSON.stringify(relPaths)))
+        out.set(observedKey({ sourceId, relPath: r.rel_path, size: r.size, mtimeMs: r.mtime_ms }), r);
+    return out;
   }
 
   private parse(raw: RawRow): QueueRow {
@@ -901,4 +924,9 @@ export class Queue {
 
 function stateOf(s: string | undefined): TargetState {
   return s !== undefined && isTargetState(s) ? s : 'unanswered';
+}
+
+/** A file's identity in the queue (the unique key within a target): source, path, size, time. */
+function observedKey(f: Pick<ObservedFile, 'sourceId' | 'relPath' | 'size' | 'mtimeMs'>): string {
+  return `${f.sourceId}\0${f.relPath}\0${f.size}\0${f.mtimeMs}`;
 }

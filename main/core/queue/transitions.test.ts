@@ -231,6 +231,7 @@ describe('changes whose record may wait for the next commit', () => {
       'not-known',
       'recorded',
       'stored',
+      'verified',
     ]);
   });
 });

@@ -168,6 +168,7 @@ export const CLEARS_PARTS: ReadonlySet<ChangeType> = new Set<ChangeType>([
   'uploaded',
   'recorded',
   'stored',
+  'verified',
 ]);
 
 /**
@@ -178,7 +179,9 @@ export const CLEARS_PARTS: ReadonlySet<ChangeType> = new Set<ChangeType>([
  * file is read and hashed again ('hashed'), the server asked again
  * ('check-skipped', 'not-known', 'known'), the callback's outcome asked
  * before any post ('recorded': 'callback-sent' was committed before the
- * callback went), the object looked at again ('stored'). Every other change
+ * callback went), the object looked at again ('stored', and a done file's
+ * look in the bucket, 'verified': a card's 10,000 looks share a few commits,
+ * not one each, and its verdict commits them before it reads). Every other change
  * is committed before the engine acts on it: 'upload-begun' and the
  * multipart changes before bytes go, 'uploaded' before the callback (a lost
  * one would send the file again), 'callback-sent' before the callback is
@@ -191,6 +194,7 @@ export const MAY_WAIT: ReadonlySet<ChangeType> = new Set<ChangeType>([
   'known',
   'recorded',
   'stored',
+  'verified',
 ]);
 
 /** Whether `change` may happen to a row in `state`. */
