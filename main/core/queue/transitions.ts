@@ -168,7 +168,6 @@ export const CLEARS_PARTS: ReadonlySet<ChangeType> = new Set<ChangeType>([
   'uploaded',
   'recorded',
   'stored',
-  'verified',
 ]);
 
 /**

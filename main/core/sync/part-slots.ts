@@ -10,7 +10,7 @@
  * flight as fill the link: the slots measure the rate the bucket takes
  * bytes at and keep about PART_SECONDS of it in flight (at 8 Mbit/s and
  * 8 MiB parts: one part, with small files beside it; on a fast link up to
- * `max` parts). Before anything is measured the user's bandwidth limit, when
+ * `max` parts within MAX_BYTES_IN_FLIGHT, each a body in memory). Before anything is measured the user's bandwidth limit, when
  * set, says the rate; else two parts' worth go. Small files (a card of
  * photos) go many at once within the same bytes.
  *
@@ -36,6 +36,14 @@ const MIN_SAMPLE_BYTES = 1024 * 1024;
 const START_WIDTH = 2;
 /** The next part may start when what is in flight should be sent within this (see above). */
 export const LEAD_SECONDS = 1.5;
+/**
+ * The most bytes in flight on any link, the lead part aside: each is a body
+ * in memory. On loopback or a LAN the measured rate would allow `max` parts
+ * (12 × 8 MiB: 96 MiB of the agent's 415 MiB peak on a 2 GiB card, issue 33),
+ * while 5 parts keep the bucket as busy (a gigabit link with 100 ms of round
+ * trip holds 12 MiB) and the agent within 300 MiB.
+ */
+export const MAX_BYTES_IN_FLIGHT = 40 * 1024 * 1024;
 
 export interface PartTicket {
   /** The bucket took the part: `bytes` crossed the link. Gives the slot back. */
@@ -108,7 +116,8 @@ export class PartSlots {
   /** Bytes that may be in flight at once now (one part always may). */
   get budget(): number {
     const rate = this.rate;
-    return rate > 0 ? rate * PART_SECONDS : START_WIDTH * Math.max(1, this.opts.partBytes);
+    const fill = rate > 0 ? rate * PART_SECONDS : START_WIDTH * Math.max(1, this.opts.partBytes);
+    return Math.min(fill, MAX_BYTES_IN_FLIGHT);
   }
 
   /** How many full-size parts go at once now. */
