@@ -36,6 +36,11 @@ export class Dispatcher {
     private readonly holds?: (row: WorkingRow) => boolean,
   ) {}
 
+  /** Whether this row is in flight. */
+  has(id: number): boolean {
+    return this.flying.has(id);
+  }
+
   /** Whether a row of this source is in flight. */
   flies(sourceId: string): boolean {
     for (const f of this.flying.values()) if (f.sourceId === sourceId) return true;

@@ -22,7 +22,8 @@ import { Dispatcher } from './dispatch.js';
 import { dispose, type Report } from './disposition.js';
 import { KeptBytes } from './kept.js';
 import { Limiter } from './limiter.js';
-import { LANE_NAMES, type LaneName } from '../queue/lanes.js';
+import { LANE_NAMES, laneRank, type LaneName } from '../queue/lanes.js';
+import { DEFAULT_MULTIPART_THRESHOLD } from '../storage/parts.js';
 import { laneEtas, type LaneEta, type LaneLeft } from '../../shared/lanes.js';
 import type { PartGate } from './part-gate.js';
 import { PartSlots, type PartSlotsOptions } from './part-slots.js';
@@ -149,6 +150,8 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   /** Small files' bytes between their hash and upload steps (see steps.ts); at most one per row in flight. */
   private readonly kept = new KeptBytes();
   private readonly waker = new Waker();
+  /** Big files not read yet, lane by lane, oldest first: hashed ahead of their turn (see hashAhead). */
+  private aheadRows: Array<{ id: number; rank: number }> = [];
   /** Aborted on pause, halt and a refused sign-in: everything in flight stops. */
   private stopAll = new AbortController();
   private lastProgressEmit = 0;
@@ -310,6 +313,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       this.tracked.clear();
     }
     for (const r of fresh) this.tracked.add(r.id);
+    this.noteAhead(fresh);
     this.progress.addWork(
       fresh.length,
       fresh.reduce((n, r) => n + r.size, 0),
@@ -489,6 +493,45 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         },
       );
     }
+    this.hashAhead(maxAttempts, signal);
+  }
+
+  /** Of rows new to the run, the big files not read yet: those hashAhead reads before their turn. */
+  private noteAhead(rows: readonly QueueRow[]): void {
+    const big = rows.filter((r) => r.state === 'discovered' && r.size >= DEFAULT_MULTIPART_THRESHOLD);
+    if (big.length === 0) return;
+    this.aheadRows = [...this.aheadRows, ...big.map((r) => ({ id: r.id, rank: laneRank(r.lane) }))].sort(
+      (a, b) => a.rank - b.rank || a.id - b.id,
+    );
+  }
+
+  /**
+   * A big file (a video) is hashed while the files before it are sent, not
+   * when its turn comes: its MD5 is a whole read of it (a 300 MiB video:
+   * about half a second of a core), and its upload could not start before
+   * it, so the link carried nothing meanwhile when the lanes before it were
+   * done (issue 33). It is only hashed here: it then waits, hashed, for its
+   * turn (its fast-upload and upload go lane by lane as before). One at a
+   * time, so the files sending now always have a hash slot; only files read
+   * again for their upload anyway (never kept in memory), so the card is
+   * read as often as before, and a card whose copies the copy lane makes is
+   * never read here (its rows are not this lane's: dueRow).
+   */
+  private hashAhead(maxAttempts: number | undefined, signal?: AbortSignal): void {
+    while (this.aheadRows.length > 0) {
+      const { id } = this.aheadRows[0] as { id: number };
+      if (this.dispatcher.has(id)) return; // in flight (ahead, or in its turn): one at a time
+      this.aheadRows.shift();
+      const row = this.queue.dueRow(id, READ_BY_COPIES);
+      if (!row || row.state !== 'discovered') continue;
+      if (maxAttempts !== undefined && row.attempts >= maxAttempts) continue;
+      this.dispatcher.start(
+        row,
+        (own) => this.process(row, [own, ...(signal ? [signal] : [])], 'hash-only'),
+        () => this.wake(),
+      );
+      return;
+    }
   }
 
   private sleep(ms: number | null): Promise<void> {
@@ -496,7 +539,12 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   }
 
   /** One file, from where it stands to done: the table of contents of a file's way. */
-  private async process(start: WorkingRow, signals: readonly AbortSignal[]): Promise<void> {
+  private async process(
+    start: WorkingRow,
+    signals: readonly AbortSignal[],
+    /** Read ahead of its turn (hashAhead): hashed, then it waits for its turn. */
+    only?: 'hash-only',
+  ): Promise<void> {
     // One AbortSignal.any per row (the row, the run, a pause): it showed in
     // profiles of thousands of small files.
     const ctx = this.context(AbortSignal.any([...signals, this.stopAll.signal]), start.id);
@@ -516,7 +564,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         to(await this.hashLimiter.run(() => hashStep(ctx, discovered)));
         if (!this.queue.hasUnread(row.sourceId)) this.emit('read', { sourceId: row.sourceId });
       }
-      if (row.state === 'discovered') return;
+      if (row.state === 'discovered' || only === 'hash-only') return;
       // At most one row per content on its way to the server: a copy of the
       // same file (the card and a watched folder, a card under a new id)
       // waits, then asks fast-upload, so bytes and callback go once.
