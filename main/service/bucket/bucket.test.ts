@@ -1,4 +1,5 @@
-import { createHmac } from 'node:crypto';
+import { createHook } from 'node:async_hooks';
+import { createHash, createHmac, KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +10,7 @@ import { checkRead, checkWrite, readConditions } from './s3-conditions.js';
 import { compareKeys, prefixEnd, walk } from './s3-list.js';
 import { S3Error } from './s3-protocol.js';
 import { signingKey } from './sigv4.js';
-import { BucketStore } from './store.js';
+import { BucketStore, SMALL_BODY_BYTES } from './store.js';
 
 // Unit tests beside the embedded bucket's server: its conditions and its
 // listing walk, on a real SQLite file and real files. The server over HTTP,
@@ -29,6 +30,15 @@ function refused(fn: () => unknown): { status: number; code: string } | null {
     const e = err as S3Error;
     return { status: e.status, code: e.code };
   }
+}
+
+/** A real service database in `dir`/data with the workspace ws-1 (prefix ws). */
+function openWorkspaceDb(dir: string): Db {
+  const db = openDatabase(path.join(dir, 'data'));
+  db.prepare(
+    'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
+  ).run('ws-1', 'Test', 'ws', Date.now());
+  return db;
 }
 
 /** An object whose content is its key, written through the store as a PUT does. */
@@ -121,10 +131,7 @@ describe('the listing walk on a real store', () => {
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-unit-'));
-    db = openDatabase(path.join(dir, 'data'));
-    db.prepare(
-      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
-    ).run('ws-1', 'Test', 'ws', Date.now());
+    db = openWorkspaceDb(dir);
     store = new BucketStore(path.join(dir, 'bucket'), db, {
       maxObjectsPerWorkspace: 10_000,
       maxOpenUploadsPerWorkspace: 10,
@@ -192,10 +199,7 @@ describe('the object limit of a workspace, on a real store', () => {
   let db: Db;
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-room-'));
-    db = openDatabase(path.join(dir, 'data'));
-    db.prepare(
-      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
-    ).run('ws-1', 'Test', 'ws', Date.now());
+    db = openWorkspaceDb(dir);
   });
   afterEach(() => {
     db.close();
@@ -267,9 +271,78 @@ describe('SigV4 signing keys', () => {
     const scope = '20261128/us-east-1/s3/aws4_request';
     const first = signingKey('secret-a', scope);
     const derived = hmac(hmac(hmac(hmac('AWS4secret-a', '20261128'), 'us-east-1'), 's3'), 'aws4_request');
-    expect(first.equals(derived)).toBe(true);
-    expect(signingKey('secret-a', scope)).toBe(first); // the same Buffer: not derived again
+    // A KeyObject: an HMAC given a Buffer key makes a KeyObject of its own, on every request.
+    expect(first).toBeInstanceOf(KeyObject);
+    expect(first.export().equals(derived)).toBe(true);
+    expect(signingKey('secret-a', scope)).toBe(first); // the same key: not derived again
     expect(signingKey('secret-b', scope).equals(first)).toBe(false);
     expect(signingKey('secret-a', '20261129/us-east-1/s3/aws4_request').equals(first)).toBe(false);
+  });
+});
+
+describe('writing a body', () => {
+  let dir: string;
+  let db: Db;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-body-'));
+    db = openWorkspaceDb(dir);
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Requests handed to libuv's thread pool (fs callbacks and promises) while `fn` runs. */
+  async function poolRequests(fn: () => Promise<void>): Promise<number> {
+    let n = 0;
+    const hook = createHook({
+      init: (_id, type) => {
+        if (type === 'FSREQCALLBACK' || type === 'FSREQPROMISE') n++;
+      },
+    }).enable();
+    try {
+      await fn();
+    } finally {
+      hook.disable();
+    }
+    return n;
+  }
+
+  /** A PUT's path through the store: the body in chunks of 16 KiB, then committed as `key`. */
+  async function put(store: BucketStore, key: string, body: Buffer): Promise<void> {
+    const chunks = Array.from({ length: Math.ceil(body.length / 16384) }, (_, i) =>
+      body.subarray(i * 16384, (i + 1) * 16384),
+    );
+    const got = await store.receive(Readable.from(chunks), undefined, body.length);
+    expect(got.size).toBe(body.length);
+    expect(got.md5.equals(createHash('md5').update(body).digest())).toBe(true);
+    const md5 = got.md5.toString('hex');
+    await store.commitObject('ws-1', key, got.tmp, {
+      size: got.size,
+      md5,
+      etag: md5,
+      contentType: null,
+      headers: {},
+    });
+  }
+
+  it('writes a small body in one call, not through the thread pool (open, write, close, rename each before)', async () => {
+    const store = new BucketStore(path.join(dir, 'bucket'), db, {
+      maxObjectsPerWorkspace: 100,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+    const body = Buffer.alloc(64 * 1024, 7);
+    await put(store, 'ws/first', body); // makes the workspace's folder
+    expect(await poolRequests(() => put(store, 'ws/a', body))).toBe(0);
+    expect(fs.readFileSync(store.object('ws/a')!.path).equals(body)).toBe(true);
+    // Bigger than SMALL_BODY_BYTES: streamed to its file as before, never held whole in memory.
+    const big = Buffer.alloc(SMALL_BODY_BYTES + 1, 9);
+    expect(await poolRequests(() => put(store, 'ws/big', big))).toBeGreaterThan(0);
+    expect(fs.readFileSync(store.object('ws/big')!.path).equals(big)).toBe(true);
+    // A small body longer than declared is not kept beyond what was declared: the caller refuses it by its size.
+    const got = await store.receive(Readable.from([body, body]), undefined, body.length);
+    expect(got.size).toBe(2 * body.length);
+    expect(fs.statSync(got.tmp).size).toBe(body.length);
+    expect(fs.readdirSync(path.join(dir, 'bucket', 'tmp'))).toEqual([path.basename(got.tmp)]);
   });
 });
