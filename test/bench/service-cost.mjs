@@ -37,6 +37,8 @@ const child = spawn(
   [...(opt['node-args'] ?? '').split(' ').filter(Boolean), bin, 'serve', '--port', '0', '--data', tmp],
   { env: { ...process.env, DMS_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'] },
 );
+// The service goes with this script, whatever ends it.
+process.on('exit', () => child.exitCode === null && child.kill('SIGTERM'));
 const info = await new Promise((resolve) => {
   let buf = '';
   child.stdout.setEncoding('utf8');
@@ -101,18 +103,20 @@ await batch('fast-upload', 'fast-upload (unknown)', (i) =>
     path: 'DCIM/x',
   }),
 );
-await batch('put', `PUT ${opt.kb} KiB UNSIGNED-PAYLOAD+MD5`, (i) =>
+const put = (i) =>
   s3.send(
     new PutObjectCommand({ Bucket: sts.bucket, Key: key(i), Body: BODY, ContentMD5: MD5.toString('base64') }),
-    {},
-  ),
-);
-await batch('head', 'HEAD', (i) => s3.send(new HeadObjectCommand({ Bucket: sts.bucket, Key: key(i) })));
+  );
+await batch('put', `PUT ${opt.kb} KiB with Content-MD5`, put);
+// HEAD and the callback find the object of the first PUT when the PUTs were not measured.
+if (!KINDS.has('put')) await put(0);
+const have = (i) => (KINDS.has('put') ? i : 0);
+await batch('head', 'HEAD', (i) => s3.send(new HeadObjectCommand({ Bucket: sts.bucket, Key: key(have(i)) })));
 await batch('callback', 'upload-callback', (i) =>
   api(`/media/api/v1/workspaces/${ws}/upload-callback`, {
     result: 0,
     name: `f${i}.jpg`,
-    object_key: key(i),
+    object_key: key(have(i)),
     fingerprint: createHash('md5').update(BODY).digest('hex'),
     path: 'DCIM/x',
   }),
