@@ -12,7 +12,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { S3Client, PutObjectCommand, HeadObjectCommand } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -73,7 +72,7 @@ const s3 = new S3Client({
     secretAccessKey: c.access_key_secret,
     sessionToken: c.security_token,
   },
-  requestHandler: new NodeHttpHandler({ httpAgent: agent }),
+  requestHandler: { httpAgent: agent },
   requestChecksumCalculation: 'WHEN_REQUIRED',
 });
 const key = (i) => `${sts.object_key_prefix}/cost/f${i}.jpg`;
