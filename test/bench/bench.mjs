@@ -38,11 +38,19 @@ const { values: opt } = parseArgs({
     keep: { type: 'boolean', default: false },
     'agent-dist': { type: 'string' },
     'mem-sample': { type: 'string' },
+    'service-dist': { type: 'string' },
+    'service-node-args': { type: 'string' },
   },
 });
 // Another build of the agent (e.g. main's, copied into a folder of this checkout so that its
 // packages resolve): before/after figures of a change, with the peers in the same run.
 const BIN = path.join(path.resolve(REPO, opt['agent-dist'] ?? 'dist'), 'main', 'cli', 'bin.js');
+// The service may come from another build (A/B of a service change with the same agent), and
+// take Node flags of its own (e.g. --cpu-prof: the profile is written when it exits on SIGTERM).
+const SERVICE_BIN = opt['service-dist']
+  ? path.join(path.resolve(REPO, opt['service-dist']), 'main', 'cli', 'bin.js')
+  : BIN;
+const SERVICE_NODE_ARGS = opt['service-node-args'] ? opt['service-node-args'].split(' ').filter(Boolean) : [];
 const ROUNDS = Math.max(1, Number(opt.rounds ?? (opt.quick ? 1 : 3)));
 const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert,offload').split(',').map((s) => s.trim()));
 const AGENT_CONFIG = opt['agent-config'] ? JSON.parse(opt['agent-config']) : null;
@@ -172,10 +180,14 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 async function startService() {
   fs.mkdirSync(SVC_DATA, { recursive: true });
   const errLog = fs.openSync(path.join(TMP, 'service.log'), 'a');
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', SVC_DATA], {
-    env: { ...process.env, DMS_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', errLog],
-  });
+  const child = spawn(
+    process.execPath,
+    [...SERVICE_NODE_ARGS, SERVICE_BIN, 'serve', '--port', '0', '--data', SVC_DATA],
+    {
+      env: { ...process.env, DMS_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', errLog],
+    },
+  );
   service = child;
   const line = await new Promise((resolve, reject) => {
     let buf = '';

@@ -1,15 +1,20 @@
-import { createHmac } from 'node:crypto';
+import { createHook } from 'node:async_hooks';
+import { createHash, createHmac, KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../db.js';
+import { DEFAULT_LIMITS } from '../limits.js';
+import { startEmbeddedBucket } from './embedded.js';
 import { checkRead, checkWrite, readConditions } from './s3-conditions.js';
 import { compareKeys, prefixEnd, walk } from './s3-list.js';
 import { S3Error } from './s3-protocol.js';
 import { signingKey } from './sigv4.js';
-import { BucketStore } from './store.js';
+import { BucketStore, SMALL_BODY_BYTES } from './store.js';
+import type { BucketBackend } from './types.js';
 
 // Unit tests beside the embedded bucket's server: its conditions and its
 // listing walk, on a real SQLite file and real files. The server over HTTP,
@@ -31,9 +36,69 @@ function refused(fn: () => unknown): { status: number; code: string } | null {
   }
 }
 
-/** An object whose content is its key, written through the store as a PUT does. */
-async function putInto(store: BucketStore, key: string): Promise<void> {
-  const got = await store.receive(Readable.from([Buffer.from(key)]));
+/** The real database; the get() calls of the statements whose SQL matches `sql` are counted as they run. */
+function countingGets(db: Db, sql: RegExp): { db: Db; counts: () => number } {
+  let n = 0;
+  const wrap = (stmt: object) =>
+    new Proxy(stmt, {
+      get(target, prop) {
+        const v: unknown = Reflect.get(target, prop);
+        if (typeof v !== 'function') return v;
+        return (...args: unknown[]) => {
+          if (prop === 'get') n++;
+          return (v as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      const v: unknown = Reflect.get(target, prop);
+      if (prop === 'prepare')
+        return (text: string) => {
+          const stmt = target.prepare(text);
+          return sql.test(text) ? wrap(stmt) : stmt;
+        };
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { db: proxy, counts: () => n };
+}
+
+/** A real service database in `dir`/data with the workspace ws-1 (prefix ws). */
+function openWorkspaceDb(dir: string): Db {
+  const db = openDatabase(path.join(dir, 'data'));
+  db.prepare(
+    'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
+  ).run('ws-1', 'Test', 'ws', Date.now());
+  return db;
+}
+
+/** A temp folder with a real service database (openWorkspaceDb), made before each test, removed after. */
+function tempWorkspaceDb(name: string): { dir: () => string; db: () => Db } {
+  let dir = '';
+  let db: Db | undefined;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), `dms-bucket-${name}-`));
+    db = openWorkspaceDb(dir);
+  });
+  afterEach(() => {
+    db?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { dir: () => dir, db: () => db! };
+}
+
+/**
+ * An object written through the store as a PUT does: its body (by default its key) in chunks
+ * of 16 KiB with its declared length.
+ */
+async function putInto(store: BucketStore, key: string, body = Buffer.from(key)): Promise<void> {
+  const chunks = Array.from({ length: Math.ceil(body.length / 16384) }, (_, i) =>
+    body.subarray(i * 16384, (i + 1) * 16384),
+  );
+  const got = await store.receive(Readable.from(chunks), undefined, body.length);
+  expect(got.size).toBe(body.length);
+  expect(got.md5.equals(createHash('md5').update(body).digest())).toBe(true);
   const md5 = got.md5.toString('hex');
   await store.commitObject('ws-1', key, got.tmp, {
     size: got.size,
@@ -121,10 +186,7 @@ describe('the listing walk on a real store', () => {
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-unit-'));
-    db = openDatabase(path.join(dir, 'data'));
-    db.prepare(
-      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
-    ).run('ws-1', 'Test', 'ws', Date.now());
+    db = openWorkspaceDb(dir);
     store = new BucketStore(path.join(dir, 'bucket'), db, {
       maxObjectsPerWorkspace: 10_000,
       maxOpenUploadsPerWorkspace: 10,
@@ -192,43 +254,14 @@ describe('the object limit of a workspace, on a real store', () => {
   let db: Db;
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-bucket-room-'));
-    db = openDatabase(path.join(dir, 'data'));
-    db.prepare(
-      'INSERT INTO workspaces (id, name, object_key_prefix, is_default, created_at) VALUES (?, ?, ?, 0, ?)',
-    ).run('ws-1', 'Test', 'ws', Date.now());
+    db = openWorkspaceDb(dir);
   });
   afterEach(() => {
     db.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** The real database; only its count(*) statements are counted as they run. */
-  function counting(): { db: Db; counts: () => number } {
-    let n = 0;
-    const wrap = (stmt: object) =>
-      new Proxy(stmt, {
-        get(target, prop) {
-          const v: unknown = Reflect.get(target, prop);
-          if (typeof v !== 'function') return v;
-          return (...args: unknown[]) => {
-            if (prop === 'get') n++;
-            return (v as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        },
-      });
-    const proxy = new Proxy(db, {
-      get(target, prop) {
-        const v: unknown = Reflect.get(target, prop);
-        if (prop === 'prepare')
-          return (sql: string) => {
-            const stmt = target.prepare(sql);
-            return /count\(\*\)/i.test(sql) ? wrap(stmt) : stmt;
-          };
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-    return { db: proxy, counts: () => n };
-  }
+  const counting = () => countingGets(db, /count\(\*\)/i);
 
   it('counts the objects once, not at every PUT (a scan of the workspace each time)', async () => {
     const c = counting();
@@ -267,9 +300,106 @@ describe('SigV4 signing keys', () => {
     const scope = '20261128/us-east-1/s3/aws4_request';
     const first = signingKey('secret-a', scope);
     const derived = hmac(hmac(hmac(hmac('AWS4secret-a', '20261128'), 'us-east-1'), 's3'), 'aws4_request');
-    expect(first.equals(derived)).toBe(true);
-    expect(signingKey('secret-a', scope)).toBe(first); // the same Buffer: not derived again
+    // A KeyObject: an HMAC given a Buffer key makes a KeyObject of its own, on every request.
+    expect(first).toBeInstanceOf(KeyObject);
+    expect(first.export().equals(derived)).toBe(true);
+    expect(signingKey('secret-a', scope)).toBe(first); // the same key: not derived again
     expect(signingKey('secret-b', scope).equals(first)).toBe(false);
     expect(signingKey('secret-a', '20261129/us-east-1/s3/aws4_request').equals(first)).toBe(false);
+  });
+});
+
+describe('writing a body', () => {
+  const t = tempWorkspaceDb('body');
+
+  /** Requests handed to libuv's thread pool (fs callbacks and promises) while `fn` runs. */
+  async function poolRequests(fn: () => Promise<void>): Promise<number> {
+    let n = 0;
+    const hook = createHook({
+      init: (_id, type) => {
+        if (type === 'FSREQCALLBACK' || type === 'FSREQPROMISE') n++;
+      },
+    }).enable();
+    try {
+      await fn();
+    } finally {
+      hook.disable();
+    }
+    return n;
+  }
+
+  it('writes a small body in one call, not through the thread pool (open, write, close, rename each before)', async () => {
+    const store = new BucketStore(path.join(t.dir(), 'bucket'), t.db(), {
+      maxObjectsPerWorkspace: 100,
+      maxOpenUploadsPerWorkspace: 10,
+    });
+    const body = Buffer.alloc(64 * 1024, 7);
+    await putInto(store, 'ws/first', body); // makes the workspace's folder
+    expect(await poolRequests(() => putInto(store, 'ws/a', body))).toBe(0);
+    expect(fs.readFileSync(store.object('ws/a')!.path).equals(body)).toBe(true);
+    // Bigger than SMALL_BODY_BYTES: streamed to its file as before, never held whole in memory.
+    const big = Buffer.alloc(SMALL_BODY_BYTES + 1, 9);
+    expect(await poolRequests(() => putInto(store, 'ws/big', big))).toBeGreaterThan(0);
+    expect(fs.readFileSync(store.object('ws/big')!.path).equals(big)).toBe(true);
+    // A small body longer than declared is not kept beyond what was declared: the caller refuses it by its size.
+    const got = await store.receive(Readable.from([body, body]), undefined, body.length);
+    expect(got.size).toBe(2 * body.length);
+    expect(fs.statSync(got.tmp).size).toBe(body.length);
+    expect(fs.readdirSync(path.join(t.dir(), 'bucket', 'tmp'))).toEqual([path.basename(got.tmp)]);
+  });
+});
+
+// The embedded bucket over HTTP on loopback, on a real SQLite file, signed by the AWS SDK v3.
+describe('the embedded bucket reads a credential once', () => {
+  let dir: string;
+  let db: Db;
+  let bucket: BucketBackend;
+  /** Lookups of a request's access key in bucket_credentials. */
+  let lookups: () => number;
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-embedded-'));
+    db = openWorkspaceDb(dir);
+    const c = countingGets(db, /FROM bucket_credentials/);
+    lookups = c.counts;
+    bucket = await startEmbeddedBucket({
+      dataDir: dir,
+      host: '127.0.0.1',
+      db: c.db,
+      limits: { ...DEFAULT_LIMITS },
+      log: null,
+    });
+  });
+  afterEach(async () => {
+    await bucket.close();
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('for all the requests it signs, not once per request; an unknown key is still refused', async () => {
+    const sts = await bucket.issue({ workspaceId: 'ws-1', prefix: 'ws', expireSeconds: 900 });
+    const client = (secret: string) =>
+      new S3Client({
+        region: sts.region,
+        endpoint: sts.endpoint,
+        forcePathStyle: true,
+        credentials: {
+          accessKeyId: sts.credentials.access_key_id,
+          secretAccessKey: secret,
+          sessionToken: sts.credentials.security_token,
+        },
+      });
+    const s3 = client(sts.credentials.access_key_secret);
+    for (let i = 0; i < 5; i++)
+      await s3.send(new PutObjectCommand({ Bucket: sts.bucket, Key: `ws/f${i}.jpg`, Body: `body ${i}` }));
+    const head = await s3.send(new HeadObjectCommand({ Bucket: sts.bucket, Key: 'ws/f3.jpg' }));
+    expect(head.ContentLength).toBe('body 3'.length);
+    expect(await bucket.objectInfo('ws/f4.jpg')).toMatchObject({ size: 'body 4'.length });
+    expect(lookups()).toBe(1); // 6 before: one per request
+    // The cached credential still signs only with its own secret.
+    await expect(
+      client('wrong-secret').send(new HeadObjectCommand({ Bucket: sts.bucket, Key: 'ws/f3.jpg' })),
+    ).rejects.toMatchObject({ $metadata: { httpStatusCode: 403 } });
+    s3.destroy();
   });
 });

@@ -82,18 +82,25 @@ export async function startEmbeddedBucket(opts: {
   const sweep = opts.db.prepare<[number]>('DELETE FROM bucket_credentials WHERE expires_at < ?');
   const bindHost = WILDCARD_HOSTS.has(opts.host) ? '127.0.0.1' : opts.host;
 
+  // A credential's row never changes once issued (it is only swept after it expired, and every
+  // request checks the expiry), nor does its workspace's prefix: read once, not per request.
+  const known = new Map<string, Credential>();
   const credential = (accessKeyId: string): Credential | undefined => {
+    const cached = known.get(accessKeyId);
+    if (cached) return cached;
     const row = find.get(accessKeyId);
-    return (
-      row && {
-        workspaceId: row.workspace_id,
-        prefix: row.object_key_prefix,
-        secret: deriveSecret(accessKeyId),
-        sessionTokenHash: row.session_token_hash,
-        expiresAt: row.expires_at,
-        endpointHost: row.endpoint_host,
-      }
-    );
+    if (!row) return undefined;
+    const found: Credential = {
+      workspaceId: row.workspace_id,
+      prefix: row.object_key_prefix,
+      secret: deriveSecret(accessKeyId),
+      sessionTokenHash: row.session_token_hash,
+      expiresAt: row.expires_at,
+      endpointHost: row.endpoint_host,
+    };
+    if (known.size >= 1024) known.clear();
+    known.set(accessKeyId, found);
+    return found;
   };
 
   const handler = s3Handler({
@@ -151,6 +158,7 @@ export async function startEmbeddedBucket(opts: {
     issue({ workspaceId, prefix, expireSeconds, requestHost }) {
       const now = Date.now();
       sweep.run(now);
+      for (const [id, c] of known) if (c.expiresAt < now) known.delete(id);
       const accessKeyId = `ASIA${randomBase32(16)}`;
       const sessionToken = randomBytes(48).toString('base64');
       // Bound to all interfaces: answer with the host the client used to reach

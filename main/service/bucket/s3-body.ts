@@ -67,10 +67,14 @@ export async function receiveBody(
   sayContinue(req, res);
   const sha = claim.payloadHash === UNSIGNED ? undefined : createHash('sha256');
   const flexible = checksum && checksummer(checksum.algorithm);
-  const got = await store.receive(req, (chunk) => {
-    sha?.update(chunk);
-    flexible?.update(chunk);
-  });
+  const got = await store.receive(
+    req,
+    (chunk) => {
+      sha?.update(chunk);
+      flexible?.update(chunk);
+    },
+    length,
+  );
   const fail = async (err: S3Error): Promise<never> => {
     await store.discard(got.tmp);
     throw err;

@@ -9,7 +9,7 @@
  * allowed (what the agent sends, with Content-MD5); aws-chunked bodies are
  * refused, none of the clients this bucket serves needs them (README).
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { getCanonicalQuery } from '@smithy/signature-v4';
 import { encodeKey } from '../../core/storage/s3-put.js';
@@ -215,22 +215,25 @@ function canonicalHeaders(req: IncomingMessage, names: string[]): string {
     .join('');
 }
 
-const hmac = (key: Buffer | string, data: string): Buffer => createHmac('sha256', key).update(data).digest();
+const hmac = (key: KeyObject | Buffer | string, data: string): Buffer =>
+  createHmac('sha256', key).update(data).digest();
 
 /** Signing keys by secret and scope (date/region/service): a credential signs many requests a day. */
-const signingKeys = new Map<string, Buffer>();
+const signingKeys = new Map<string, KeyObject>();
 const MAX_SIGNING_KEYS = 1024;
 
 /**
  * The SigV4 signing key of `secret` for `scope` (date/region/s3/aws4_request):
  * four HMACs, computed once per credential and day, as the AWS SDKs cache it.
+ * Kept as a KeyObject: given a Buffer, every createHmac() makes one of its own
+ * (about 20 µs of CPU against 4 µs for the HMAC of a request with a KeyObject).
  */
-export function signingKey(secret: string, scope: string): Buffer {
+export function signingKey(secret: string, scope: string): KeyObject {
   const id = `${scope}\n${secret}`;
   let key = signingKeys.get(id);
   if (!key) {
     const [date = '', region = ''] = scope.split('/');
-    key = hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), 's3'), 'aws4_request');
+    key = createSecretKey(hmac(hmac(hmac(hmac(`AWS4${secret}`, date), region), 's3'), 'aws4_request'));
     if (signingKeys.size >= MAX_SIGNING_KEYS) signingKeys.clear();
     signingKeys.set(id, key);
   }
