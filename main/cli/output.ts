@@ -54,17 +54,84 @@ export class ProgressBar {
   }
 }
 
+/** A JSON line is written in blocks of about this many characters. */
+const JSON_BLOCK = 64 * 1024;
+
 /**
  * One JSON line. File names and server messages inside stay the same values,
  * but what a terminal would act on (C1 controls, bidi overrides...) is written
  * as \u escapes: JSON.stringify leaves those raw.
+ *
+ * Written in blocks as it is made, never one string: a 10,000-photo card's
+ * verdict line is 3 MB (its flights' lists of photos), and making it whole
+ * (the text, its escaped copy, the bytes written) took 20 MiB at the very
+ * end of the first sync, the agent's peak of memory (issue 33). The bytes
+ * are JSON.stringify's; stdout (a file, a pipe, a terminal) is written
+ * synchronously.
  */
-export function printJson(value: unknown): void {
-  const line = safeJsonText(JSON.stringify(value)) + '\n';
-  // A line per file waits for others (LineBatch); any other line goes now, after those.
-  if ((value as { type?: unknown } | null)?.type === 'file') return jsonOut.push(line);
-  jsonOut.flush();
-  process.stdout.write(line);
+export function printJson(value: unknown, out: Pick<NodeJS.WritableStream, 'write'> = process.stdout): void {
+  // A line per file (small) waits for others (LineBatch); any other line goes now, after those.
+  if (out === process.stdout && (value as { type?: unknown } | null)?.type === 'file')
+    return jsonOut.push(safeJsonText(JSON.stringify(value)) + '\n');
+  if (out === process.stdout) jsonOut.flush();
+  let block = '';
+  jsonPieces(value, PIECE_DEPTH, (piece) => {
+    block += piece;
+    if (block.length < JSON_BLOCK) return;
+    out.write(safeJsonText(block));
+    block = '';
+  });
+  out.write(`${safeJsonText(block)}\n`);
+}
+
+/** What JSON.stringify leaves out of an object (and writes as null in an array). */
+const unwritten = (v: unknown): boolean =>
+  v === undefined || typeof v === 'function' || typeof v === 'symbol';
+
+/** An array or an object JSON.stringify writes member by member (no toJSON, no class of its own). */
+function container(v: unknown): v is unknown[] | Record<string, unknown> {
+  if (typeof v !== 'object' || v === null) return false;
+  if (Array.isArray(v)) return true;
+  if (typeof (v as { toJSON?: unknown }).toJSON === 'function') return false;
+  const proto = Object.getPrototypeOf(v) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** How deep jsonPieces takes arrays and objects apart (a verdict line's photos are 4 down). */
+const PIECE_DEPTH = 4;
+
+/**
+ * `JSON.stringify(value)` handed to `put` in pieces: arrays element by
+ * element and plain objects member by member, `depth` levels down (a
+ * photo's entry in a flight's lists, a few hundred bytes, is one piece:
+ * taking every value apart cost ten times the CPU of JSON.stringify), each
+ * other value as JSON.stringify writes it.
+ */
+function jsonPieces(value: unknown, depth: number, put: (piece: string) => void): void {
+  if (depth <= 0 || !container(value)) {
+    put(JSON.stringify(value) ?? 'null');
+    return;
+  }
+  if (Array.isArray(value)) {
+    put('[');
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) put(',');
+      const v: unknown = value[i];
+      jsonPieces(unwritten(v) ? null : v, depth - 1, put);
+    }
+    put(']');
+    return;
+  }
+  let sep = '{';
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const v = value[k];
+    if (unwritten(v)) continue;
+    put(`${sep}${JSON.stringify(k)}:`);
+    sep = ',';
+    jsonPieces(v, depth - 1, put);
+  }
+  put(sep === '{' ? '{}' : '}');
 }
 
 /** How long a JSON line may wait for others to share its write to stdout. */
