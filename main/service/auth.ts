@@ -101,8 +101,27 @@ interface TokenRow {
 
 export type TokenCheck = { ok: true; owner: TokenOwner } | { ok: false; code: number; message: string };
 
+/** At most this many verified tokens are remembered (a crew has a handful; the cap bounds memory). */
+const MAX_VERIFIED = 10_000;
+
+interface Verified {
+  owner: TokenOwner;
+  expiresAt: number | null;
+  /** The database's outsideWrites() when the row was read. */
+  version: number;
+}
+
 /** Sign-in tokens and their revocation, in the database: every instance of a deployment sees the same. */
 export class TokenStore {
+  /**
+   * Tokens found valid, by token: a request with one of them reads no row
+   * while no other connection has written to the database since (SQLite's
+   * data_version; `serve reset-password` is such a write) and this store has
+   * not revoked it. Expiry is checked at every use. PostgreSQL: never used,
+   * another instance may revoke a token at any moment.
+   */
+  private readonly verified = new Map<string, Verified>();
+
   constructor(private readonly db: SqlDb) {}
 
   /** Returns the plain token; only its hash is kept. `ttlSeconds` null = never expires. */
@@ -118,6 +137,9 @@ export class TokenStore {
   }
 
   async check(token: string, db: SqlDb = this.db): Promise<TokenCheck> {
+    const version = db === this.db ? db.outsideWrites() : null;
+    const known = version === null ? undefined : this.verified.get(token);
+    if (known?.version === version) return expiry(known.owner, known.expiresAt);
     const row = await db.get<TokenRow>(
       'SELECT workspace_id, user_id, kind, expires_at, revoked_at FROM tokens WHERE hash = ?',
       [hashToken(token)],
@@ -136,23 +158,35 @@ export class TokenStore {
         message: 'The access token was revoked. Sign in again.',
       };
     }
-    if (row.expires_at !== null && row.expires_at <= Date.now()) {
-      return {
-        ok: false,
-        code: CODES.TOKEN_EXPIRED,
-        message: 'The access token has expired. Sign in again or refresh the token.',
-      };
+    const owner: TokenOwner = { workspaceId: row.workspace_id, userId: row.user_id, kind: row.kind };
+    if (version !== null) {
+      if (this.verified.size >= MAX_VERIFIED) this.verified.clear();
+      this.verified.set(token, { owner, expiresAt: row.expires_at, version });
     }
-    return { ok: true, owner: { workspaceId: row.workspace_id, userId: row.user_id, kind: row.kind } };
+    return expiry(owner, row.expires_at);
   }
 
   async revoke(token: string): Promise<boolean> {
+    this.verified.delete(token);
     const changed = await this.db.run(
       'UPDATE tokens SET revoked_at = ? WHERE hash = ? AND revoked_at IS NULL',
       [Date.now(), hashToken(token)],
     );
+    // Again: a check that read the row before this commit may have remembered it meanwhile.
+    this.verified.delete(token);
     return changed > 0;
   }
+}
+
+function expiry(owner: TokenOwner, expiresAt: number | null): TokenCheck {
+  if (expiresAt !== null && expiresAt <= Date.now()) {
+    return {
+      ok: false,
+      code: CODES.TOKEN_EXPIRED,
+      message: 'The access token has expired. Sign in again or refresh the token.',
+    };
+  }
+  return { ok: true, owner };
 }
 
 declare module 'fastify' {

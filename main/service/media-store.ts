@@ -69,8 +69,20 @@ export const MAX_TINY_FINGERPRINTS = 1000;
 const COLUMNS =
   'id, workspace_id, fingerprint, name, path, object_key, result, sub_file_type, metadata, ext, source, created_at';
 
-/** The fast-upload look-up (media_by_fingerprint): exported so a test can show its plan on both backends. */
-export const FIND_KNOWN_SQL = `SELECT ${COLUMNS} FROM media WHERE workspace_id = ? AND fingerprint = ? AND result = 0 ORDER BY id LIMIT 1`;
+/**
+ * The fast-upload look-up on media_by_fingerprint, the first record of that
+ * content (lowest id): exported so a test can show its plan on both backends.
+ * SQLite: named index, no ORDER BY. An index's entries of one key are kept
+ * in rowid order, so its first is the lowest id; with `ORDER BY id` SQLite
+ * (built with STAT4) plans the statement again for each new fingerprint
+ * bound to it, ~20 µs of CPU against ~3 µs per fast-upload.
+ */
+export function findKnownSql(db: SqlDb): string {
+  const where = 'WHERE workspace_id = ? AND fingerprint = ? AND result = 0';
+  return db.kind === 'sqlite'
+    ? `SELECT ${COLUMNS} FROM media INDEXED BY media_by_fingerprint ${where} LIMIT 1`
+    : `SELECT ${COLUMNS} FROM media ${where} ORDER BY id LIMIT 1`;
+}
 
 /** The tiny-fingerprint look-up of a batch (media_by_tiny_fingerprint), for `tiny` already lowercase. */
 export function knownTinyQuery(
@@ -86,7 +98,11 @@ export function knownTinyQuery(
 }
 
 export class MediaStore {
-  constructor(private readonly db: SqlDb) {}
+  private readonly findKnownSql: string;
+
+  constructor(private readonly db: SqlDb) {
+    this.findKnownSql = findKnownSql(db);
+  }
 
   /**
    * Records a file; returns false when the same record already existed.
@@ -121,7 +137,7 @@ export class MediaStore {
 
   /** The first successful upload of this content in the workspace (fingerprint compared case-insensitively). */
   async findKnown(workspaceId: string, fingerprint: string): Promise<MediaRecord | undefined> {
-    const row = await this.db.get<MediaRow>(FIND_KNOWN_SQL, [workspaceId, fingerprint.toLowerCase()]);
+    const row = await this.db.get<MediaRow>(this.findKnownSql, [workspaceId, fingerprint.toLowerCase()]);
     return row && parseRow(row);
   }
 

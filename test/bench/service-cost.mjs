@@ -22,7 +22,7 @@ const { values: opt } = parseArgs({
     n: { type: 'string', default: '2000' },
     kb: { type: 'string', default: '64' },
     'node-args': { type: 'string' },
-    kinds: { type: 'string', default: 'fast-upload,put,head,callback,sts' },
+    kinds: { type: 'string', default: 'health,fast-upload,put,head,callback,sts' },
   },
 });
 const N = Number(opt.n);
@@ -95,6 +95,10 @@ async function batch(kind, name, fn) {
   console.log(`${name.padEnd(32)} ${ms.toFixed(3)} ms CPU/request  (${N} in ${wall.toFixed(1)} s wall)`);
 }
 
+// The framework's floor: a GET without token, body or database.
+await batch('health', 'GET /healthz (floor)', () =>
+  globalThis.fetch(`${info.base_url}/healthz`).then((r) => r.arrayBuffer()),
+);
 await batch('fast-upload', 'fast-upload (unknown)', (i) =>
   api(`/media/api/v1/workspaces/${ws}/fast-upload`, {
     fingerprint: fp(i),

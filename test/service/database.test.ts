@@ -17,7 +17,7 @@ import { connectionOptions } from '../../main/service/data/config.js';
 import { PostgresDb } from '../../main/service/data/postgres.js';
 import { INSTANCE_LOCK } from '../../main/service/data/instance-lock.js';
 import type { SqlDb } from '../../main/service/data/sql.js';
-import { FIND_KNOWN_SQL, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
+import { findKnownSql, knownTinyQuery, MediaStore, type NewMedia } from '../../main/service/media-store.js';
 import { LoginThrottle, RateLimit } from '../../main/service/client-limits.js';
 import {
   call,
@@ -98,6 +98,23 @@ describe(`exactly once (${backend})`, () => {
   });
 });
 
+describe(`the first record of a content (${backend})`, () => {
+  it('fast-upload finds the first successful record of a fingerprint, whatever came after', async () => {
+    const ws = await s.admin.createWorkspace('First record');
+    const db = openTables(s);
+    try {
+      const media = new MediaStore(db);
+      expect(await media.insert(record(ws, { name: 'failed.JPG', result: 1 }))).toBe(true);
+      for (const name of ['first.JPG', 'second.JPG', 'third.JPG'])
+        expect(await media.insert(record(ws, { name }))).toBe(true);
+      expect((await media.findKnown(ws, 'AB'.repeat(16)))?.name).toBe('first.JPG');
+      expect(await media.findKnown(ws, 'cd'.repeat(16))).toBeUndefined();
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe(`indexed look-ups (${backend})`, () => {
   // The size matters: on a few thousand rows PostgreSQL rightly prefers reading the table.
   it('fast-upload and a batch of 1,000 tiny fingerprints use their indexes on 200,000 records, never a scan', async () => {
@@ -112,7 +129,7 @@ describe(`indexed look-ups (${backend})`, () => {
         [ws],
       );
       await db.run('ANALYZE');
-      const fast = await plan(db, FIND_KNOWN_SQL, [ws, 'f777']);
+      const fast = await plan(db, findKnownSql(db), [ws, 'f777']);
       const tinyList = Array.from({ length: 1000 }, (_, i) => `t${i * 17 + 1}`);
       const tiny = await plan(db, ...knownTinyQuery(db, ws, tinyList));
       console.log(

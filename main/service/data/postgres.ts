@@ -145,6 +145,7 @@ function over(q: pg.Pool | pg.PoolClient, tx: SqlDb['tx']): SqlDb {
     tx,
     ping: async () => void (await exec(q, 'SELECT 1', [])),
     close: () => Promise.resolve(),
+    outsideWrites: () => null,
   };
 }
 
@@ -205,6 +206,11 @@ export class PostgresDb implements SqlDb {
   run(sql: string, params?: readonly SqlValue[]): Promise<number> {
     return this.q.run(sql, params);
   }
+  /** Other instances write through their own connections: nothing tells this one cheaply. */
+  outsideWrites(): null {
+    return null;
+  }
+
   async ping(): Promise<void> {
     // Another instance took the database while this one's lock was lost: not ready, said as it is.
     if (this.lock?.conflict) throw new ApiError(503, CODES.INSTANCE_CONFLICT, this.lock.conflict);

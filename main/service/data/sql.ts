@@ -23,6 +23,14 @@ export interface SqlDb {
    */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * A number that changes whenever another connection (another process)
+   * commits to the database, read without touching a table; null when the
+   * backend cannot tell (PostgreSQL: other instances write through their own
+   * connections) or inside a transaction. What this process read stays true
+   * while the number holds, except for this connection's own writes.
+   */
+  outsideWrites(): number | null;
 }
 
 /**

@@ -57,6 +57,7 @@ export class SqliteDb implements SqlDb {
     tx: () => Promise.reject(new Error('nested transactions are not supported')),
     ping: () => Promise.resolve(),
     close: () => Promise.resolve(),
+    outsideWrites: () => null,
   };
 
   async all<T>(sql: string, params?: readonly SqlValue[]): Promise<T[]> {
@@ -143,6 +144,11 @@ export class SqliteDb implements SqlDb {
 
   ping(): Promise<void> {
     return Promise.resolve();
+  }
+
+  /** SQLite's data_version: it changes when another connection commits, never for this one's writes. */
+  outsideWrites(): number {
+    return (this.stmt('PRAGMA data_version').get() as { data_version: number }).data_version;
   }
 
   close(): Promise<void> {
