@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
-import { ConfigSchema, type Config } from '../core/config.js';
+import { configSchema, type Config } from '../core/config.js';
 import { tidyServerUrl } from '../core/session/target.js';
 import type { DestinationView, FieldErrors, SettingsView } from '../shared/ipc.js';
 
@@ -209,7 +209,7 @@ export function applySettings(
       view.flightMinHeightM === undefined ? current.flightMinHeightM : (view.flightMinHeightM ?? undefined),
     holdFlaggedOnMetered: view.holdFlaggedOnMetered ?? current.holdFlaggedOnMetered,
   };
-  const parsed = ConfigSchema.safeParse(candidate);
+  const parsed = configSchema().safeParse(candidate);
   if (!parsed.success) {
     for (const i of parsed.error.issues) {
       const f = fieldOfConfigPath(i.path);

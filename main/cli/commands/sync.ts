@@ -56,16 +56,20 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
       for (const message of said) printJson({ type: 'destination', state: 'forgotten', message });
     else writeLines(said, process.stderr);
   }
-  const config = parseConfig(
-    {
-      ...ctx.config,
-      ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
-      ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
-      // --copy-to: archive destinations for this run, beside the settings' own.
-      destinations: [...ctx.config.destinations, ...(flags.copyTo ?? []).map((p) => ({ path: p }))],
-    },
-    'options',
-  );
+  // The settings are checked already: checked again only with what the options add to them.
+  const added = flags.aircraft || flags.aircraftSerial || (flags.copyTo?.length ?? 0) > 0;
+  const config = !added
+    ? ctx.config
+    : parseConfig(
+        {
+          ...ctx.config,
+          ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
+          ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
+          // --copy-to: archive destinations for this run, beside the settings' own.
+          destinations: [...ctx.config.destinations, ...(flags.copyTo ?? []).map((p) => ({ path: p }))],
+        },
+        'options',
+      );
   // The link (issue 31, docs/link.md), as `watch` has it, asked before every part: on a metered
   // network the first lane goes and the run ends saying what waits (exit code 5). Its watcher
   // starts before the run only when a file may be sent (issue 33: a card of done files waits for no bus).

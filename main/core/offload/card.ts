@@ -324,7 +324,8 @@ function cachedFlights(
   rows: () => FlightFile[],
 ): FlightCompleteness[] {
   const h = createHash('sha256').update(JSON.stringify([TOOL.version, opts.minHeight ?? null]));
-  for (const f of facts) h.update(`${f.id}|${f.updatedAt}\n`);
+  // The rows in one update: the same digest as one per row, without 10,000 calls into the hash.
+  h.update(facts.map((f) => `${f.id}|${f.updatedAt}\n`).join(''));
   for (const m of queue.flights.mrkOf(sourceId)) h.update(JSON.stringify(m));
   h.update(queue.history.waylinesStamp());
   const stamp = h.digest('hex');

@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DmsError, QueueDamagedError } from '../errors.js';
 import { openDatabase, QUICK_CHECK_EVERY_MS, SCHEMA_VERSION } from './db.js';
-import { FileInfoSchema, type FileInfo } from './file-info.js';
+import { fileInfoSchema, type FileInfo } from './file-info.js';
 import { backoffDelay, COMMIT_WAIT_MS, Queue, type QueueRow, type TargetRef } from './queue.js';
 import { IllegalTransition } from './transitions.js';
 
@@ -458,7 +458,7 @@ describe('Queue', () => {
     const rows = q.observe(Array.from({ length: 50 }, (_, i) => f(`DJI_${i}.JPG`))).pending;
     for (const [i, row] of rows.entries())
       hashed(q, row, i.toString(16).padStart(32, '0'), info(`DJI_${i}.JPG`, { fileGroupId: run }));
-    const check = vi.spyOn(FileInfoSchema, 'safeParse');
+    const check = vi.spyOn(fileInfoSchema(), 'safeParse');
     try {
       const first = q.list({ sourceId: 'card-1' });
       const second = q.list({ sourceId: 'card-1' });

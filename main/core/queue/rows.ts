@@ -5,7 +5,7 @@
  * A row whose columns contradict its state is damage, reported as such.
  */
 import { QueueDamagedError } from '../errors.js';
-import { FileInfoSchema, type FileInfo } from './file-info.js';
+import { fileInfoSchema, type FileInfo } from './file-info.js';
 import { laneAt, type FileClass, type LaneName } from './lanes.js';
 import type { FileState, Outcome } from '../../shared/states.js';
 
@@ -184,7 +184,7 @@ export function fileInfo(text: string, file: string): FileInfo {
   } catch (err) {
     throw new QueueDamagedError(file, err);
   }
-  const info = FileInfoSchema.safeParse(json);
+  const info = fileInfoSchema().safeParse(json);
   if (!info.success) throw new QueueDamagedError(file, info.error);
   if (checkedInfos.size >= CHECKED_INFOS_MAX) checkedInfos.clear();
   checkedInfos.set(text, deepFreeze(info.data));

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import { lazySchema } from '../zod.js';
 
 /** A sign-in: the server it is for, the workspace, the access token, and who signed in (when known). */
 export interface StoredToken {
@@ -18,17 +18,20 @@ export interface TokenStore {
   clear(): void;
 }
 
-const StoredTokenSchema = z.object({
-  server: z.string(),
-  workspaceId: z.string(),
-  token: z.string().min(1),
-  user: z.string().max(256).optional(),
-});
+/** Built at its first use (zod.ts): a token given in the environment reads no file. */
+const storedTokenSchema = lazySchema((z) =>
+  z.object({
+    server: z.string(),
+    workspaceId: z.string(),
+    token: z.string().min(1),
+    user: z.string().max(256).optional(),
+  }),
+);
 
 /** Parses a stored sign-in; anything else (a damaged or foreign file) is as good as none. */
 export function parseStoredToken(text: string): StoredToken | null {
   try {
-    const parsed = StoredTokenSchema.safeParse(JSON.parse(text));
+    const parsed = storedTokenSchema().safeParse(JSON.parse(text));
     return parsed.success ? parsed.data : null;
   } catch {
     return null;
