@@ -32,10 +32,18 @@ const idle: ArrayBuffer[] = [];
 const ours = new WeakSet<ArrayBuffer>();
 let idleTimer: NodeJS.Timeout | undefined;
 let allocated = 0;
+/** Bytes of the pool's buffers allocated and not freed (handed out or idle). */
+let liveBytes = 0;
 
 /** Frees an ArrayBuffer's memory now (detached), not at a later garbage collection. */
 function free(ab: ArrayBuffer): void {
   (ab as ArrayBuffer & { transfer?: (n: number) => ArrayBuffer }).transfer?.(0);
+}
+
+/** Frees one of the pool's buffers. */
+function drop(ab: ArrayBuffer): void {
+  liveBytes -= ab.byteLength;
+  free(ab);
 }
 
 /** The index of the smallest idle buffer of at least `length` bytes, -1 if none. */
@@ -60,6 +68,7 @@ export function takeBody(length: number): Buffer {
   else {
     ab = new ArrayBuffer(Math.max(BODY_UNIT, Math.ceil(length / MiB) * MiB));
     allocated += 1;
+    liveBytes += ab.byteLength;
   }
   ours.add(ab);
   return Buffer.from(ab, 0, length);
@@ -88,17 +97,22 @@ export function giveBody(body: Buffer): void {
   while (bytes > MAX_IDLE_BYTES) {
     const [gone] = idle.splice(smallestIdle(0), 1) as [ArrayBuffer];
     bytes -= gone.byteLength;
-    free(gone);
+    drop(gone);
   }
   if (idleTimer) idleTimer.refresh();
   else
     idleTimer = setTimeout(() => {
       idleTimer = undefined;
-      for (const b of idle.splice(0)) free(b);
+      for (const b of idle.splice(0)) drop(b);
     }, IDLE_MS).unref();
 }
 
-/** Buffers allocated by the pool since the process started, and how many wait idle. */
-export function bodyPoolStats(): { allocated: number; idle: number } {
-  return { allocated, idle: idle.length };
+/**
+ * Buffers allocated by the pool since the process started, how many wait
+ * idle, and the bytes of the pool's buffers not freed (`liveBytes`, handed
+ * out or idle) and of the idle ones.
+ */
+export function bodyPoolStats(): { allocated: number; idle: number; liveBytes: number; idleBytes: number } {
+  const idleBytes = idle.reduce((n, b) => n + b.byteLength, 0);
+  return { allocated, idle: idle.length, liveBytes, idleBytes };
 }
