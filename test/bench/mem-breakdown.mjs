@@ -28,6 +28,22 @@ const out = [
     top.RssAnon - top.main.heapTotal - sum(w.map((x) => x.total)),
   )} MiB`,
 ];
+if (top.pool)
+  out.push(
+    `body pool: ${top.pool.liveBytes} MiB in buffers (${top.pool.idleBytes} MiB idle in ${top.pool.idle}; ${top.pool.allocated} allocated so far)`,
+  );
+if (top.kept)
+  out.push(
+    `kept photos: ${top.kept.photos}, ${top.kept.bytes} MiB in buffers of ${top.kept.bufferBytes} MiB`,
+  );
+if (lines.some((l) => l.pool)) {
+  const most = (f) => lines.reduce((a, b) => (f(b) > f(a) ? b : a));
+  const p = most((l) => l.pool?.liveBytes ?? 0);
+  const k = most((l) => l.kept?.bufferBytes ?? 0);
+  out.push(
+    `most in the pool: ${p.pool.liveBytes} MiB at ${(p.t / 1000).toFixed(1)} s (RSS ${p.VmRSS}); most kept: ${k.kept?.bufferBytes} MiB at ${(k.t / 1000).toFixed(1)} s (RSS ${k.VmRSS})`,
+  );
+}
 try {
   const s = JSON.parse(fs.readFileSync(`${file}.smaps`, 'utf8'));
   out.push(`smaps at ${s.VmRSS} MiB, by mapping:`);

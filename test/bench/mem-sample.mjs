@@ -7,6 +7,8 @@
 // `node test/bench/mem-breakdown.mjs <file>.<pid>`. /proc/<pid>/task/*/status has no per-thread
 // RSS: the heaps are the per-thread part.
 import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import v8 from 'node:v8';
 import { performance } from 'node:perf_hooks';
@@ -64,6 +66,19 @@ if (file && isMainThread) {
       largestAnon,
     };
   };
+  // The agent's body pool and kept photos (the same module instances as the agent's: same URLs),
+  // when its build has their counters.
+  const counters = {};
+  const distMain = path.resolve(path.dirname(process.argv[1] ?? '.'), '..');
+  const load = (rel, name, key) =>
+    import(pathToFileURL(path.join(distMain, rel)).href).then(
+      (m) => typeof m[name] === 'function' && (counters[key] = m[name]),
+      () => undefined,
+    );
+  void load('core/storage/body-pool.js', 'bodyPoolStats', 'pool');
+  void load('core/sync/kept.js', 'keptStats', 'kept');
+  const mibs = (o) =>
+    Object.fromEntries(Object.entries(o).map(([k, v]) => [k, /Bytes$|^bytes$/.test(k) ? MiB(v) : v]));
   let peak = 0;
   const sample = () => {
     const st = status();
@@ -80,6 +95,7 @@ if (file && isMainThread) {
         arrayBuffers: MiB(mu.arrayBuffers),
       },
       workers: [...workers.values()].map((w) => ({ id: w.id, ...w.heap })),
+      ...Object.fromEntries(Object.entries(counters).map(([k, f]) => [k, mibs(f())])),
     };
     fs.appendFileSync(file, `${JSON.stringify(line)}\n`);
     if (st.VmRSS > peak + 2) {

@@ -21,6 +21,18 @@ export const KEEP_BUDGET_BYTES = 48 * 1024 * 1024;
 /** This many fast-upload "known" answers in a row, and photos are no longer kept. */
 export const KNOWN_STREAK = 8;
 
+/** Of every KeptBytes: photos kept, their bytes, and the bytes of the memory holding them (a pool buffer may be longer). */
+const held = { photos: 0, bytes: 0, bufferBytes: 0 };
+export function keptStats(): { photos: number; bytes: number; bufferBytes: number } {
+  return { ...held };
+}
+
+function count(b: Buffer, sign: 1 | -1): void {
+  held.photos += sign;
+  held.bytes += sign * b.length;
+  held.bufferBytes += sign * b.buffer.byteLength;
+}
+
 export class KeptBytes {
   private readonly bytes = new Map<number, Buffer>();
   private knownInARow = 0;
@@ -30,14 +42,19 @@ export class KeptBytes {
   }
 
   set(id: number, content: Buffer): void {
+    const before = this.bytes.get(id);
+    if (before) count(before, -1);
     this.bytes.set(id, content);
+    count(content, 1);
   }
 
   /** The row left the pipeline: its bytes, read by nothing any more, serve the next body (body-pool.ts). */
   delete(id: number): void {
     const b = this.bytes.get(id);
     this.bytes.delete(id);
-    if (b) giveBody(b);
+    if (!b) return;
+    count(b, -1);
+    giveBody(b);
   }
 
   /** Whether a photo of `size` bytes is worth reading whole and keeping for its upload. */
