@@ -14,7 +14,7 @@ function offload(o: { done: number; files: number; local: boolean | null; safe?:
   const safe = o.safe ?? o.done === o.files;
   return {
     card: { sourceId: 'card:1', label: 'M3E_CARD' },
-    facts: files,
+    files,
     verdict: {
       safe,
       message: safe

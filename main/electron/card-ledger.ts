@@ -45,7 +45,7 @@ function localView(o: CardOffload): LocalVerdictView | null {
 function bytes(o: CardOffload): { total: number; there: number } {
   let total = 0;
   let there = 0;
-  for (const f of o.facts) {
+  for (const f of o.files) {
     total += f.size;
     if (f.state === 'done') there += f.size;
   }

@@ -287,20 +287,17 @@ export function cardOffload(
   });
   const copies = gatherLocal(queue, card, destinations, factRows);
   const local = copies ? localVerdict(copies) : null;
-  // Held weakly: 10,000 files with their metadata are some 10 MiB, kept only while someone
-  // uses them (the manifest being written, the window's ledger), not as long as the verdict.
-  let files: WeakRef<ManifestFile[]> | undefined;
+  let files: ManifestFile[] | undefined;
   return {
     card,
     facts: fileFacts,
     get files(): ManifestFile[] {
-      const held = files?.deref();
-      if (held) return held;
-      const info = infosOf();
-      const made = fileFacts.map((f, i) => fileOf(f, info.get((factRows[i] as FactRow).id)));
-      infos = undefined; // not held as long as the verdict is (the agent's events, the window)
-      files = new WeakRef(made);
-      return made;
+      if (!files) {
+        const info = infosOf();
+        files = fileFacts.map((f, i) => fileOf(f, info.get((factRows[i] as FactRow).id)));
+        infos = undefined; // not held as long as the verdict is (the agent's events, the window)
+      }
+      return files;
     },
     flights,
     verdict,
