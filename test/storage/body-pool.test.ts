@@ -7,8 +7,10 @@
  * the offload bench's card with no local destination (issue 33, row 6d).
  * Real files, the real uploader, a real S3 server (s3rver), the real range
  * workers; a freed body is seen through ArrayBuffer.prototype.transfer(0),
- * the one call that frees a body at once.
+ * the one call that frees a body at once. A body the caller kept from the
+ * fingerprint is its own: neither freed nor taken into the pool.
  */
+import { readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { bodyPoolStats, giveBody, takeBody } from '../../main/core/storage/body-pool.js';
 import { createUploader } from '../../main/core/storage/index.js';
@@ -50,13 +52,16 @@ afterEach(() => {
   proto.transfer = original;
 });
 
-it('uploads 12 photos and a 4-part video through at most 3 buffers, none freed', async () => {
-  const up = createUploader('minio', {
+const uploader = () =>
+  createUploader('minio', {
     target: fixedTarget(s3.endpoint),
     multipartThreshold: 16 * MiB,
     partSize: 5 * MiB,
     partConcurrency: 2,
   });
+
+it('uploads 12 photos and a 4-part video through at most 3 buffers, none freed', async () => {
+  const up = uploader();
   try {
     const before = bodyPoolStats().allocated;
     const files = [];
@@ -72,6 +77,25 @@ it('uploads 12 photos and a 4-part video through at most 3 buffers, none freed',
     // read while the second's buffer is given back): 16 bodies in 3 buffers.
     expect(bodyPoolStats().allocated - before).toBeLessThanOrEqual(3);
     expect(freed).toBe(0);
+  } finally {
+    up.close();
+  }
+});
+
+it('leaves a body the caller kept from the fingerprint as it is: neither freed nor given to the pool', async () => {
+  const up = uploader();
+  try {
+    const f = await makeFile(dir, 'kept.jpg', 2 * MiB);
+    const kept = await readFile(f.path);
+    await up.upload({
+      filePath: f.path,
+      size: f.size,
+      key: 'ws/r/kept.jpg',
+      md5Hex: f.md5Hex,
+      content: kept,
+    });
+    expect(freed).toBe(0);
+    expect(kept.length).toBe(2 * MiB);
   } finally {
     up.close();
   }
