@@ -137,7 +137,9 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       log?.info(`Created user "pilot"; its password is in ${defaults.createdPasswordFile}`);
     }
     bucket = opts.externalBucket
-      ? (await import('./bucket/external.js')).createExternalBucket(opts.externalBucket)
+      ? (await import('./bucket/external.js')).createExternalBucket(opts.externalBucket, {
+          providerIdleMs: limits.providerIdleMs,
+        })
       : await startEmbeddedBucket({
           dataDir: opts.dataDir,
           host,

@@ -48,6 +48,11 @@ export interface ServiceLimits {
   stsRefillSeconds: number;
   /** External bucket: /readyz asks the STS for credentials again once its last answer is this old. */
   bucketCheckSeconds: number;
+  /**
+   * External bucket: a request to the provider (its STS) with nothing back for
+   * this long is given up; the client is answered that the provider failed.
+   */
+  providerIdleMs: number;
 }
 
 const GiB = 1024 ** 3;
@@ -70,6 +75,8 @@ export const DEFAULT_LIMITS: Readonly<ServiceLimits> = {
   stsBurst: 60,
   stsRefillSeconds: 10,
   bucketCheckSeconds: 30,
+  // Under requestTimeoutMs: the agent gets the provider's failure, not a cut connection.
+  providerIdleMs: 20_000,
 };
 
 /** The defaults with `given` applied; every value must be a positive integer, every name a limit. */

@@ -6,6 +6,8 @@
  * bodies a real one sent (sts-stub.ts says why); the peer tier asks the
  * real RGW (test/peers/ceph/sts-limit.peer.test.ts).
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseProviderError, providerReason } from '../../main/service/bucket/types.js';
@@ -110,6 +112,35 @@ describe('bucket credentials in /readyz and the log', () => {
       expect(log.text()).toMatch(/bucket credentials: the STS gives none \([^)]*ECONNREFUSED/);
     } finally {
       await s.stop();
+    }
+  });
+
+  it('an STS that takes the request and never answers: given up after providerIdleMs, as one that cannot be reached', async () => {
+    // Before: the SDK's requests had no idle limit, and the start waited for ever.
+    const held = new Set<http.ServerResponse>();
+    const silent = http.createServer((_req, res) => void held.add(res));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const log = captured();
+    try {
+      const s = await startTemp({
+        externalBucket: {
+          ...bucket(),
+          stsEndpoint: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+        },
+        logger: log.logger,
+        limits: { providerIdleMs: 500 },
+      });
+      try {
+        expect(held.size).toBeGreaterThanOrEqual(1);
+        const ready = await call(s, 'GET', '/readyz', { token: null });
+        expect([ready.status, ready.body.code]).toEqual([503, CODES.BUCKET_CREDENTIALS_UNAVAILABLE]);
+        expect(log.text()).toMatch(/bucket credentials: the STS gives none \([^)]*(timed out|inactivity)/);
+      } finally {
+        await s.stop();
+      }
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });

@@ -2,6 +2,8 @@
  * S3 uploader against a real s3rver over HTTP: bytes, multipart, progress,
  * credentials, failures and cancellation. Resume lives in s3-resume.test.ts.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import diagnostics from 'node:diagnostics_channel';
@@ -396,6 +398,31 @@ describe('S3 uploader (s3rver)', () => {
       'network',
     );
     up.close();
+  });
+
+  it('a bucket that takes each request and never answers (a connection whose address went away): every kind of request is given up after the stall time, as a timeout, to be tried again', async () => {
+    // What a dead kept-alive connection looks like from the agent: bytes written, nothing back.
+    // The SDK's requests (head, create) and the PUTs on undici alike: none may wait forever.
+    const held = new Set<http.ServerResponse>();
+    const silent = http.createServer((_req, res) => void held.add(res));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const up = uploader({ stallTimeoutMs: 500 }, `http://127.0.0.1:${port}`);
+    try {
+      const head = await failure(up.stat('ws/silent.jpg'));
+      const create = await failure(up.upload({ filePath: big.path, size: big.size, key: 'ws/silent.mp4' }));
+      const put = await failure(up.upload({ filePath: small.path, size: small.size, key: 'ws/silent.jpg' }));
+      for (const err of [head, create, put]) {
+        expect(err.kind).toBe('timeout');
+        expect(err.retryable).toBe(true);
+      }
+      console.log([head, create, put].map((e) => plainMessage(e)).join('\n'));
+      expect(held.size).toBeGreaterThanOrEqual(3);
+    } finally {
+      up.close();
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('abort mid-upload → cancelled, in-flight parts cut, nothing written after the promise settles', async () => {

@@ -111,7 +111,7 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
     connect: { timeout: 15_000, ...(ca ? { ca } : {}) },
     allowH2: false, // HTTP/1.1 as the SDK's own requests (undici 8 would take HTTP/2 when offered)
   });
-  // Idle limits, not totals (as the SDK's requestTimeout): slow links are fine. (undici's
+  // Idle limits, not totals (as the SDK's socketTimeout): slow links are fine. (undici's
   // headersTimeout counts from when a request starts, except while it is writing a streamed body:
   // hence streamed bodies only, see uploadPart.)
   const stallMs = opts.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
@@ -137,8 +137,10 @@ export function createS3Uploader(opts: UploaderOptions): Uploader {
       maxAttempts: 1,
       // Failures are classified and reported by us; the SDK must not print to the console.
       logger: SILENT,
-      // requestTimeout is an idle timeout on the socket, not a total: slow links are fine.
-      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, requestTimeout: stallMs },
+      // An idle limit on the socket, not a total: slow links are fine. (requestTimeout was that
+      // once; since @smithy/node-http-handler 4.x it is a total that only warns, to a silent
+      // logger here: a request on a dead kept-alive connection then waited for ever.)
+      requestHandler: { httpAgent, httpsAgent, connectionTimeout: 15_000, socketTimeout: stallMs },
     });
   const session = new ClientSession<S3Client>(opts.target, build, worthRefresh);
 

@@ -56,7 +56,13 @@ const expireSeconds = (expiration: Date | string | undefined, configured: number
     ? configured
     : Math.min(configured, Math.max(0, Math.floor((new Date(expiration).getTime() - Date.now()) / 1000)));
 
-export function createExternalBucket(input: ExternalBucketConfig): BucketBackend {
+export function createExternalBucket(
+  input: ExternalBucketConfig,
+  opts: { providerIdleMs: number } = { providerIdleMs: 20_000 },
+): BucketBackend {
+  // Idle limits on the provider's sockets: an STS that takes the request and never answers
+  // fails it, as one that refuses does (without them a request waited for ever).
+  const requestHandler = { connectionTimeout: 10_000, socketTimeout: opts.providerIdleMs };
   const cfg = validateExternalBucketConfig(input);
   const keys = { accessKeyId: cfg.accessKeyId, secretAccessKey: cfg.secretAccessKey };
   const s3 =
@@ -67,6 +73,7 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
           endpoint: cfg.endpoint,
           forcePathStyle: cfg.provider === 'minio',
           credentials: keys,
+          requestHandler,
         });
   const head = new SignedHead();
   const sts =
@@ -75,6 +82,7 @@ export function createExternalBucket(input: ExternalBucketConfig): BucketBackend
       : new STSClient({
           region: cfg.region,
           credentials: keys,
+          requestHandler,
           ...(cfg.stsEndpoint
             ? { endpoint: cfg.stsEndpoint }
             : cfg.provider === 'minio'
