@@ -40,7 +40,7 @@ import {
   type TargetNext,
   type TargetState,
 } from './targets.js';
-import { CLEARS_PARTS, MAY_WAIT, transition, type Change } from './transitions.js';
+import { clearsParts, mayWait, transition, type Change } from './transitions.js';
 
 export { FILE_STATES, type FileState } from './states.js';
 export type { FactRow, QueueRow, WorkingRow } from './rows.js';
@@ -642,7 +642,7 @@ export class Queue {
     const now = this.now();
     const next = { ...transition(row, change, now), updatedAt: now };
     const patch = changedColumns(row, next);
-    const clears = CLEARS_PARTS.has(change.type);
+    const clears = clearsParts(row.state, change.type);
     const hashed = change.type === 'hashed' ? change : null;
     const write = () => {
       if (this.update(row.id, row.state, patch, now) === 0) throw this.movedOn(row);
@@ -651,7 +651,7 @@ export class Queue {
       if (hashed?.mrk) this.flights.noteMrk(row.sourceId, row.relPath, hashed.mrk);
       for (const copy of hashed?.copies ?? []) this.copies.settle(row, copy);
     };
-    const waits = MAY_WAIT.has(change.type) && !hashed?.copies?.length;
+    const waits = mayWait(row.state, change.type) && !hashed?.copies?.length;
     if (waits) this.openWaiting();
     try {
       if (clears || hashed?.info.sn || hashed?.mrk || hashed?.copies?.length) this.db.transaction(write)();

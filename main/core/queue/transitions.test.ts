@@ -5,8 +5,10 @@ import type { QueueRow, Verification } from './rows.js';
 import { FILE_STATES, type FileState } from './states.js';
 import {
   CHANGE_TYPES,
+  clearsParts,
   IllegalTransition,
   MAY_WAIT,
+  mayWait,
   transition,
   type Change,
   type ChangeType,
@@ -232,6 +234,37 @@ describe('changes whose record may wait for the next commit', () => {
       'recorded',
       'stored',
       'verified',
+    ]);
+  });
+});
+
+describe('what a change writes besides the row (its state x change, only where allowed)', () => {
+  const allowedPairs = (): Array<[FileState, ChangeType]> =>
+    S.flatMap((from, i) =>
+      CHANGE_TYPES.filter((c) => TABLE[c][i] !== _).map((c) => [from, c] as [FileState, ChangeType]),
+    );
+
+  it('waits for the next commit: MAY_WAIT, and a single PUT\'s "uploaded" (nothing of the upload recorded)', () => {
+    const waiting = allowedPairs()
+      .filter(([from, c]) => mayWait(from, c) && !MAY_WAIT.has(c))
+      .map(([from, c]) => `${c} from ${from}`);
+    expect(waiting).toEqual(['uploaded from fast-upload-checked']);
+    // From 'uploading' (multipart, or a PUT the store knew of) it commits at once.
+    expect(mayWait('uploading', 'uploaded')).toBe(false);
+    expect(mayWait('uploaded', 'callback-sent')).toBe(false);
+  });
+
+  it('clears the part log only on the way out of "uploading", where parts are recorded', () => {
+    const clearing = allowedPairs()
+      .filter(([from, c]) => clearsParts(from, c))
+      .map(([from, c]) => `${c} from ${from}`)
+      .sort();
+    expect(clearing).toEqual([
+      'known from uploading',
+      'multipart-reset from uploading',
+      'multipart-started from uploading',
+      'upload-reset from uploading',
+      'uploaded from uploading',
     ]);
   });
 });

@@ -183,8 +183,8 @@ export const CLEARS_PARTS: ReadonlySet<ChangeType> = new Set<ChangeType>([
  * not one each, and its verdict commits them before it reads). Every other change
  * is committed before the engine acts on it: 'upload-begun' and the
  * multipart changes before bytes go, 'uploaded' before the callback (a lost
- * one would send the file again), 'callback-sent' before the callback is
- * posted, a failure or a retry before its wait.
+ * one would send the file again; but see mayWait: a single PUT's), 'callback-sent'
+ * before the callback is posted, a failure or a retry before its wait.
  */
 export const MAY_WAIT: ReadonlySet<ChangeType> = new Set<ChangeType>([
   'hashed',
@@ -195,6 +195,30 @@ export const MAY_WAIT: ReadonlySet<ChangeType> = new Set<ChangeType>([
   'stored',
   'verified',
 ]);
+
+/**
+ * Whether `change` to a row in `from` clears its part log. Parts are
+ * recorded only while a multipart upload is under way ('uploading'), and
+ * every way out of it clears them: from any other state there are none, and
+ * the DELETE (a savepoint and a statement, twice per small file) is skipped.
+ */
+export function clearsParts(from: FileState, change: ChangeType): boolean {
+  return CLEARS_PARTS.has(change) && from === 'uploading';
+}
+
+/**
+ * Whether the record of `change` to a row in `from` may wait for the next
+ * commit: the changes of MAY_WAIT, and 'uploaded' straight from
+ * 'fast-upload-checked' (one PUT of bytes kept from the hash step, with no
+ * 'upload-begun' recorded): a crash that loses it sends the file again, as a
+ * crash during that PUT does, and 'callback-sent' commits it before the
+ * callback is posted (the timer, within COMMIT_WAIT_MS, if the callback
+ * waits). From 'uploading' (a multipart upload, or a PUT the store knew of)
+ * it is committed at once: a lost one would send a big file again.
+ */
+export function mayWait(from: FileState, change: ChangeType): boolean {
+  return MAY_WAIT.has(change) || (change === 'uploaded' && from === 'fast-upload-checked');
+}
 
 /** Whether `change` may happen to a row in `state`. */
 export function allowed(state: FileState, change: ChangeType): boolean {
