@@ -632,9 +632,13 @@ export class Agent extends EventEmitter<AgentEvents> {
   /** Matches the new flight folders of a scan to the workspace's waylines by mission name. */
   private async matchFolders(source: Source, rows: readonly QueueRow[]): Promise<void> {
     const missions = new Map<string, string>();
+    // Once per folder, not per file: a folder's thousands of photos ask the history once.
+    const seen = new Set<string>();
     for (const r of rows) {
       const f = flightFolderOf(r.relPath);
-      if (f.missionName && !this.history.hasDecision(f.path)) missions.set(f.path, f.missionName);
+      if (!f.missionName || seen.has(f.path)) continue;
+      seen.add(f.path);
+      if (!this.history.hasDecision(f.path)) missions.set(f.path, f.missionName);
     }
     if (missions.size === 0) return;
     try {

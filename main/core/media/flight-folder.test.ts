@@ -74,4 +74,30 @@ describe('uuidV5', () => {
     expect(uuidV5('x')).toBe(uuidV5('x'));
     expect(uuidV5('x')).not.toBe(uuidV5('y'));
   });
+
+  it('an answer changed by its caller does not change the next one for the same folder', () => {
+    const first = flightFolderOf('DCIM/DJI_202208311455_008_Waypoint1/a.JPG');
+    first.path = 'changed';
+    first.fileGroupId = 'changed';
+    const next = flightFolderOf('DCIM/DJI_202208311455_008_Waypoint1/b.JPG');
+    expect(next.path).toBe('DJI_202208311455_008_Waypoint1');
+    expect(next.fileGroupId).toBe('2231db49-28b6-50ad-811a-e01c15076f1d');
+  });
+
+  it('many folders (more than are kept at once) each keep their own answer', () => {
+    const ids = new Set<string>();
+    for (let round = 0; round < 2; round++)
+      for (let i = 0; i < 600; i++) {
+        const r = flightFolderOf(`DCIM/DJI_202208311455_${String(i % 1000).padStart(3, '0')}_M${i}/x.JPG`);
+        expect(r.path).toBe(`DJI_202208311455_${String(i % 1000).padStart(3, '0')}_M${i}`);
+        ids.add(r.fileGroupId);
+      }
+    expect(ids.size).toBe(600);
+  });
+
+  it('a trailing separator is not a folder of its own', () => {
+    expect(flightFolderOf('DCIM/100MEDIA/DJI_0001.JPG/')).toEqual(
+      flightFolderOf('DCIM/100MEDIA/DJI_0001.JPG'),
+    );
+  });
 });

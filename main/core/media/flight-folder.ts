@@ -55,11 +55,29 @@ export function uuidV5(name: string): string {
  * accented names that look identical but would hash differently.
  */
 export function flightFolderOf(relPath: string): FlightFolder {
-  const parts = relPath
+  // Every file of a folder has the same answer: worked out once per folder
+  // (a UUIDv5 and an NFC pass per file showed in profiles of small files).
+  const file = /[\\/]$/.test(relPath) ? relPath.replace(/[\\/]+$/, '') : relPath;
+  const cut = Math.max(file.lastIndexOf('/'), file.lastIndexOf('\\'));
+  const dir = cut < 0 ? '' : file.slice(0, cut);
+  let known = byFolder.get(dir);
+  if (known === undefined) {
+    if (byFolder.size >= FOLDERS_KEPT) byFolder.clear();
+    known = folderOf(dir);
+    byFolder.set(dir, known);
+  }
+  return { ...known };
+}
+
+/** flightFolderOf's answers by the file's folder (as written): a card has tens of folders, not thousands. */
+const byFolder = new Map<string, FlightFolder>();
+const FOLDERS_KEPT = 256;
+
+function folderOf(dir: string): FlightFolder {
+  const dirs = dir
     .normalize('NFC')
     .split(/[\\/]+/)
     .filter((p) => p !== '' && p !== '.');
-  const dirs = parts.slice(0, -1);
 
   for (let i = dirs.length - 1; i >= 0; i--) {
     const folder = dirs[i] ?? '';
