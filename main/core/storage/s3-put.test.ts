@@ -1,5 +1,6 @@
+import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Slots } from './s3-put.js';
+import { NodeSha256, Slots } from './s3-put.js';
 
 describe('Slots', () => {
   it('lets `size` holders in, the others in their order; one that gives up leaves the line', async () => {
@@ -30,5 +31,38 @@ describe('Slots', () => {
     release();
     await waiting;
     expect(fourth).toBe(true);
+  });
+});
+
+describe("NodeSha256 (the signer's hashes)", () => {
+  const digest = async (secret: string | Uint8Array | undefined, data: string) => {
+    const h = new NodeSha256(secret);
+    h.update(data);
+    return Buffer.from(await h.digest()).toString('hex');
+  };
+
+  it('gives the HMAC of node:crypto for every key, the same key twice or after many others', async () => {
+    const utf8 = 'AWS4sécret/Кey+1';
+    const raw = new Uint8Array(Buffer.from('6b7a3f00ff', 'hex'));
+    // A string and bytes that read alike in latin1 are different keys (UTF-8 is not latin1).
+    const latin1 = Buffer.from(utf8, 'utf8').toString('latin1');
+    for (let round = 0; round < 2; round++) {
+      for (const key of [utf8, latin1, raw]) {
+        expect(await digest(key, 'to sign')).toBe(createHmac('sha256', key).update('to sign').digest('hex'));
+      }
+      // More keys than are kept: each still signs with its own.
+      for (let i = 0; i < 40; i++)
+        expect(await digest(`key-${i}`, 'x')).toBe(
+          createHmac('sha256', `key-${i}`).update('x').digest('hex'),
+        );
+    }
+    // A key given as a view into a larger buffer: only the view's bytes.
+    const big = Buffer.from('00112233445566778899', 'hex');
+    const view = new Uint8Array(big.buffer, big.byteOffset + 2, 4);
+    expect(await digest(view, 'y')).toBe(createHmac('sha256', Buffer.from(view)).update('y').digest('hex'));
+  });
+
+  it('hashes plainly without a key', async () => {
+    expect(await digest(undefined, 'abc')).toBe(createHash('sha256').update('abc').digest('hex'));
   });
 });

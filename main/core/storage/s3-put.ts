@@ -18,7 +18,7 @@
  * sent as UNSIGNED-PAYLOAD with Content-MD5, which the bucket checks: the
  * same integrity as the SDK path for streamed bodies, with no SHA-256 pass.
  */
-import { createHash, createHmac, type BinaryLike } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, type BinaryLike, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import type { Readable } from 'node:stream';
@@ -50,7 +50,7 @@ const bytes = (d: SourceData): BinaryLike =>
 export class NodeSha256 {
   private readonly h;
   constructor(secret?: SourceData) {
-    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
+    this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', hmacKey(secret));
   }
   update(data: SourceData): void {
     this.h.update(bytes(data));
@@ -61,6 +61,30 @@ export class NodeSha256 {
   reset(): void {
     // One digest per instance: the signer never reuses one.
   }
+}
+
+/**
+ * The HMAC keys of a signature as KeyObjects, made once per key: the signer
+ * uses the same few on every request (the secret key, for its cache of
+ * signing keys, and the day's signing key), and an HMAC made from raw key
+ * bytes cost about 18 µs against 4 µs from a KeyObject (two per PUT and
+ * per HEAD). Kept in memory only, as the credentials themselves are.
+ */
+const hmacKeys = new Map<string, KeyObject>();
+const HMAC_KEYS_KEPT = 16;
+
+function hmacKey(secret: SourceData): KeyObject {
+  const raw = bytes(secret);
+  // The key is its bytes (a string's UTF-8): the same bytes, the same key.
+  const buf = typeof raw === 'string' ? Buffer.from(raw, 'utf8') : Buffer.from(raw as Uint8Array);
+  const id = buf.toString('latin1');
+  let key = hmacKeys.get(id);
+  if (key === undefined) {
+    if (hmacKeys.size >= HMAC_KEYS_KEPT) hmacKeys.clear();
+    key = createSecretKey(buf);
+    hmacKeys.set(id, key);
+  }
+  return key;
 }
 
 /** S3's URI encoding of a key: every byte but unreserved characters and '/' escaped. */
