@@ -71,8 +71,7 @@ function requestLogger(
   // The parent's methods (its disabled levels are no-ops) but for those that write a line.
   const lazy = Object.create(logger) as FastifyBaseLogger;
   for (const level of ['fatal', 'error', 'warn'] as const) {
-    if (levels.isLevelEnabled(level))
-      lazy[level] = ((...args: Parameters<LogFn>) => made()[level](...args)) as LogFn;
+    if (levels.isLevelEnabled(level)) lazy[level] = (...args: Parameters<LogFn>) => made()[level](...args);
   }
   lazy.child = (b, o) => made().child(b, o);
   return lazy;
