@@ -189,6 +189,39 @@ describe('an external bucket', () => {
     }
   });
 
+  it('at level warn: no logger made per request, yet a warning still names its request', async () => {
+    const provider = await fakeProvider(new Map());
+    const lines: string[] = [];
+    let made = 0;
+    // onChild: told of every child logger, the one per request (req.log) included.
+    const logger = pino(
+      { level: 'warn', onChild: () => void made++ },
+      new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
+    const ext = await startTemp({ logger, externalBucket: { ...external, endpoint: provider.url } });
+    try {
+      const before = made;
+      for (let i = 0; i < 20; i++)
+        expect((await call(ext, 'POST', paths(ext.workspaceId).sts)).status).toBe(200);
+      // Before: one child logger per request (about 6 µs of CPU each), for no line at all.
+      expect(made - before).toBe(0);
+      provider.refuse();
+      expect((await call(ext, 'POST', paths(ext.workspaceId).sts)).status).toBe(502);
+      const warning = lines
+        .map((l) => JSON.parse(l) as { msg: string; reqId?: string })
+        .find((l) => l.msg.startsWith('storage provider failed'));
+      expect(warning?.reqId, lines.join('')).toMatch(/^req-/);
+    } finally {
+      await ext.stop();
+      await provider.close();
+    }
+  });
+
   it("compares a callback's fingerprint with a single-part ETag; a multipart ETag cannot tell (documented)", async () => {
     const objects = new Map<string, { etag: string; size: number }>();
     const provider = await fakeProvider(objects);

@@ -5,13 +5,15 @@
  * not there yet, errors in the service's words, the log at a terminal and
  * in a file, `serve reset-password`, two instances started at once.
  */
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CODES } from '../../main/service/index.js';
-import { removeDir, tempDatabase, tempDir, onPostgres } from './helpers.js';
+import { call, md5Hex, onPostgres, paths, removeDir, s3From, tempDatabase, tempDir } from './helpers.js';
 import { stsStub } from './sts-stub.js';
 
 const BIN = path.resolve('dist/main/cli/bin.js');
@@ -292,5 +294,69 @@ describe("serve's log", () => {
 
     const verbose = await run(['-v']);
     expect(verbose).toMatch(/^\{"level":20,.*"url":"\/healthz"/m);
+  });
+});
+
+describe(`what serve acknowledged (${backend})`, () => {
+  it('survives a SIGKILL: every object and callback answered before it is there after a restart', async () => {
+    const db = await databaseArgs();
+    try {
+      const data = dir();
+      const start = async (): Promise<{
+        served: Served;
+        s: { baseUrl: string; token: string };
+        ws: string;
+      }> => {
+        const served = cli(['serve', '--port', '0', '--data', data, ...db.args]);
+        const ready = (await served.ready).ready as
+          { base_url: string; token: string; workspace_id: string } | undefined;
+        expect(ready, served.err()).toBeDefined();
+        return { served, s: { baseUrl: ready!.base_url, token: ready!.token }, ws: ready!.workspace_id };
+      };
+      const first = await start();
+      const sts = (await call(first.s, 'POST', paths(first.ws).sts)).body.data;
+      const client = s3From(sts);
+      const files = Array.from({ length: 12 }, (_, i) => ({
+        name: `DJI_${i}.JPG`,
+        body: randomBytes(64 * 1024 + i),
+      }));
+      // Four at a time, as an agent sends them: PUT, then the callback once the PUT was answered.
+      for (let i = 0; i < files.length; i += 4) {
+        await Promise.all(
+          files.slice(i, i + 4).map(async (f) => {
+            const key = `${sts.object_key_prefix}/${f.name}`;
+            await client.send(new PutObjectCommand({ Bucket: sts.bucket, Key: key, Body: f.body }));
+            const cb = await call(first.s, 'POST', paths(first.ws).callback, {
+              body: { result: 0, name: f.name, object_key: key, fingerprint: md5Hex(f.body) },
+            });
+            expect(cb.body.code).toBe(0);
+          }),
+        );
+      }
+      client.destroy();
+      const killed = new Promise((r) => first.served.child.once('exit', r));
+      first.served.child.kill('SIGKILL');
+      await killed;
+
+      const second = await start();
+      const again = s3From((await call(second.s, 'POST', paths(second.ws).sts)).body.data);
+      try {
+        for (const f of files) {
+          // The callback's record and its object with that content: fast-upload knows the file.
+          const known = await call(second.s, 'POST', paths(second.ws).fastUpload, {
+            body: { fingerprint: md5Hex(f.body), name: `copy-${f.name}` },
+          });
+          expect(known.body.code, f.name).toBe(0);
+          const got = await again.send(
+            new GetObjectCommand({ Bucket: sts.bucket, Key: `${sts.object_key_prefix}/${f.name}` }),
+          );
+          expect(Buffer.from(await got.Body!.transformToByteArray()).equals(f.body), f.name).toBe(true);
+        }
+      } finally {
+        again.destroy();
+      }
+    } finally {
+      await db.drop();
+    }
   });
 });
