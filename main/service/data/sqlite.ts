@@ -20,11 +20,11 @@ const MAX_STATEMENTS = 512;
  * Writes outside a transaction (run) are committed in groups: those asked
  * for while the event loop was busy run together, each in its own savepoint,
  * in one transaction committed at the next turn of the loop (setImmediate),
- * and each caller's promise settles only once that COMMIT returned. A
- * commit syncs the disk (synchronous=FULL): one sync for the group instead of
- * one per write, with the same promise (nothing is answered before it is on
- * disk), and a failing statement fails only its own caller. The commit runs
- * in one synchronous block: nothing else of this process slips into it.
+ * and each caller's promise settles only once that COMMIT returned (in the
+ * operating system, synchronous=NORMAL: see db.ts), so nothing is answered
+ * before it would survive the process; a failing statement fails only its
+ * own caller. The commit runs in one synchronous block: nothing else of this
+ * process slips into it.
  */
 export class SqliteDb implements SqlDb {
   readonly kind = 'sqlite' as const;
