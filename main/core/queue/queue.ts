@@ -891,6 +891,19 @@ export class Queue {
       .map((r) => r.source_id);
   }
 
+  /**
+   * How many times the rows of a source (of the bound target) changed, ever:
+   * counted by triggers in each change's own transaction (db.ts,
+   * source_changes); undefined when never counted.
+   */
+  changesOf(sourceId: string): number | undefined {
+    return this.db
+      .prepare<[number, string], { n: number }>(
+        'SELECT n FROM source_changes WHERE target_id = ? AND source_id = ?',
+      )
+      .get(this.targetId, sourceId)?.n;
+  }
+
   getMeta(key: string): string | undefined {
     return this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key)
       ?.value;
