@@ -7,8 +7,10 @@
  * engine (SyncEngine.verifySource) before this is asked.
  */
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FileInfo } from '../queue/file-info.js';
 import type { Queue } from '../queue/queue.js';
 import type { FactRow, QueueRow } from '../queue/rows.js';
@@ -300,6 +302,37 @@ interface Keeping {
 /** Bumped when a kept verdict's shape or making changes (besides the app's version). */
 const KEPT_FORMAT = 1;
 
+let codeStamp: string | undefined;
+
+/**
+ * The code that makes a verdict, summed up once per process: the files of
+ * the offload modules (this folder: the rules, the flights, the words) and
+ * of the rows' reading and the stored errors' words. A kept verdict is given
+ * only by the code that made it, even across an update that kept the
+ * version number. When the files cannot be read, a stamp of this process
+ * alone: nothing kept by another is given.
+ */
+function verdictCode(): string {
+  if (codeStamp !== undefined) return codeStamp;
+  const h = createHash('sha256');
+  try {
+    const self = fileURLToPath(import.meta.url);
+    const here = path.dirname(self);
+    const ext = path.extname(self);
+    const files = fs
+      .readdirSync(here)
+      .filter((f) => f.endsWith(ext) && !f.includes('.test.'))
+      .sort()
+      .map((f) => path.join(here, f));
+    for (const rel of ['../queue/rows', '../errors', '../../shared/lanes'])
+      files.push(path.join(here, `${rel}${ext}`));
+    for (const f of files) h.update(`${path.basename(f)}\n`).update(fs.readFileSync(f));
+  } catch {
+    h.update(`${process.pid} ${Date.now()} ${Math.random()}`);
+  }
+  return (codeStamp = h.digest('hex'));
+}
+
 /**
  * Where the verdict of a card is kept and whether the kept one still holds.
  * Null when none is kept: with local copies the verdict also rests on the
@@ -337,7 +370,7 @@ function verdictKeeping(
  * triggers count each insert, update and delete in the change's own
  * transaction), the target, the card's name, its last scan, what it skipped,
  * its accepted flights and MRK files, the wayline matches, the settings, how
- * the run stopped and the app's version. A crash between a change and a
+ * the run stopped, the app's version and the code that makes it. A crash between a change and a
  * verdict cannot leave a wrong one: the count moves with the change, in its
  * commit, and a verdict is kept only with the stamp it was made at.
  */
@@ -354,6 +387,7 @@ function verdictStamp(
       JSON.stringify([
         KEPT_FORMAT,
         TOOL.version,
+        verdictCode(),
         changes,
         target,
         card,
