@@ -1,11 +1,11 @@
 import path from 'node:path';
-import type { CardOffload } from '../core/offload/card.js';
-import type { FlightCompleteness } from '../core/offload/types.js';
+import { shownFlights, type CardOffload, type ShownFlight } from '../core/offload/card.js';
 import { visible } from '../shared/visible.js';
 import { flightSummaryWords } from '../shared/flight-map.js';
+import { RawJson } from './output.js';
 
 /** One flight in a line or two: photos vs exposures, missing indexes, fixes, flags. */
-export function flightLines(f: FlightCompleteness): string[] {
+export function flightLines(f: ShownFlight): string[] {
   const name = f.name ?? path.posix.basename(f.folder);
   const parts = [`${f.photos} photo${f.photos === 1 ? '' : 's'}`];
   if (f.summary) parts.unshift(...flightSummaryWords(f.summary));
@@ -48,7 +48,7 @@ export function offloadLines(o: CardOffload, manifestDir?: string, localSaid = f
     for (const r of o.verdict.reasons) lines.push(`    - ${r}`);
   } else for (const r of o.verdict.reasons) lines.push(`  - ${r}`);
   for (const n of o.verdict.notes) lines.push(`  Note: ${n}`);
-  for (const f of o.flights) lines.push(...flightLines(f));
+  for (const f of shownFlights(o)) lines.push(...flightLines(f));
   if (manifestDir) lines.push(`  Report: ${reportFile(manifestDir)}`);
   return lines.map((l) => visible(l));
 }
@@ -129,7 +129,7 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
     notes: o.verdict.notes,
     advisory: o.verdict.advisory ?? null,
     counts: o.verdict.counts,
-    flights: o.flights.map(({ exposures: _e, ...f }) => f),
+    flights: o.shownFlightsJson !== undefined ? new RawJson(o.shownFlightsJson) : shownFlights(o),
     ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),
   };
 }

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { safeJsonText } from '../shared/visible.js';
-import { flushJson, JSON_FLUSH_MS, printJson, writeLines } from './output.js';
+import { flushJson, JSON_FLUSH_MS, printJson, RawJson, writeLines } from './output.js';
 
 /** What reaches stdout, write by write (the stream itself is the test runner's: captured, not replaced). */
 function captureStdout(): string[] {
@@ -115,5 +115,17 @@ describe('printJson', () => {
     expect(text.length).toBeGreaterThan(2_000_000);
     // One write of the whole line (3 MB, and its copies) is what this prevents.
     expect(Math.max(...writes.map((w) => w.length))).toBeLessThan(256 * 1024);
+    // The same flights kept as JSON text (a card's kept verdict, offload/card.ts): written as
+    // they are, not parsed to be written again, in blocks too; a surrogate pair at a block's
+    // edge stays whole (a helicopter's two halves either side of the first 64 Ki block's end).
+    const heli = '\u{1F681}';
+    const first = `[{"folder":"`.length;
+    const flights = [{ folder: `${'x'.repeat(64 * 1024 - first - 1)}${heli}` }, ...value.flights];
+    expect(JSON.stringify(flights).charCodeAt(64 * 1024)).toBe(heli.charCodeAt(1));
+    const kept = { ...value, flights: new RawJson(JSON.stringify(flights)) };
+    const keptWrites = printed(kept);
+    expect(keptWrites.join('')).toBe(`${safeJsonText(JSON.stringify({ ...value, flights }))}\n`);
+    expect(Math.max(...keptWrites.map((w) => w.length))).toBeLessThan(256 * 1024);
+    expect(JSON.stringify(kept)).toBe(JSON.stringify({ ...value, flights }));
   });
 });

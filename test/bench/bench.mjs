@@ -763,7 +763,7 @@ function markdown(f, tg, meta) {
       fmt(r.agent.wall_s),
       '–',
       '–',
-      '≤ 2 s',
+      '≤ 0.5 s',
       met(3),
     ]);
   }

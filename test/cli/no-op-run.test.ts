@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { BIN, runCli } from '../support/cli.js';
@@ -57,6 +58,22 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   const files = summary(first.out).uploaded as number;
   expect(files).toBeGreaterThan(0);
 
+  // The card's verdict, kept with the stamp of what made it (rows, settings, the code itself).
+  const keptVerdict = (): string | undefined => {
+    const db = new Database(path.join(state, 'queue.db'), { readonly: true });
+    try {
+      return db
+        .prepare<[], { value: string }>(
+          "SELECT value FROM meta WHERE key LIKE 'card-verdict % %' AND key NOT LIKE '% flights'",
+        )
+        .get()?.value;
+    } finally {
+      db.close();
+    }
+  };
+  const kept = keptVerdict();
+  expect(kept).toBeDefined();
+
   const hook = path.join(dir, 'hook.mjs');
   fs.writeFileSync(hook, HOOK);
   const loaded = path.join(dir, 'loaded.txt');
@@ -66,6 +83,8 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   });
   expect(again.code, again.err).toBe(0);
   expect(summary(again.out)).toMatchObject({ skipped: files, uploaded: 0, fast_uploaded: 0, bytes_sent: 0 });
+  // Given again by this second process, not made again (a new one would be kept anew).
+  expect(keptVerdict()).toBe(kept);
   const urls = fs.readFileSync(loaded, 'utf8').split('\n');
   // The hook saw the run: the CLI's own modules are there.
   expect(urls.some((u) => u.endsWith('/dist/main/cli/commands/sync.js'))).toBe(true);
@@ -78,6 +97,11 @@ it('a re-inserted card of done files loads no HTTP client and sends nothing', as
   // Before: zod (its modules 55-90 ms of CPU, the settings' schemas 20-30 ms more) for a run with
   // no settings file, a token given in the environment and no file info read: nothing to check.
   expect(urls.filter((u) => u.includes('/node_modules/zod/'))).toEqual([]);
+  // Before: the metadata reader with exifr (26 modules, 20-30 ms of CPU) and, for a flight's
+  // clock, the photo's frame checks with jpeg-js: no file is read.
+  expect(
+    urls.filter((u) => /\/node_modules\/(exifr|jpeg-js)\/|\/media\/(metadata|frame)\.js$/.test(u)),
+  ).toEqual([]);
   // Before: the link's D-Bus client (60 ms) and its connection to the system bus (50-90 ms),
   // for a gate no part is asked of: nothing is sent.
   expect(urls.filter((u) => /\/node_modules\/@jellybrick\/dbus-next\/|\/link\/nm-dbus\.js$/.test(u))).toEqual(

@@ -15,9 +15,7 @@
 import { previewInWorker, useHashWorkers } from '../hash/workers.js';
 import type { Block } from './metadata-rules.js';
 import { previewStats, thumbnailBytes, type PreviewStats } from './preview.js';
-
-/** GPS time minus UTC since 1 January 2017 (no leap second announced since). */
-export const GPS_UTC_LEAP_SECONDS = 18;
+import { GPS_UTC_LEAP_SECONDS } from './mrk.js';
 
 export interface FrameFacts {
   gimbalPitch?: number;

@@ -63,6 +63,13 @@ export function rtkClass(status: number): RtkClass {
 
 const SECONDS_PER_WEEK = 604_800;
 
+/**
+ * GPS time minus UTC since 1 January 2017 (no leap second announced since).
+ * Here, not with the photo's frame checks: a card's flight clock reads it
+ * without loading the JPEG decoder (issue 33, a re-inserted card's start).
+ */
+export const GPS_UTC_LEAP_SECONDS = 18;
+
 /** Seconds since the GPS epoch when the week is known, else seconds of the week. */
 export function gpsTimeSeconds(e: Pick<MrkEntry, 'gpsSecondsOfWeek' | 'gpsWeek'>): number {
   return e.gpsWeek === null ? e.gpsSecondsOfWeek : e.gpsWeek * SECONDS_PER_WEEK + e.gpsSecondsOfWeek;

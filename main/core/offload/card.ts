@@ -7,8 +7,10 @@
  * engine (SyncEngine.verifySource) before this is asked.
  */
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FileInfo } from '../queue/file-info.js';
 import type { Queue } from '../queue/queue.js';
 import type { FactRow, QueueRow } from '../queue/rows.js';
@@ -75,6 +77,20 @@ export interface CardOffload {
   /** The one line for the tray, the window, `status` and the notification. */
   message: string;
   target: OffloadReportInput['target'];
+  /** The flights as `sync` shows them (without their exposures) as JSON, when kept with the verdict. */
+  shownFlightsJson?: string;
+  /** What the manifest vouches for in this state (publish.ts), when worked out with the verdict. */
+  digest?: string;
+}
+
+/** A flight as `sync --json` shows it: its exposures stay in the report. */
+export type ShownFlight = Omit<FlightCompleteness, 'exposures'>;
+
+/** The card's flights as shown: kept with the verdict, else its flights without their exposures. */
+export function shownFlights(o: CardOffload): ShownFlight[] {
+  return o.shownFlightsJson !== undefined
+    ? (JSON.parse(o.shownFlightsJson) as ShownFlight[])
+    : o.flights.map(({ exposures: _e, ...f }) => f);
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -250,8 +266,262 @@ export function cardOffload(
 ): CardOffload {
   const target = queue.target;
   if (!target) throw new Error('The queue is not bound to a target.');
+  const keeping = verdictKeeping(queue, card, destinations, flightOptions, stopped);
+  const made = (): CardOffload => madeOffload(queue, target, card, destinations, flightOptions, stopped);
+  if (keeping?.kept) return keptOffload(queue, card, target, keeping, made);
+  const o = made();
+  if (keeping) keepVerdict(queue, keeping, o);
+  return o;
+}
+
+/**
+ * A card's verdict as kept in the store (meta `card-verdict <target>
+ * <source>`), with the stamp of what it was made from; its flights as shown
+ * are kept beside it (`card-verdict-flights ...`, the stamp first: 3 MB for
+ * 10,000 photos without a position), read only when shown.
+ */
+interface KeptVerdict {
+  stamp: string;
+  verdict: SafeToFormatVerdict;
+  /** What the manifest vouches for (publish.ts). */
+  digest: string;
+  /**
+   * The earliest time a done file was last checked in the bucket (all of
+   * them by a look of ours); null when some file is due at any time (not
+   * checked, the server's word only): see checksDueBefore.
+   */
+  checkedFrom: number | null;
+}
+
+interface Keeping {
+  key: string;
+  stamp: string;
+  kept: KeptVerdict | null;
+}
+
+/** Bumped when a kept verdict's shape or making changes (besides the app's version). */
+const KEPT_FORMAT = 1;
+
+let codeStamp: string | undefined;
+
+/**
+ * The code that makes a verdict, summed up once per process: the files of
+ * the offload modules (this folder: the rules, the flights, the words) and
+ * of the rows' reading and the stored errors' words. A kept verdict is given
+ * only by the code that made it, even across an update that kept the
+ * version number. When the files cannot be read, a stamp of this process
+ * alone: nothing kept by another is given.
+ */
+function verdictCode(): string {
+  if (codeStamp !== undefined) return codeStamp;
+  const h = createHash('sha256');
+  try {
+    const self = fileURLToPath(import.meta.url);
+    const here = path.dirname(self);
+    const ext = path.extname(self);
+    const files = fs
+      .readdirSync(here)
+      .filter((f) => f.endsWith(ext) && !f.includes('.test.'))
+      .sort()
+      .map((f) => path.join(here, f));
+    for (const rel of ['../queue/rows', '../errors', '../../shared/lanes'])
+      files.push(path.join(here, `${rel}${ext}`));
+    for (const f of files) h.update(`${path.basename(f)}\n`).update(fs.readFileSync(f));
+  } catch {
+    h.update(`${process.pid} ${Date.now()} ${Math.random()}`);
+  }
+  return (codeStamp = h.digest('hex'));
+}
+
+/**
+ * Where the verdict of a card is kept and whether the kept one still holds.
+ * Null when none is kept: with local copies the verdict also rests on the
+ * destinations' disks (made every time), and rows never counted have no stamp.
+ */
+function verdictKeeping(
+  queue: Queue,
+  card: CardRef,
+  destinations: readonly Destination[],
+  opts: FlightOptions,
+  stopped: RunStopped | null,
+): Keeping | null {
+  const target = queue.target;
+  if (!target) return null;
   // The verdict speaks only of what is on disk: changes waiting for a shared commit go first.
   queue.commitWaiting();
+  if (destinations.length > 0 || queue.copies.countingFor(card.sourceId).length > 0) return null;
+  const changes = queue.changesOf(card.sourceId);
+  if (changes === undefined) return null;
+  const stamp = verdictStamp(queue, target, card, changes, opts, stopped);
+  const key = `card-verdict ${target.id} ${card.sourceId}`;
+  let kept: KeptVerdict | null = null;
+  try {
+    const found = JSON.parse(queue.getMeta(key) ?? 'null') as KeptVerdict | null;
+    if (found?.stamp === stamp) kept = found;
+  } catch {
+    // unreadable: made again
+  }
+  return { key, stamp, kept };
+}
+
+/**
+ * What a card's verdict (with no local destination) is made of, summed up:
+ * the count of changes to its rows (any column of any file row: the store's
+ * triggers count each insert, update and delete in the change's own
+ * transaction), the target, the card's name, its last scan, what it skipped,
+ * its accepted flights and MRK files, the wayline matches, the settings, how
+ * the run stopped, the app's version and the code that makes it. A crash between a change and a
+ * verdict cannot leave a wrong one: the count moves with the change, in its
+ * commit, and a verdict is kept only with the stamp it was made at.
+ */
+function verdictStamp(
+  queue: Queue,
+  target: NonNullable<Queue['target']>,
+  card: CardRef,
+  changes: number,
+  opts: FlightOptions,
+  stopped: RunStopped | null,
+): string {
+  return createHash('sha256')
+    .update(
+      JSON.stringify([
+        KEPT_FORMAT,
+        TOOL.version,
+        verdictCode(),
+        changes,
+        target,
+        card,
+        queue.sources.lastScan(card.sourceId)?.complete ?? null,
+        queue.sources.skipped(card.sourceId),
+        queue.flights.accepted(card.sourceId),
+        queue.flights.mrkOf(card.sourceId),
+        queue.history.waylinesStamp(),
+        opts.minHeight ?? null,
+        stopped,
+      ]),
+    )
+    .digest('hex');
+}
+
+/** Keeps a verdict just made, with its stamp: its flights as shown first, then the verdict. */
+function keepVerdict(queue: Queue, keeping: Keeping, o: CardOffload): void {
+  o.digest = digestOf(o);
+  const shown = JSON.stringify(shownFlights(o));
+  o.shownFlightsJson = shown;
+  const kept: KeptVerdict = {
+    stamp: keeping.stamp,
+    verdict: o.verdict,
+    digest: o.digest,
+    checkedFrom: checkedFrom(o.facts),
+  };
+  queue.setMeta(`${keeping.key} flights`, `${keeping.stamp}\n${shown}`);
+  queue.setMeta(keeping.key, JSON.stringify(kept));
+}
+
+/** When the first of the done files was last checked in the bucket; null when one is due at any time. */
+function checkedFrom(facts: readonly FileFact[]): number | null {
+  let first = Number.MAX_SAFE_INTEGER;
+  for (const f of facts) {
+    if (f.state !== 'done') continue;
+    const v = f.verified;
+    if (!v || v.by === 'server' || !f.md5) return null;
+    first = Math.min(first, Date.parse(v.at));
+  }
+  return first;
+}
+
+/**
+ * Whether a bucket check of the card's done files is due (verifySource): a
+ * file never checked, vouched for by the server alone, or last checked at or
+ * before `before`. Answered from the kept verdict when nothing changed on
+ * the card since (no read of every file); true when it cannot tell.
+ */
+export function checksDueBefore(
+  queue: Queue,
+  card: CardRef,
+  before: number,
+  destinations: readonly Destination[] = [],
+  flightOptions: FlightOptions = {},
+  stopped: RunStopped | null = null,
+): boolean {
+  const checked = verdictKeeping(queue, card, destinations, flightOptions, stopped)?.kept?.checkedFrom;
+  return checked === undefined || checked === null || checked <= before;
+}
+
+/**
+ * The kept verdict of a card nothing changed on: its files and flights (the
+ * manifest's, the report's) are read from the store only when asked.
+ */
+function keptOffload(
+  queue: Queue,
+  card: CardRef,
+  target: NonNullable<Queue['target']>,
+  keeping: Keeping,
+  made: () => CardOffload,
+): CardOffload {
+  const kept = keeping.kept as KeptVerdict;
+  let full: CardOffload | undefined;
+  const whole = (): CardOffload => (full ??= made());
+  let shown: string | undefined;
+  return {
+    card,
+    get facts() {
+      return whole().facts;
+    },
+    get files() {
+      return whole().files;
+    },
+    get flights() {
+      return whole().flights;
+    },
+    get shownFlightsJson() {
+      if (shown === undefined) {
+        const text = queue.getMeta(`${keeping.key} flights`) ?? '';
+        const at = text.indexOf('\n');
+        shown =
+          at >= 0 && text.slice(0, at) === keeping.stamp
+            ? text.slice(at + 1)
+            : JSON.stringify(shownFlights(whole()));
+      }
+      return shown;
+    },
+    verdict: kept.verdict,
+    local: null,
+    safe: kept.verdict.safe,
+    message: kept.verdict.message,
+    target: { id: target.key, workspaceLabel: workspaceLabelOf(target), serverLabel: target.label },
+    digest: kept.digest,
+  };
+}
+
+/** The part of a card's state a manifest vouches for (not the time it was written). */
+export function digestOf(o: Pick<CardOffload, 'target' | 'facts' | 'verdict'>): string {
+  // The SHA-256 of JSON.stringify([target, facts, safe, reasons]), hashed fact by fact (not one string).
+  const h = createHash('sha256').update(`[${JSON.stringify(o.target.id)},[`);
+  for (const [i, f] of o.facts.entries())
+    h.update(
+      `${i ? ',' : ''}${JSON.stringify([
+        f.relPath,
+        f.md5,
+        f.state,
+        f.acknowledged?.how,
+        f.verified?.found,
+        f.verified?.sizeMatches,
+        f.verified?.checksum,
+      ])}`,
+    );
+  return h.update(`],${JSON.stringify(o.verdict.safe)},${JSON.stringify(o.verdict.reasons)}]`).digest('hex');
+}
+
+/** The card's offload made from every file of it. */
+function madeOffload(
+  queue: Queue,
+  target: NonNullable<Queue['target']>,
+  card: CardRef,
+  destinations: readonly Destination[],
+  flightOptions: FlightOptions,
+  stopped: RunStopped | null,
+): CardOffload {
   const factRows = queue.factsOf(card.sourceId);
   const fileFacts = factRows.map((r) => factOf(r, target.key));
   // The files' info, read once and only when needed (new flights, or the files' metadata):

@@ -20,7 +20,7 @@
  *   time beside it.
  */
 import { baseName, count, listOf } from './plain.js';
-import { GPS_UTC_LEAP_SECONDS } from '../media/frame.js';
+import { GPS_UTC_LEAP_SECONDS } from '../media/mrk.js';
 import type { ClockCheck, ClockFinding, FlightMediaInput } from './types.js';
 
 export const CLOCK_TOLERANCE_SECONDS = 3;

@@ -13,7 +13,7 @@ import type { BucketPort } from '../storage/types.js';
 import { stillThere } from '../copies/locally-safe.js';
 import { writeDestinationHistories } from '../copies/mhl.js';
 import type { Destination } from '../queue/copies.js';
-import { cardOffload, type CardOffload, type CardRef, type FlightOptions } from './card.js';
+import { cardOffload, checksDueBefore, type CardOffload, type CardRef, type FlightOptions } from './card.js';
 import type { RunStopped } from './types.js';
 import { TOOL } from '../version.js';
 import { manifestFolder, markUploaded, writeManifest, type Published } from './publish.js';
@@ -87,12 +87,16 @@ export async function completeSource(o: {
   /** The crew's settings of the flight checks (config.flightMinHeightM). */
   flights?: FlightOptions;
 }): Promise<Completed> {
-  if (!o.serverDown)
+  const stopped = o.stopped ?? null;
+  // Nothing due (the kept verdict knows when each done file was last looked at): not one row read.
+  const due = (): boolean =>
+    checksDueBefore(o.queue, o.card, Date.now() - o.recheckAfterMs, o.destinations, o.flights, stopped);
+  if (!o.serverDown && due())
     await verifySource(o, o.card.sourceId, {
       olderThanMs: o.recheckAfterMs,
       ...(o.signal ? { signal: o.signal } : {}),
     });
-  const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights, o.stopped ?? null);
+  const offload = cardOffload(o.queue, o.card, o.destinations ?? [], o.flights, stopped);
   let manifest: Published;
   let uploadProblem: string | null = null;
   try {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CardOffload } from './card.js';
-import { reportInput } from './card.js';
+import { digestOf, reportInput } from './card.js';
 import { buildMhlChain, c4OfSha512, MHL_CHAIN_FILE } from '../ascmhl.js';
 import { MHL_FOLDER, mhlPieces, nextMhlName, type MhlGeneration } from './manifest.js';
 import { reportHtmlPieces, reportJson, reportJsonPieces } from './report.js';
@@ -55,25 +55,6 @@ export function manifestFolder(o: Pick<CardOffload, 'card' | 'target'>): string 
       .slice(0, 48) || 'card';
   const id = createHash('sha256').update(`${o.card.sourceId}\n${o.target.id}`).digest('hex').slice(0, 10);
   return `${readable}-${id}`;
-}
-
-/** The part of a card's state a manifest vouches for (not the time it was written). */
-function digestOf(o: CardOffload): string {
-  // The SHA-256 of JSON.stringify([target, facts, safe, reasons]), hashed fact by fact (not one string).
-  const h = createHash('sha256').update(`[${JSON.stringify(o.target.id)},[`);
-  for (const [i, f] of o.facts.entries())
-    h.update(
-      `${i ? ',' : ''}${JSON.stringify([
-        f.relPath,
-        f.md5,
-        f.state,
-        f.acknowledged?.how,
-        f.verified?.found,
-        f.verified?.sizeMatches,
-        f.verified?.checksum,
-      ])}`,
-    );
-  return h.update(`],${JSON.stringify(o.verdict.safe)},${JSON.stringify(o.verdict.reasons)}]`).digest('hex');
 }
 
 function readLedger(file: string): Ledger | null {
@@ -155,7 +136,7 @@ export function writeManifest(
   const dir = path.join(manifestsDir, manifestFolder(o));
   const ledgerFile = path.join(dir, 'ledger.json');
   const ledger = readLedger(ledgerFile);
-  const digest = digestOf(o);
+  const digest = o.digest ?? digestOf(o);
   const last = ledger?.generations.at(-1);
   if (ledger && ledger.digest === digest)
     return {

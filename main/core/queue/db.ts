@@ -334,6 +334,36 @@ const MIGRATIONS: readonly string[] = [
   -- ASC MHL as its read-back is. NULL for copies verified before (through the cache).
   ALTER TABLE copies ADD COLUMN written TEXT;
   `,
+  `
+  -- Issue 33: how many times each card's rows changed (every insert, update
+  -- and delete of a file row, counted by these triggers in the change's own
+  -- transaction; it only ever goes up). A card's "safe to format" verdict is
+  -- kept with the count it was made at (offload/card.ts) and made again
+  -- only when the count moved: a re-inserted card of 10,000 done files does
+  -- not read and weigh every file again.
+  CREATE TABLE source_changes (
+    target_id INTEGER NOT NULL,
+    source_id TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (target_id, source_id)
+  );
+  INSERT INTO source_changes (target_id, source_id, n)
+    SELECT target_id, source_id, 1 FROM files GROUP BY target_id, source_id;
+  CREATE TRIGGER files_insert_counted AFTER INSERT ON files BEGIN
+    INSERT INTO source_changes (target_id, source_id, n) VALUES (NEW.target_id, NEW.source_id, 1)
+      ON CONFLICT (target_id, source_id) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER files_update_counted AFTER UPDATE ON files BEGIN
+    INSERT INTO source_changes (target_id, source_id, n) VALUES (NEW.target_id, NEW.source_id, 1)
+      ON CONFLICT (target_id, source_id) DO UPDATE SET n = n + 1;
+    INSERT INTO source_changes (target_id, source_id, n) VALUES (OLD.target_id, OLD.source_id, 1)
+      ON CONFLICT (target_id, source_id) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER files_delete_counted AFTER DELETE ON files BEGIN
+    INSERT INTO source_changes (target_id, source_id, n) VALUES (OLD.target_id, OLD.source_id, 1)
+      ON CONFLICT (target_id, source_id) DO UPDATE SET n = n + 1;
+  END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -433,8 +433,7 @@ export class Queue {
     this.db.transaction(() => {
       const knownRows = this.knownOf(files);
       for (const f of files) {
-        const key = observedKey(f);
-        const known = knownRows.get(key);
+        const known = knownRow(knownRows, f);
         let id: number;
         if (!known) {
           this.stmts.dropStale.run(targetId, f.sourceId, f.relPath, f.size, f.mtimeMs);
@@ -442,7 +441,10 @@ export class Queue {
           const lane = this.lanes.of(f.relPath, kind);
           id = Number(this.stmts.insert.run({ ...f, kind, targetId, now, ...lane }).lastInsertRowid);
           // The same file twice in a batch is the row just made.
-          knownRows.set(key, { id, state: 'discovered', abs_path: f.absPath });
+          const made = { id, state: 'discovered', abs_path: f.absPath, size: f.size, mtime_ms: f.mtimeMs };
+          const same = knownRows.get(f.sourceId)?.get(f.relPath);
+          if (same) same.push(made);
+          else knownRows.get(f.sourceId)?.set(f.relPath, [made]);
         } else {
           id = known.id;
           if (known.abs_path !== f.absPath) this.stmts.setAbsPath.run(f.absPath, id, f.absPath);
@@ -468,20 +470,29 @@ export class Queue {
     return { pending, alreadyDone, failed };
   }
 
-  /** The rows the files of a scan's batch already have, by observedKey: one read per source, not one per file. */
-  private knownOf(
-    files: readonly ObservedFile[],
-  ): Map<string, { id: number; state: string; abs_path: string }> {
+  /**
+   * The rows the files of a scan's batch already have, by source and path
+   * (a path's versions of another size or time beside each other): one read
+   * per source, not one per file, and no key string made per row and file
+   * (issue 33: 20,000 of them for a re-inserted card of 10,000 files).
+   */
+  private knownOf(files: readonly ObservedFile[]): KnownRows {
     const paths = new Map<string, string[]>();
     for (const f of files) {
       const list = paths.get(f.sourceId);
       if (list) list.push(f.relPath);
       else paths.set(f.sourceId, [f.relPath]);
     }
-    const out = new Map<string, { id: number; state: string; abs_path: string }>();
-    for (const [sourceId, relPaths] of paths)
-      for (const r of this.stmts.findPaths.all(this.targetId, sourceId, JSON.stringify(relPaths)))
-        out.set(observedKey({ sourceId, relPath: r.rel_path, size: r.size, mtimeMs: r.mtime_ms }), r);
+    const out: KnownRows = new Map();
+    for (const [sourceId, relPaths] of paths) {
+      const bySource = new Map<string, KnownRow[]>();
+      out.set(sourceId, bySource);
+      for (const r of this.stmts.findPaths.all(this.targetId, sourceId, JSON.stringify(relPaths))) {
+        const same = bySource.get(r.rel_path);
+        if (same) same.push(r);
+        else bySource.set(r.rel_path, [r]);
+      }
+    }
     return out;
   }
 
@@ -891,6 +902,19 @@ export class Queue {
       .map((r) => r.source_id);
   }
 
+  /**
+   * How many times the rows of a source (of the bound target) changed, ever:
+   * counted by triggers in each change's own transaction (db.ts,
+   * source_changes); undefined when never counted.
+   */
+  changesOf(sourceId: string): number | undefined {
+    return this.db
+      .prepare<[number, string], { n: number }>(
+        'SELECT n FROM source_changes WHERE target_id = ? AND source_id = ?',
+      )
+      .get(this.targetId, sourceId)?.n;
+  }
+
   getMeta(key: string): string | undefined {
     return this.db.prepare<[string], { value: string }>('SELECT value FROM meta WHERE key = ?').get(key)
       ?.value;
@@ -926,7 +950,22 @@ function stateOf(s: string | undefined): TargetState {
   return s !== undefined && isTargetState(s) ? s : 'unanswered';
 }
 
-/** A file's identity in the queue (the unique key within a target): source, path, size, time. */
-function observedKey(f: Pick<ObservedFile, 'sourceId' | 'relPath' | 'size' | 'mtimeMs'>): string {
-  return `${f.sourceId}\0${f.relPath}\0${f.size}\0${f.mtimeMs}`;
+/** A row a scan's file may be: what observe needs of it, and its identity (path, size, time). */
+interface KnownRow {
+  id: number;
+  state: string;
+  abs_path: string;
+  size: number;
+  mtime_ms: number;
+}
+
+/** Known rows by source, then path. */
+type KnownRows = Map<string, Map<string, KnownRow[]>>;
+
+/** The row of a file (its identity in the queue, unique within a target: source, path, size, time). */
+function knownRow(rows: KnownRows, f: ObservedFile): KnownRow | undefined {
+  return rows
+    .get(f.sourceId)
+    ?.get(f.relPath)
+    ?.find((r) => r.size === f.size && r.mtime_ms === f.mtimeMs);
 }

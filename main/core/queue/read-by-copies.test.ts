@@ -97,9 +97,11 @@ it('a queue of the previous version: cards with destinations are the copy laneâ€
   const db = new Database(file);
   // (and of the migrations after it: how each copy was written)
   db.exec(
-    'DROP INDEX files_unread; ALTER TABLE files DROP COLUMN read_by_copies; ALTER TABLE copies DROP COLUMN written',
+    'DROP INDEX files_unread; ALTER TABLE files DROP COLUMN read_by_copies; ALTER TABLE copies DROP COLUMN written;' +
+      ' DROP TABLE source_changes; DROP TRIGGER files_insert_counted; DROP TRIGGER files_update_counted;' +
+      ' DROP TRIGGER files_delete_counted',
   );
-  db.pragma(`user_version = ${SCHEMA_VERSION - 2}`);
+  db.pragma(`user_version = ${SCHEMA_VERSION - 3}`);
   db.close();
   q = open();
   expect(lanes(q)).toEqual({ copy: ['card-new'], upload: ['card-old'], copyWakes: true, uploadWakes: true });

@@ -16,7 +16,8 @@ import { DmsError, notActedOn, toDmsError } from '../errors.js';
 import { isInside } from '../media/discover.js';
 import { md5File, tinyFingerprint } from '../media/fingerprint.js';
 import { flightFolderOf } from '../media/flight-folder.js';
-import { readMediaInfo, type MediaInfo } from '../media/metadata.js';
+import type * as Metadata from '../media/metadata.js';
+import type { MediaInfo } from '../media/metadata.js';
 import { sidecarNames } from '../media/video.js';
 import { parseMrk } from '../media/mrk.js';
 import { rtkKindOf } from '../media/rtk-files.js';
@@ -307,6 +308,14 @@ export async function copyStep(
   };
 }
 
+/**
+ * The metadata reader (exifr, the frame and preview checks: 26 modules),
+ * loaded when a file is first described: a card with nothing to do never
+ * loads it (issue 33, its start).
+ */
+let metadata: Promise<typeof Metadata> | undefined;
+const metadataReader = (): Promise<typeof Metadata> => (metadata ??= import('../media/metadata.js'));
+
 /** What the requests say of a file: its media metadata (photos, videos), none for RTK and other files. */
 async function describeFile(
   ctx: StepContext,
@@ -319,6 +328,7 @@ async function describeFile(
   // copies of those are there (the card's are not read twice), else from the card.
   const beside =
     at.copyOn !== undefined && !(await sidecarsCopied(at.path, row.absPath)) ? cardPlace(row) : at;
+  const { readMediaInfo } = await metadataReader();
   return readMediaInfo(beside.path, {
     relPath: row.relPath,
     root: beside.root,
