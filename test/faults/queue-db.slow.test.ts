@@ -16,6 +16,7 @@ import { canMount, fill, tryMount, unmount } from './disk.js';
 import {
   expectPlain,
   expectPromiseKept,
+  FAST_SETTLE,
   findSecrets,
   KiB,
   makeCard,
@@ -57,9 +58,11 @@ describe('locked queue', () => {
     const state = path.join(rig.dir, 'state-long-tx');
     stateDirs.push(state);
     fs.mkdirSync(state, { recursive: true });
+    // While the queue blocks the agent, a callback's connection may be lost with its answer: that
+    // file then waits the settle time before asking (60 s by default, longer than this test).
     fs.writeFileSync(
       path.join(state, 'config.json'),
-      JSON.stringify({ concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 96 }),
+      JSON.stringify({ ...FAST_SETTLE, concurrency: { files: 1, parts: 1 }, bandwidthLimitKiBps: 96 }),
     );
     const queueFile = path.join(state, 'queue.db');
     const cli = runSync(rig, w, state, [root]);
