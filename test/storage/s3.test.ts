@@ -130,6 +130,43 @@ describe('S3 uploader (s3rver)', () => {
     expect(await objectDigest(s3.endpoint, 'ws/a/big.mp4')).toEqual({ size: big.size, md5Hex: big.md5Hex });
   });
 
+  it('a file the agent wrote (streamed): 40 MiB in one PutObject with its Content-MD5, read as it is sent, byte-identical', async () => {
+    let throttled = 0;
+    const up = uploader(
+      {
+        throttle: (n: number) => {
+          throttled += n;
+          return Promise.resolve(n);
+        },
+      },
+      proxy.endpoint,
+    );
+    const from = proxy.seen.length;
+    let progress = 0;
+    const res = await up.upload({
+      filePath: big.path,
+      size: big.size,
+      key: 'ws/manifests/report.json',
+      md5Hex: big.md5Hex,
+      streamed: true,
+      replace: true,
+      contentType: 'application/json',
+      onProgress: (n) => (progress += n),
+    });
+    up.close();
+    // Above the multipart threshold (16 MiB), yet one PUT: nothing of it is read whole first.
+    expect(res).toMatchObject({ multipart: false, bytesSent: big.size });
+    expect(progress).toBe(big.size);
+    expect(throttled).toBe(big.size);
+    const puts = proxy.seen.slice(from);
+    expect(puts.map((p) => p.method)).toEqual(['PUT']);
+    expect(puts[0]!.contentMd5).toBe(Buffer.from(big.md5Hex, 'hex').toString('base64'));
+    expect(await objectDigest(s3.endpoint, 'ws/manifests/report.json')).toEqual({
+      size: big.size,
+      md5Hex: big.md5Hex,
+    });
+  });
+
   it('exists() tells present from absent objects', async () => {
     const up = uploader();
     await up.upload({ filePath: small.path, size: small.size, key: 'ws/exists/x.jpg' });

@@ -4,7 +4,6 @@
  * state folder and uploaded next to its files. The agent never formats or
  * deletes anything: this only tells.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { plainMessage, toDmsError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -113,30 +112,20 @@ export async function completeSource(o: {
     try {
       const folder = `manifests/${manifestFolder(offload)}`;
       // A few at a time, not one after the other: on a 300 ms link each round trip counts.
-      // Each is read whole to be sent: the large ones (a 10,000-file card's report is
-      // 10 MB) go one after the other in a lane of their own, beside the others, each
-      // read into the same buffer (not one buffer per file, freed only by the collector).
-      const sizeOf = (f: string): number => fs.statSync(path.join(manifest.dir, f)).size;
-      const small = manifest.toUpload.filter((f) => sizeOf(f) <= MANIFEST_LARGE);
-      const big = manifest.toUpload.filter((f) => sizeOf(f) > MANIFEST_LARGE);
-      const lane = new ReusedRead(Math.max(0, ...big.map(sizeOf)));
-      const one = async (left: string[], read: (file: string) => Buffer): Promise<void> => {
+      // Each is sent from its file as it is read (a 10,000-file card's report is 16 MB).
+      const left = [...manifest.toUpload];
+      const one = async (): Promise<void> => {
         for (let f = left.shift(); f !== undefined; f = left.shift())
           await o.bucket.put(
             folder,
             f,
-            read(path.join(manifest.dir, f)),
+            { file: path.join(manifest.dir, f) },
             contentType(f),
             o.signal,
             livingFile(f),
           );
       };
-      await Promise.all([
-        ...Array.from({ length: Math.min(MANIFEST_PUTS, small.length) }, () =>
-          one(small, (file) => fs.readFileSync(file)),
-        ),
-        one(big, (file) => lane.read(file)),
-      ]);
+      await Promise.all(Array.from({ length: Math.min(MANIFEST_PUTS, left.length) }, one));
       markUploaded(manifest.dir, manifest.digest);
     } catch (err) {
       const e = toDmsError(err);
@@ -157,9 +146,6 @@ function contentType(file: string): string {
 /** Manifest files written to the bucket at once (a generation is 4: its hash list, the chain, two reports). */
 const MANIFEST_PUTS = 4;
 
-/** A manifest file larger than this is sent alone (read whole for its PUT), one after the other. */
-const MANIFEST_LARGE = 1024 * 1024;
-
 /**
  * The files each new generation rewrites (the report, the ASC MHL chain):
  * replaced in the bucket. A generation's hash list (`.mhl`) is written once
@@ -167,29 +153,4 @@ const MANIFEST_LARGE = 1024 * 1024;
  */
 function livingFile(file: string): boolean {
   return !file.endsWith('.mhl');
-}
-
-/**
- * Files read whole, one after the other, into one buffer grown to the
- * largest: what a read gives is valid until the next read.
- */
-class ReusedRead {
-  private buf: Buffer;
-
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
-  }
-
-  read(file: string): Buffer {
-    const fd = fs.openSync(file, 'r');
-    try {
-      const size = fs.fstatSync(fd).size;
-      if (this.buf.length < size) this.buf = Buffer.allocUnsafe(size);
-      let at = 0;
-      for (let n = -1; at < size && n !== 0; at += n) n = fs.readSync(fd, this.buf, at, size - at, at);
-      return this.buf.subarray(0, at);
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
 }

@@ -17,7 +17,7 @@ import OSS from 'ali-oss';
 import { DmsError } from '../errors.js';
 import { isCredentialFailure, networkCode, toBucketError } from './bucket-errors.js';
 import type { BucketFailure } from './bucket-errors.js';
-import { pacedBody } from './parts.js';
+import { pacedBody, type BodySource } from './parts.js';
 import { ClientSession } from './session.js';
 import { resolveConfig, transfer } from './transfer.js';
 import type { StorageBackend } from './transfer.js';
@@ -139,7 +139,7 @@ export function createOssUploader(opts: OssUploaderOptions): Uploader {
 
   // Always a stream (never the bare Buffer): only a stream can be cut on abort.
   const body = (
-    buf: Buffer,
+    buf: BodySource,
     signal: AbortSignal | undefined,
     onChunk: (sent: number) => void = () => undefined,
   ): Promise<Body> => pacedBody(buf, { throttle: opts.throttle, signal, onChunk });

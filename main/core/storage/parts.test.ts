@@ -1,6 +1,13 @@
-import type { Readable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isDmsError } from '../errors.js';
 import { CHUNK_SIZE, pacedBody } from './parts.js';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-parts-'));
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('pacedBody', () => {
   it('is granted its first slice before it resolves, then hands over exactly what each grant allows', async () => {
@@ -64,5 +71,65 @@ describe('a stalled body', () => {
     const chunks: Buffer[] = [];
     for await (const chunk of body) chunks.push(chunk as Buffer);
     expect(Buffer.concat(chunks).length).toBe(2000);
+  });
+});
+
+describe('a body read from its file as it is sent (a manifest the agent wrote)', () => {
+  const file = path.join(tmp, 'report.json');
+  const bytes = Buffer.from(Array.from({ length: 3 * CHUNK_SIZE + 1234 }, (_, i) => (i * 7919) % 251));
+  fs.writeFileSync(file, bytes);
+
+  it('is always a stream, read a slice at a time (never the whole file at once), equal to the file', async () => {
+    const body = await pacedBody({ file, length: bytes.length }, {});
+    expect(body).toBeInstanceOf(Readable);
+    const chunks: Buffer[] = [];
+    for await (const chunk of body as Readable) chunks.push(chunk as Buffer);
+    expect(Math.max(...chunks.map((c) => c.length))).toBeLessThanOrEqual(CHUNK_SIZE);
+    expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+  });
+
+  it('paced: hands over exactly what each grant allows, with progress, read from the file', async () => {
+    const asked: number[] = [];
+    const progress: number[] = [];
+    const body = (await pacedBody(
+      { file, length: bytes.length },
+      {
+        throttle: (upTo) => {
+          asked.push(upTo);
+          return Promise.resolve(Math.min(upTo, 100_000));
+        },
+        onChunk: (n) => progress.push(n),
+      },
+    )) as Readable;
+    expect(asked).toEqual([CHUNK_SIZE]); // granted before the request is made
+    const chunks: Buffer[] = [];
+    for await (const chunk of body) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(bytes)).toBe(true);
+    expect(progress.slice(0, 2)).toEqual([100_000, 200_000]);
+    expect(progress.at(-1)).toBe(bytes.length);
+  });
+
+  it('a file shorter than said fails as changed; a missing one as missing', async () => {
+    const short = (await pacedBody({ file, length: bytes.length + 10 }, {})) as Readable;
+    const changed = await (async () => {
+      for await (const _ of short) void _;
+    })().catch((e: unknown) => e);
+    expect(isDmsError(changed) && changed.kind).toBe('source-missing');
+    expect((changed as Error).message).toMatch(/changed/i);
+    const gone = (await pacedBody({ file: path.join(tmp, 'gone.json'), length: 10 }, {})) as Readable;
+    const missing = await (async () => {
+      for await (const _ of gone) void _;
+    })().catch((e: unknown) => e);
+    expect(isDmsError(missing) && missing.kind).toBe('source-missing');
+  });
+
+  it('an abort ends it at once, as cancelled', async () => {
+    const ac = new AbortController();
+    const body = (await pacedBody({ file, length: bytes.length }, { signal: ac.signal })) as Readable;
+    const it = body[Symbol.asyncIterator]();
+    await it.next();
+    ac.abort();
+    const err = await it.next().catch((e: unknown) => e);
+    expect(isDmsError(err) && err.kind).toBe('cancelled');
   });
 });

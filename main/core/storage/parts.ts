@@ -3,6 +3,7 @@
  * of the source file with its MD5, a paced body stream, and a bounded worker pool that
  * waits for everything in flight before it settles.
  */
+import { open, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { DmsError, toDmsError } from '../errors.js';
 import { SourceChangedSignal, readRangeMd5 } from '../hash/hash-worker.js';
@@ -101,11 +102,52 @@ export interface PaceOptions {
 export const STALL_BYTES_PER_SECOND = 1024;
 
 /**
- * A request body that hands `buf` over in slices of at most CHUNK_SIZE, as
- * many bytes as the throttle grants each time, and that dies on abort (so a
- * request stuck behind the throttle or a slow socket ends at once). Without
- * a throttle or progress the plain Buffer is returned (the SDKs send it as
+ * A body read from a file as it is sent, never whole in memory: for a file
+ * the agent wrote itself (a card's manifest and report), whose MD5 is known
+ * before it is sent. A card file is never sent this way: its content is
+ * checked against its fingerprint before it leaves (transfer.ts).
+ */
+export interface FileBody {
+  file: string;
+  length: number;
+}
+
+/** What a PUT sends (its `length` is the Content-Length): bytes in memory, or a file read as it goes. */
+export type BodySource = Buffer | FileBody;
+
+/**
+ * The next `n` bytes of a file from `offset`, read into a new buffer (the
+ * socket may still hold the previous one). A file that ends early is
+ * `fileChangedError`; what the file system says is `source-missing`.
+ */
+function fileReader(body: FileBody): { read(offset: number, n: number): Promise<Buffer>; close(): void } {
+  let fd: Promise<FileHandle> | undefined;
+  return {
+    async read(offset, n) {
+      try {
+        fd ??= open(body.file, 'r');
+        const buf = Buffer.allocUnsafe(n);
+        const { bytesRead } = await (await fd).read(buf, 0, n, offset);
+        if (bytesRead === 0) throw new SourceChangedSignal();
+        return buf.subarray(0, bytesRead);
+      } catch (err) {
+        if (err instanceof SourceChangedSignal) throw fileChangedError();
+        throw toDmsError(err, 'source-missing');
+      }
+    },
+    close() {
+      fd?.then((h) => h.close()).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * A request body that hands `source` over in slices of at most CHUNK_SIZE,
+ * as many bytes as the throttle grants each time, and that dies on abort (so
+ * a request stuck behind the throttle or a slow socket ends at once). Without
+ * a throttle or progress a Buffer is returned as it is (the SDKs send it as
  * is), unless `stream` asks for a stream (then handed over without waiting).
+ * A FileBody is always a stream, read slice by slice as the socket takes it.
  *
  * Resolves once the first slice is granted, so call it before the request
  * is made: an HTTP client (undici, node:http) takes a connection for the
@@ -114,25 +156,28 @@ export const STALL_BYTES_PER_SECOND = 1024;
  * connection, which servers cut (the bucket answered 408 after its 10-s
  * headers timeout; a reused keep-alive connection was closed after 5 s).
  */
-export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer | Readable> {
+export async function pacedBody(source: BodySource, opts: PaceOptions): Promise<Buffer | Readable> {
   const { throttle } = opts;
   const paced = throttle !== undefined || opts.onChunk !== undefined;
-  if (!paced && opts.stream !== true) return buf;
+  const buf = Buffer.isBuffer(source) ? source : null;
+  if (buf !== null && !paced && opts.stream !== true) return buf;
+  const { length } = source;
+  const file = Buffer.isBuffer(source) ? null : fileReader(source);
   let waitingForGrant = false;
   const grant = (upTo: number): Promise<number> =>
     throttle ? throttle(upTo, opts.signal) : Promise.resolve(upTo);
-  const nextSize = (from: number): number => Math.min(CHUNK_SIZE, buf.length - from);
+  const nextSize = (from: number): number => Math.min(CHUNK_SIZE, length - from);
   let offset = 0;
   // Granted ahead of the request (see above); none for an empty body.
-  let granted: number | undefined = buf.length > 0 && paced ? await grant(nextSize(0)) : undefined;
+  let granted: number | undefined = length > 0 && paced ? await grant(nextSize(0)) : undefined;
   const stream = new Readable({
     highWaterMark: CHUNK_SIZE,
     read() {
-      if (offset >= buf.length) {
+      if (offset >= length) {
         this.push(null);
         return;
       }
-      if (!paced) {
+      if (!paced && buf !== null) {
         const chunk = buf.subarray(offset, offset + CHUNK_SIZE);
         offset += chunk.length;
         this.push(chunk);
@@ -140,20 +185,25 @@ export async function pacedBody(buf: Buffer, opts: PaceOptions): Promise<Buffer 
       }
       const ready = granted !== undefined ? Promise.resolve(granted) : grant(nextSize(offset));
       granted = undefined;
-      waitingForGrant = true;
-      ready.then(
-        (n) => {
+      waitingForGrant = paced;
+      ready
+        .then((n) => {
           waitingForGrant = false;
-          if (stream.destroyed) return;
-          const chunk = buf.subarray(offset, offset + Math.max(1, n));
-          offset += chunk.length;
-          opts.onChunk?.(offset);
-          this.push(chunk);
-        },
-        (err: unknown) => stream.destroy(err instanceof Error ? err : new Error(String(err))),
-      );
+          const size = Math.max(1, n);
+          return buf !== null ? buf.subarray(offset, offset + size) : file?.read(offset, size);
+        })
+        .then(
+          (chunk) => {
+            if (stream.destroyed || chunk === undefined) return;
+            offset += chunk.length;
+            opts.onChunk?.(offset);
+            this.push(chunk);
+          },
+          (err: unknown) => stream.destroy(err instanceof Error ? err : new Error(String(err))),
+        );
     },
   });
+  if (file !== null) stream.once('close', () => file.close());
   // The request fails through its own abort signal; if the HTTP client has
   // already let go of the body, an unobserved 'error' would crash the process.
   stream.on('error', () => {});

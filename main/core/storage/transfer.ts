@@ -17,6 +17,7 @@ import {
   partRange,
   readRangeWithMd5,
   runPool,
+  type BodySource,
 } from './parts.js';
 import type { FinishedPart, UploaderOptions, UploadRequest, UploadResult } from './types.js';
 
@@ -30,7 +31,7 @@ export interface StorageBackend {
   /** One PUT with Content-Length and Content-MD5; `onChunk` gets bytes handed over so far. */
   putObject(
     req: UploadRequest,
-    body: Buffer,
+    body: BodySource,
     md5: string,
     onChunk: (sent: number) => void,
   ): Promise<PutAnswer>;
@@ -112,7 +113,10 @@ export async function transfer(
     throw new DmsError('invalid-input', `Invalid upload request for "${req.key}".`, { retryable: false });
   }
   if (req.signal?.aborted === true) throw new DmsError('cancelled', 'The upload was cancelled.');
-  const multipart = req.size > 0 && (req.size >= cfg.multipartThreshold || (req.resume ?? null) !== null);
+  const multipart =
+    req.streamed !== true &&
+    req.size > 0 &&
+    (req.size >= cfg.multipartThreshold || (req.resume ?? null) !== null);
   return multipart ? uploadMultipart(b, req, cfg) : uploadSmall(b, req);
 }
 
@@ -123,9 +127,13 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
   // One MD5 pass (off the event loop when possible) serves both the check and the Content-MD5 header.
   // Content kept from fingerprinting is by construction what md5Hex describes.
   const kept = req.content !== undefined && req.md5Hex !== undefined && req.content.length === req.size;
-  const { body, md5: digest } = kept
+  // A file the agent wrote itself, with its MD5 worked out before: read as it is sent.
+  const streamed = req.streamed === true && req.md5Hex !== undefined;
+  const { body, md5: digest }: { body: BodySource; md5: Buffer } = kept
     ? { body: req.content as Buffer, md5: Buffer.from(req.md5Hex as string, 'hex') }
-    : await readRangeWithMd5(req.filePath, 0, req.size, req.size);
+    : streamed
+      ? { body: { file: req.filePath, length: req.size }, md5: Buffer.from(req.md5Hex as string, 'hex') }
+      : await readRangeWithMd5(req.filePath, 0, req.size, req.size);
   if (req.md5Hex !== undefined && digest.toString('hex') !== req.md5Hex.toLowerCase()) {
     throw fileChangedError();
   }
@@ -149,7 +157,7 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
   if (answer.written) report(req.size);
   ticket?.done(reported);
   // Content kept from the fingerprint belongs to the caller.
-  if (!kept) release(body);
+  if (!kept && Buffer.isBuffer(body)) release(body);
   const { etag } = answer;
   return { key: req.key, ...(etag !== undefined ? { etag } : {}), bytesSent: reported, multipart: false };
 }

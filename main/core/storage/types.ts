@@ -58,6 +58,13 @@ export interface UploadRequest {
   content?: Buffer;
   contentType?: string;
   /**
+   * Sent from `filePath` as it is read, in one PUT whatever its size, with
+   * `md5Hex` (required) as its Content-MD5: for a file the agent wrote
+   * itself (a card's manifest), never whole in memory. Never a card file
+   * (its content is checked against its fingerprint before it leaves).
+   */
+  streamed?: boolean;
+  /**
    * Replace what is at the key (no If-None-Match): only for the living files
    * of a card's manifest (its report and ASC MHL chain), which each new
    * generation rewrites. Card files and hash lists are never replaced.
@@ -179,11 +186,13 @@ export interface BucketPort {
   /**
    * Writes `content` (with its Content-MD5) as `<prefix>/<folder>/<rel>`;
    * returns the key. An object already there is kept unless `replace`.
+   * `{ file }`: a file the agent wrote, sent as it is read (never whole in
+   * memory: a 10,000-file card's report is 16 MB).
    */
   put(
     folder: string,
     rel: string,
-    content: Buffer,
+    content: Buffer | { file: string },
     contentType: string,
     signal?: AbortSignal,
     replace?: boolean,

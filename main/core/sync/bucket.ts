@@ -5,6 +5,7 @@
  * (BucketPort: stat and put).
  */
 import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
 import type { ApiClient } from '../api/client.js';
 import type { StorageProvider } from '../api/types.js';
 import type { Config } from '../config.js';
@@ -13,9 +14,13 @@ import { objectKeyOf } from '../storage/keys.js';
 import type { BucketPort, ObjectStat, Uploader, UploaderOptions } from '../storage/types.js';
 import { loadCaFile, trustedCas } from '../tls.js';
 import { warmRangeWorkers } from '../hash/workers.js';
+import { md5OfFile } from '../hash/hash-worker.js';
 import { StsCache } from './sts-cache.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { parseTimetable } from '../link/timetable.js';
+
+/** The reads of a file sent from disk (its MD5 pass). */
+const FILE_READ = 256 * 1024;
 
 export type UploaderFactory = (provider: StorageProvider, opts: UploaderOptions) => Uploader;
 
@@ -117,19 +122,32 @@ export class BucketAccess implements BucketPort {
   async put(
     folder: string,
     rel: string,
-    content: Buffer,
+    content: Buffer | { file: string },
     contentType: string,
     signal?: AbortSignal,
     replace = false,
   ): Promise<string> {
     const target = await this.sts.get(signal ? { signal } : {});
     const key = objectKeyOf(target.objectKeyPrefix, [...folder.split('/'), ...rel.split('/')]);
+    // A file: its MD5 in one streamed pass first (the Content-MD5 goes before the body), then
+    // sent as it is read again (a file changed between the two is refused by a bucket that checks
+    // the Content-MD5, as the embedded one and S3 do: sent again at the next sync).
+    const body = Buffer.isBuffer(content)
+      ? {
+          filePath: '',
+          size: content.length,
+          md5Hex: createHash('md5').update(content).digest('hex'),
+          content,
+        }
+      : {
+          filePath: content.file,
+          size: (await fs.stat(content.file)).size,
+          md5Hex: (await md5OfFile(content.file, { bufferSize: FILE_READ, stopped: () => false })) as string,
+          streamed: true,
+        };
     await this.uploaderFor(target.provider).upload({
-      filePath: '',
-      size: content.length,
+      ...body,
       key,
-      md5Hex: createHash('md5').update(content).digest('hex'),
-      content,
       contentType,
       ...(replace ? { replace } : {}),
       ...(signal ? { signal } : {}),
