@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=8
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=100
 // The flags on the line above are AGENT_V8_FLAGS (node-flags.ts): V8 reads them only at start.
 import { enableCompileCache } from './compile-cache.js';
 import { nodeTooOld } from './node-check.js';

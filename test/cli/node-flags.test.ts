@@ -16,6 +16,7 @@ it('bin.js starts Node with the agent flags (its first line)', () => {
   const first = fs.readFileSync(path.resolve('dist/main/cli/bin.js'), 'utf8').split('\n')[0];
   expect(first).toBe(`#!/usr/bin/env -S node ${AGENT_V8_FLAGS.join(' ')}`);
   expect(AGENT_V8_FLAGS).toContain('--max-semi-space-size=8');
+  expect(AGENT_V8_FLAGS).toContain('--heap-growing-percent=100');
 });
 
 it('npm run cli gives the same flags before bin.js', () => {
