@@ -14,11 +14,12 @@
  * --heap-growing-percent=100 (issue 33): after each full collection V8 lets
  * the old generation grow to up to four times what survived when collecting
  * is fast, as here. The first sync of a 10,000-file card then peaked at
- * 284-328 MiB (six runs, 300 the goal): its end (verdict, report, manifest)
- * lands on a heap allowed to double twice over. Growing by 2x at most:
- * 245-248 MiB, for the same CPU in runs paired at the same load (21.0/20.7 s,
- * 21.9/21.8 s; the small-file and survey benches alike within their noise).
- * 25 % took it to 224-259 MiB but cost 12 % more CPU.
+ * 284-328 MiB (sixteen runs, five over the goal of 300): its end (verdict,
+ * report, manifest) lands on a heap allowed to double twice over. Growing
+ * by 2x at most: 245-248 MiB, for the same CPU in runs paired at the same
+ * load (21.0/20.7 s, 21.9/21.8 s; the small-file and survey benches alike
+ * within their noise). 25 % took it to 224-259 MiB but cost 12 % more CPU
+ * (test/bench/RESULTS.md, session 12).
  *
  * test/cli/node-flags.test.ts holds every launcher to this list.
  */
