@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { invokedAs } from './invocation.js';
-import { AGENT_V8_FLAGS } from './node-flags.js';
+import { AGENT_V8_FLAGS } from '../core/node-flags.js';
 
 const require = createRequire(import.meta.url);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');

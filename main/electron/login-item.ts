@@ -2,13 +2,15 @@
  * Start at login, so a crew's laptop syncs cards without anyone opening the
  * app. Windows and macOS use Electron's login items; Electron has none on
  * Linux, where the XDG autostart folder is the standard way. Started that
- * way the app stays in the tray (no window).
+ * way the app stays in the tray (no window). Either way it is started with
+ * the agent's V8 flags (JS_FLAGS_ARG), so it need not start itself again.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { app } from 'electron';
 import type { Logger } from '../core/log.js';
+import { JS_FLAGS_ARG } from './v8-relaunch.js';
 
 export const HIDDEN_ARG = '--hidden';
 const DESKTOP_FILE = 'drone-media-sync.desktop';
@@ -24,7 +26,7 @@ export function autostartEntry(executable: string): string {
     'Type=Application',
     'Name=Drone Media Sync',
     'Comment=Uploads drone media from SD cards',
-    `Exec=${execQuote(executable)} ${HIDDEN_ARG}`,
+    `Exec=${execQuote(executable)} ${execQuote(JS_FLAGS_ARG)} ${HIDDEN_ARG}`,
     'Terminal=false',
     'X-GNOME-Autostart-enabled=true',
     '',
@@ -60,7 +62,8 @@ export function applyStartAtLogin(o: LoginItemOptions): void {
   } else {
     app.setLoginItemSettings({
       openAtLogin: o.enabled,
-      ...(platform === 'win32' ? { args: [HIDDEN_ARG] } : {}),
+      // Windows joins these with spaces as they are: an argument with a space is quoted here.
+      ...(platform === 'win32' ? { args: [`"${JS_FLAGS_ARG}"`, HIDDEN_ARG] } : {}),
     });
   }
   o.log.info({ enabled: o.enabled }, 'start at login applied');
@@ -72,4 +75,16 @@ export function startedAtLogin(
 ): boolean {
   if (argv.includes(HIDDEN_ARG)) return true;
   return platform === 'darwin' && app.getLoginItemSettings().wasOpenedAtLogin;
+}
+
+/**
+ * The arguments a second start of this process gets (v8-relaunch.ts): macOS
+ * tells only the first start that it was opened at login, so the second is
+ * told by --hidden, and stays in the tray as the first would have.
+ */
+export function argvForSecondStart(
+  argv: readonly string[],
+  platform: NodeJS.Platform = process.platform,
+): readonly string[] {
+  return !argv.includes(HIDDEN_ARG) && startedAtLogin(argv, platform) ? [...argv, HIDDEN_ARG] : argv;
 }

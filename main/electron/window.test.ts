@@ -10,7 +10,8 @@ import type { FakeBrowserWindow } from '../../test/electron/electron-mock.js';
 vi.mock('electron', () => import('../../test/electron/electron-mock.js').then((m) => m.electronModule));
 const { electron, fake } = await import('../../test/electron/electron-mock.js');
 const { createMainWindow, CSP, hardenSession, isOwnPage, windowPaths } = await import('./window.js');
-const { applyStartAtLogin, autostartEntry, autostartFile, startedAtLogin } = await import('./login-item.js');
+const { applyStartAtLogin, argvForSecondStart, autostartEntry, autostartFile, startedAtLogin } =
+  await import('./login-item.js');
 
 const paths = windowPaths('/opt/dms/resources/app.asar', '/opt/dms/resources/app.asar/dist/main/electron');
 
@@ -123,24 +124,39 @@ describe('start at login', () => {
     fake.packaged = true;
     applyStartAtLogin({ enabled: true, platform: 'linux', env, log });
     const entry = fs.readFileSync(autostartFile(env), 'utf8');
-    expect(entry).toContain('Exec="/home/crew/Apps/Drone Media Sync.AppImage" --hidden\n');
+    expect(entry).toContain(
+      'Exec="/home/crew/Apps/Drone Media Sync.AppImage" "--js-flags=--max-semi-space-size=8 --heap-growing-percent=100" --hidden\n',
+    );
     expect(entry).toBe(autostartEntry(env.APPIMAGE));
     applyStartAtLogin({ enabled: false, platform: 'linux', env, log });
     expect(fs.existsSync(autostartFile(env))).toBe(false);
     fs.rmSync(home, { recursive: true, force: true });
   });
 
-  it('uses login items on Windows (with --hidden) and macOS', () => {
+  it('uses login items on Windows (with the V8 flags, quoted, and --hidden) and macOS', () => {
     fake.packaged = true;
     const log = pino({ level: 'silent' });
     applyStartAtLogin({ enabled: true, platform: 'win32', log });
     expect(electron.app.setLoginItemSettings).toHaveBeenLastCalledWith({
       openAtLogin: true,
-      args: ['--hidden'],
+      args: ['"--js-flags=--max-semi-space-size=8 --heap-growing-percent=100"', '--hidden'],
     });
     applyStartAtLogin({ enabled: false, platform: 'darwin', log });
     expect(electron.app.setLoginItemSettings).toHaveBeenLastCalledWith({ openAtLogin: false });
     expect(startedAtLogin(['/opt/app', '--hidden'], 'linux')).toBe(true);
     expect(startedAtLogin(['/opt/app'], 'linux')).toBe(false);
+  });
+
+  it('a start at login that starts itself again (V8 flags) tells the second start with --hidden', () => {
+    expect(argvForSecondStart(['/opt/app', '--hidden'], 'linux')).toEqual(['/opt/app', '--hidden']);
+    expect(argvForSecondStart(['/opt/app'], 'linux')).toEqual(['/opt/app']);
+    vi.mocked(electron.app.getLoginItemSettings).mockReturnValueOnce({ wasOpenedAtLogin: true });
+    expect(argvForSecondStart(['/Applications/D.app/Contents/MacOS/D'], 'darwin')).toEqual([
+      '/Applications/D.app/Contents/MacOS/D',
+      '--hidden',
+    ]);
+    expect(argvForSecondStart(['/Applications/D.app/Contents/MacOS/D'], 'darwin')).toEqual([
+      '/Applications/D.app/Contents/MacOS/D',
+    ]);
   });
 });

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_V8_FLAGS } from '../../main/cli/node-flags.js';
+import { AGENT_V8_FLAGS } from '../../main/core/node-flags.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { makeCard, tempDir } from '../support/harness.js';
 import { hostile, startHostileServer } from '../support/hostile-server.js';

@@ -1,6 +1,6 @@
 /**
  * Every way the agent is started gives Node the agent's V8 flags
- * (main/cli/node-flags.ts): V8 reads them only at start, so a launcher that
+ * (main/core/node-flags.ts): V8 reads them only at start, so a launcher that
  * forgets them runs the agent with a young generation of 128 MiB (issue 33:
  * about 100 MiB more RSS on a 10,000-file card). The headless `npm start`
  * is checked on a real child process in cli.test.ts; Electron cannot run
@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { AGENT_V8_FLAGS } from '../../main/cli/node-flags.js';
+import { AGENT_V8_FLAGS } from '../../main/core/node-flags.js';
 import { electronArgs } from '../../main/cli/start.js';
 
 it('bin.js starts Node with the agent flags (its first line)', () => {

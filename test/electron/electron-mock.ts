@@ -104,6 +104,8 @@ export const fake = {
   appPath: process.cwd(),
   lock: true,
   packaged: false,
+  /** The command line's switches (app.commandLine), by name without the dashes. */
+  switches: new Map<string, string>(),
   appListeners: new Map<string, Listener[]>(),
   ipcHandlers: new Map<string, Listener>(),
   safeStorage: {
@@ -121,6 +123,7 @@ export const fake = {
     fake.ipcHandlers.clear();
     fake.lock = true;
     fake.packaged = false;
+    fake.switches.clear();
   },
 };
 
@@ -145,6 +148,10 @@ const app = {
     app.emit('before-quit', e);
   }),
   exit: vi.fn(),
+  commandLine: {
+    hasSwitch: (name: string) => fake.switches.has(name),
+    getSwitchValue: (name: string) => fake.switches.get(name) ?? '',
+  },
   requestSingleInstanceLock: vi.fn(() => fake.lock),
   setAppUserModelId: vi.fn(),
   setLoginItemSettings: vi.fn(),

@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import * as asar from '@electron/asar';
 import { FuseState, FuseV1Options, FuseVersion, getCurrentFuseWire } from '@electron/fuses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JS_FLAGS_ARG } from '../../main/electron/v8-relaunch.js';
 import { CHANNEL_NAMES } from '../../main/shared/ipc.js';
 import { runSandboxedPreload } from './helpers.js';
 
@@ -30,7 +31,7 @@ interface BuilderConfig {
   asarUnpack: string[];
   npmRebuild: boolean;
   electronFuses: Record<string, boolean>;
-  linux: { target: string[] };
+  linux: { target: string[]; executableArgs: string[] };
   win: { target: string[] };
   mac: { target: string[] };
 }
@@ -130,6 +131,11 @@ describe('electron-builder.yml', () => {
       enableCookieEncryption: true,
     });
     expect(config.npmRebuild).toBe(false);
+  });
+
+  it("the Linux desktop entry starts the app with the agent's V8 flags, quoted as one argument", () => {
+    // electron-builder writes executableArgs into Exec verbatim (LinuxTargetHelper): the quotes are ours.
+    expect(config.linux.executableArgs).toEqual([`"${JS_FLAGS_ARG}"`]);
   });
 });
 

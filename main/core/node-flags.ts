@@ -2,7 +2,9 @@
  * The V8 flags every agent process starts with, however it is launched:
  * `bin.js`'s first line (`npx drone-media-sync`, an installed command),
  * `npm run cli`, the headless agent of `npm start`, and the desktop app's
- * main process (Electron's `--js-flags`, which V8 reads only at start).
+ * main process (Electron's `--js-flags`, which V8 reads only at start: the
+ * desktop entry and the login item give it, and a desktop app started any
+ * other way starts itself once more with it, main/electron/v8-relaunch.ts).
  *
  * --max-semi-space-size=8 (issue 33): V8's young generation grows to 64 MiB
  * semi-spaces here (new space 128 MiB), and a sync of a 10,000-file card
