@@ -167,6 +167,16 @@ describe('S3 uploader (s3rver)', () => {
     });
   });
 
+  it('a streamed upload without its MD5 is refused before anything is read or sent', async () => {
+    const up = uploader({}, proxy.endpoint);
+    const from = proxy.seen.length;
+    await expect(
+      up.upload({ filePath: big.path, size: big.size, key: 'ws/manifests/no-md5.json', streamed: true }),
+    ).rejects.toMatchObject({ kind: 'invalid-input', message: expect.stringContaining('needs its MD5') });
+    up.close();
+    expect(proxy.seen.slice(from)).toEqual([]);
+  });
+
   it('exists() tells present from absent objects', async () => {
     const up = uploader();
     await up.upload({ filePath: small.path, size: small.size, key: 'ws/exists/x.jpg' });

@@ -112,6 +112,12 @@ export async function transfer(
   if (!Number.isSafeInteger(req.size) || req.size < 0 || req.key === '' || req.key.startsWith('/')) {
     throw new DmsError('invalid-input', `Invalid upload request for "${req.key}".`, { retryable: false });
   }
+  if (req.streamed === true && req.md5Hex === undefined) {
+    // Its Content-MD5 goes before its body: a streamed file without one would have to be read whole first.
+    throw new DmsError('invalid-input', `A streamed upload of "${req.key}" needs its MD5 first.`, {
+      retryable: false,
+    });
+  }
   if (req.signal?.aborted === true) throw new DmsError('cancelled', 'The upload was cancelled.');
   const multipart =
     req.streamed !== true &&
@@ -128,7 +134,7 @@ async function uploadSmall(b: StorageBackend, req: UploadRequest): Promise<Uploa
   // Content kept from fingerprinting is by construction what md5Hex describes.
   const kept = req.content !== undefined && req.md5Hex !== undefined && req.content.length === req.size;
   // A file the agent wrote itself, with its MD5 worked out before: read as it is sent.
-  const streamed = req.streamed === true && req.md5Hex !== undefined;
+  const streamed = req.streamed === true; // with its md5Hex (transfer() refuses one without)
   const { body, md5: digest }: { body: BodySource; md5: Buffer } = kept
     ? { body: req.content as Buffer, md5: Buffer.from(req.md5Hex as string, 'hex') }
     : streamed
