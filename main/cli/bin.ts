@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=100
-// The flags on the line above are AGENT_V8_FLAGS (node-flags.ts): V8 reads them only at start.
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=8 --heap-growing-percent=100
+// The line above is AGENT_ENV and AGENT_V8_FLAGS (core/node-flags.ts): both are read only at start.
 import { enableCompileCache } from './compile-cache.js';
 import { nodeTooOld } from './node-check.js';
 

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { invokedAs } from './invocation.js';
-import { AGENT_V8_FLAGS } from '../core/node-flags.js';
+import { AGENT_ENV, AGENT_V8_FLAGS } from '../core/node-flags.js';
 
 const require = createRequire(import.meta.url);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -75,6 +75,7 @@ function runHeadless(reason: string): void {
     ],
     {
       stdio: 'inherit',
+      env: { ...process.env, ...AGENT_ENV },
     },
   );
   forward(child);

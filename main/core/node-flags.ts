@@ -26,3 +26,22 @@
  * test/cli/node-flags.test.ts holds every launcher to this list.
  */
 export const AGENT_V8_FLAGS: readonly string[] = ['--max-semi-space-size=8', '--heap-growing-percent=100'];
+
+/**
+ * The environment the agent starts with, beside its V8 flags: bin.js's first
+ * line sets it (`env -S NAME=value node …`; npm's Windows shims read it
+ * there too) and so does `npm start`'s headless agent.
+ *
+ * MALLOC_ARENA_MAX=2 (issue 33): glibc gives each thread that allocates its
+ * own malloc arena, up to 8 per core; the agent's threads (main, four hash
+ * workers, libuv's four, V8's) held five to seven arenas of about 9 MiB each
+ * at the peak, mostly free chunks no other thread could use. Two arenas,
+ * in runs paired at the same load: first sync of 10,000 files 249/247 ->
+ * 231/222 MiB peak RSS, the offload card with no destination (row 6d)
+ * 303/303/297 -> 291/291/287 MiB, the same time and CPU (small files 0.53/
+ * 0.53 -> 0.48/0.57 of rclone's files per second; test/bench/RESULTS.md,
+ * session 13). Ignored where the C library is not glibc (macOS, Windows,
+ * musl) and by Electron's own allocator; `npm run cli` (a shell-less npm
+ * script on Windows) does not set it.
+ */
+export const AGENT_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2' };

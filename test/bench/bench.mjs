@@ -35,6 +35,7 @@ const { values: opt } = parseArgs({
     results: { type: 'string' },
     'agent-config': { type: 'string' },
     'agent-node-args': { type: 'string' },
+    'agent-env': { type: 'string' },
     keep: { type: 'boolean', default: false },
     'agent-dist': { type: 'string' },
     'mem-sample': { type: 'string' },
@@ -54,9 +55,31 @@ const SERVICE_NODE_ARGS = opt['service-node-args'] ? opt['service-node-args'].sp
 const ROUNDS = Math.max(1, Number(opt.rounds ?? (opt.quick ? 1 : 3)));
 const ONLY = new Set((opt.only ?? 'survey,small,big,reinsert,offload').split(',').map((s) => s.trim()));
 const AGENT_CONFIG = opt['agent-config'] ? JSON.parse(opt['agent-config']) : null;
-// The agent as its launcher starts it: the Node flags of bin.js's first line (`#!/usr/bin/env -S node …`).
-const LAUNCH_ARGS = (/^#!\/usr\/bin\/env -S node (.*)$/m.exec(fs.readFileSync(BIN, 'utf8').split('\n')[0]) ??
-  [])[1];
+// The agent as its launcher starts it: the environment and Node flags of bin.js's first line
+// (`#!/usr/bin/env -S [NAME=value …] node …`). The environment is set for every process the bench
+// starts: the service is started through the same bin.js, and the peers (rclone, cp, md5sum) are
+// not glibc-malloc programs it tunes. `--agent-env 'NAME=value NAME='` changes it (empty: unset).
+const LAUNCH = /^#!\/usr\/bin\/env -S ((?:\S+=\S*\s+)*)node(?: (.*))?$/m.exec(
+  fs.readFileSync(BIN, 'utf8').split('\n')[0],
+);
+const LAUNCH_ARGS = LAUNCH?.[2];
+/** The environment set from bin.js's first line and --agent-env (null: unset). */
+const LAUNCH_ENV = {};
+for (const a of [...(LAUNCH?.[1] ?? '').split(/\s+/), ...(opt['agent-env'] ?? '').split(/\s+/)].filter(
+  Boolean,
+)) {
+  const [k, v] = [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)];
+  LAUNCH_ENV[k] = v === '' ? null : v;
+  if (v === '') delete process.env[k];
+  else process.env[k] = v;
+}
+/** How the agent is started, for the results: its environment from bin.js and the Node flags. */
+const launchText = () =>
+  [
+    ...Object.entries(LAUNCH_ENV).map(([k, v]) => (v === null ? `-u ${k}` : `${k}=${v}`)),
+    'node',
+    ...AGENT_NODE_ARGS.filter((a) => !a.includes('mem-sample')),
+  ].join(' ');
 const AGENT_NODE_ARGS = [
   ...(LAUNCH_ARGS ? LAUNCH_ARGS.split(' ').filter(Boolean) : []),
   ...(opt['agent-node-args'] ? opt['agent-node-args'].split(' ').filter(Boolean) : []),
@@ -1077,6 +1100,7 @@ async function main() {
     quick: opt.quick,
     cache,
     agent_config: AGENT_CONFIG,
+    agent_launch: { env: LAUNCH_ENV, node_args: AGENT_NODE_ARGS },
     duration_s: Math.round((Date.now() - started) / 1000),
   };
   const md = markdown(f, tg, meta);
@@ -1112,7 +1136,7 @@ async function main() {
       `Peers: ${m.rclone ?? 'rclone n/a'}; ${m.aws ?? 'aws n/a'}; ${m.md5sum ?? 'md5sum n/a'}.`,
       `Service: the reference service (\`serve\`) with its embedded bucket, a separate process on loopback, log level warn.`,
       `Page cache: scenarios 1, 4, 5 read warm cards (every file read once before each run, for every tool); scenario 2 ${cache === 'cold' ? 'drops the page cache (sync; echo 3 > /proc/sys/vm/drop_caches) before each run of either tool: the card is read from disk' : 'runs warm for both tools (the page cache could not be dropped, or --warm)'}.`,
-      `Run: ${ROUNDS} round(s)${opt.quick ? ' (--quick)' : ''}, agent defaults${AGENT_CONFIG ? ` overridden by ${JSON.stringify(AGENT_CONFIG)}` : ''}, ${Math.round(meta.duration_s / 60)} min in all.`,
+      `Run: ${ROUNDS} round(s)${opt.quick ? ' (--quick)' : ''}, agent defaults${AGENT_CONFIG ? ` overridden by ${JSON.stringify(AGENT_CONFIG)}` : ''}, agent started as \`${launchText()}\`, ${Math.round(meta.duration_s / 60)} min in all.`,
       '',
       text,
       '',

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_V8_FLAGS } from '../../main/core/node-flags.js';
+import { AGENT_ENV, AGENT_V8_FLAGS } from '../../main/core/node-flags.js';
 import { startService, type RunningService } from '../../main/service/index.js';
 import { makeCard, tempDir } from '../support/harness.js';
 import { hostile, startHostileServer } from '../support/hostile-server.js';
@@ -206,6 +206,8 @@ describe('drone-media-sync', () => {
 
   it('npm start without a display says so in one line and runs the headless agent', async () => {
     const state = path.join(dir, 'state-start');
+    const env: NodeJS.ProcessEnv = { ...process.env, DISPLAY: '', WAYLAND_DISPLAY: '' };
+    delete env.MALLOC_ARENA_MAX; // the agent's environment must come from start.js
     const child = spawn(
       process.execPath,
       [
@@ -219,9 +221,7 @@ describe('drone-media-sync', () => {
         '--state',
         state,
       ],
-      {
-        env: { ...process.env, DISPLAY: '', WAYLAND_DISPLAY: '' },
-      },
+      { env },
     );
     let out = '';
     let err = '';
@@ -229,12 +229,14 @@ describe('drone-media-sync', () => {
     child.stderr.on('data', (d) => (err += String(d)));
     const end = Date.now() + 15_000;
     while (!out.includes('Watching') && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-    // The headless agent runs with the agent's V8 flags (node-flags.ts), as bin.js's first line gives them.
+    // The headless agent runs with the agent's V8 flags and environment (node-flags.ts), as bin.js's first line gives them.
     const kids = fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/);
     const argv = fs.readFileSync(`/proc/${kids[0]}/cmdline`, 'utf8').split('\0');
     if (kids.length !== 1 || argv[1] !== AGENT_V8_FLAGS[0]) child.kill('SIGTERM'); // no agent left behind
     expect(kids).toHaveLength(1);
     expect(argv.slice(1, 1 + AGENT_V8_FLAGS.length)).toEqual(AGENT_V8_FLAGS);
+    const environ = fs.readFileSync(`/proc/${kids[0]}/environ`, 'utf8').split('\0');
+    for (const [k, v] of Object.entries(AGENT_ENV)) expect(environ).toContain(`${k}=${v}`);
     // still running although idle: a long-running agent must not exit by itself
     await new Promise((r) => setTimeout(r, 6000));
     expect(child.exitCode).toBeNull();

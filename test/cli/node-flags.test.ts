@@ -6,17 +6,46 @@
  * is checked on a real child process in cli.test.ts; Electron cannot run
  * here, so its arguments are checked as start.ts builds them.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { AGENT_V8_FLAGS } from '../../main/core/node-flags.js';
+import { AGENT_ENV, AGENT_V8_FLAGS } from '../../main/core/node-flags.js';
 import { electronArgs } from '../../main/cli/start.js';
 
-it('bin.js starts Node with the agent flags (its first line)', () => {
-  const first = fs.readFileSync(path.resolve('dist/main/cli/bin.js'), 'utf8').split('\n')[0];
-  expect(first).toBe(`#!/usr/bin/env -S node ${AGENT_V8_FLAGS.join(' ')}`);
+const firstLine = () =>
+  fs.readFileSync(path.resolve('dist/main/cli/bin.js'), 'utf8').split('\n')[0] as string;
+const assignments = Object.entries(AGENT_ENV).map(([k, v]) => `${k}=${v}`);
+
+it('bin.js starts Node with the agent flags and environment (its first line)', () => {
+  expect(firstLine()).toBe(`#!/usr/bin/env -S ${assignments.join(' ')} node ${AGENT_V8_FLAGS.join(' ')}`);
   expect(AGENT_V8_FLAGS).toContain('--max-semi-space-size=8');
   expect(AGENT_V8_FLAGS).toContain('--heap-growing-percent=100');
+  expect(AGENT_ENV).toEqual({ MALLOC_ARENA_MAX: '2' });
+});
+
+it('that first line, run by the system as a script starts, gives Node both', () => {
+  // A script with bin.js's first line, executed directly (the kernel hands it to /usr/bin/env -S).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-shebang-'));
+  try {
+    const script = path.join(dir, 'probe.js');
+    fs.writeFileSync(
+      script,
+      `${firstLine()}\nconsole.log(JSON.stringify({ env: process.env.MALLOC_ARENA_MAX, execArgv: process.execArgv }));\n`,
+      { mode: 0o755 },
+    );
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ''}`,
+    };
+    delete env.MALLOC_ARENA_MAX;
+    const r = spawnSync(script, [], { encoding: 'utf8', env });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ env: AGENT_ENV.MALLOC_ARENA_MAX, execArgv: AGENT_V8_FLAGS });
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 it('npm run cli gives the same flags before bin.js', () => {
