@@ -503,6 +503,24 @@ describe('Queue', () => {
     db2.prepare(`UPDATE files SET verified_json = '{not json' WHERE id = ?`).run(rows[1]!.id);
     db2.close();
     expect(() => q.list({ sourceId: 'card-1', checkDueBefore: 0 })).toThrow(QueueDamagedError);
+    // Read a page at a time (offload/verify.ts): the ids of the rows due, then those rows, parsed.
+    const dueIds = q.idsOf({ sourceId: 'card-1', checkDueBefore: 0 });
+    expect(dueIds).toContain(rows[1]!.id);
+    expect(() => q.rowsOf([rows[1]!.id])).toThrow(QueueDamagedError);
+    q.close();
+  });
+
+  it('reads rows a page at a time: their ids oldest first, then the rows of some ids', () => {
+    const q = open();
+    const { pending } = q.observe([f('a.jpg'), f('b.jpg'), f('c.jpg'), f('d.jpg')]);
+    const ids = q.idsOf({ sourceId: 'card-1' });
+    expect(ids).toEqual(pending.map((r) => r.id).sort((a, b) => a - b));
+    expect(ids).toHaveLength(4);
+    expect(q.idsOf({ sourceId: 'card-2' })).toEqual([]);
+    expect(q.idsOf({ sourceId: 'card-1', states: ['done'] })).toEqual([]);
+    // Oldest first whatever the order asked; an id no longer there (or of no row) is left out.
+    expect(q.rowsOf([ids[2]!, ids[0]!, 99_999]).map((r) => r.relPath)).toEqual(['a.jpg', 'c.jpg']);
+    expect(q.rowsOf([])).toEqual([]);
     q.close();
   });
 
