@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type * as Mock from '../../test/electron/electron-mock.js';
+import { standInApp } from '../../test/electron/stand-in-app.js';
 import { AGENT_V8_FLAGS } from '../core/node-flags.js';
 
 // Electron is mocked: its binary cannot be downloaded here (see electron-mock.ts).
@@ -59,17 +60,9 @@ describe('entry (main.ts)', () => {
   it('started without the V8 flags (an AppImage double-clicked), it starts the AppImage again with them and exits', async () => {
     // A real process stands in for the AppImage file: it writes down how it was started.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-relaunch-'));
-    const appImage = path.join(dir, 'Drone Media Sync.AppImage');
-    const seen = path.join(dir, 'seen');
-    fs.writeFileSync(
-      appImage,
-      `#!/bin/sh\nprintf '%s\\n' "$DMS_V8_RELAUNCHED" "$@" > "${seen}.tmp" && mv "${seen}.tmp" "${seen}"\n`,
-      {
-        mode: 0o755,
-      },
-    );
+    const stand = standInApp(dir, 'Drone Media Sync.AppImage');
     const saved = process.env.APPIMAGE;
-    process.env.APPIMAGE = appImage;
+    process.env.APPIMAGE = stand.app;
     try {
       vi.resetModules();
       const m = (await import('electron')) as unknown as typeof Mock.electronModule;
@@ -80,8 +73,7 @@ describe('entry (main.ts)', () => {
       expect(m.app.exit).toHaveBeenCalledWith(0);
       expect(m.app.requestSingleInstanceLock).not.toHaveBeenCalled(); // the second start takes it
       expect(runApp).not.toHaveBeenCalled();
-      for (let i = 0; i < 200 && !fs.existsSync(seen); i++) await new Promise((r) => setTimeout(r, 25));
-      const [relaunched, ...args] = fs.readFileSync(seen, 'utf8').trimEnd().split('\n');
+      const [relaunched, ...args] = await stand.started();
       expect(relaunched).toBe('1');
       expect(args).toEqual([`--js-flags=${AGENT_V8_FLAGS.join(' ')}`, ...process.argv.slice(1)]);
       expect(process.env.DMS_V8_RELAUNCHED).toBeUndefined();

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import v8 from 'node:v8';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type StandInApp, standInApp } from '../../test/electron/stand-in-app.js';
 import { AGENT_V8_FLAGS } from '../core/node-flags.js';
 import { JS_FLAGS_ARG, missingV8Flags, RELAUNCHED_ENV, startWithV8Flags, v8Relaunch } from './v8-relaunch.js';
 
@@ -72,39 +73,25 @@ describe('starting again (a real second process)', () => {
     for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
   });
 
-  function standIn(): { app: string; seen: string } {
+  function standIn(): StandInApp {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-v8-'));
     dirs.push(dir);
-    const seen = path.join(dir, 'seen');
-    const app = path.join(dir, 'app');
-    fs.writeFileSync(
-      app,
-      `#!/bin/sh\nprintf '%s\\n' "$${RELAUNCHED_ENV}" "$@" > "${seen}.tmp" && mv "${seen}.tmp" "${seen}"\n`,
-      {
-        mode: 0o755,
-      },
-    );
-    return { app, seen };
-  }
-
-  async function read(seen: string): Promise<string[]> {
-    for (let i = 0; i < 400 && !fs.existsSync(seen); i++) await new Promise((r) => setTimeout(r, 25));
-    return fs.readFileSync(seen, 'utf8').trimEnd().split('\n');
+    return standInApp(dir);
   }
 
   it('starts the app again with the flags and the guard, and tells this process to exit', async () => {
-    const { app, seen } = standIn();
+    const stand = standIn();
     const env: NodeJS.ProcessEnv = { PATH: process.env.PATH };
     const setFlags = vi.spyOn(v8, 'setFlagsFromString');
     const exit = await startWithV8Flags({
-      argv: [app, '--hidden'],
+      argv: [stand.app, '--hidden'],
       jsFlags: '',
       packaged: false,
       env,
-      execPath: app,
+      execPath: stand.app,
     });
     expect(exit).toBe(true);
-    expect(await read(seen)).toEqual(['1', JS_FLAGS_ARG, '--hidden']);
+    expect(await stand.started()).toEqual(['1', JS_FLAGS_ARG, '--hidden']);
     expect(setFlags).not.toHaveBeenCalled();
   });
 
