@@ -361,8 +361,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         this.sourceGone(w.source);
       }
     });
-    monitor.start();
     this.cardMonitor = monitor;
+    monitor.start();
   }
 
   /** A card setting: the card's own value, else the global one. */
@@ -535,9 +535,12 @@ export class Agent extends EventEmitter<AgentEvents> {
         files: (s) => {
           if (this.cardSetting(card.id, 'autoSync')) void this.rescan(s);
         },
+        // The monitor is the one door for a card coming and going: the watcher, which may notice a
+        // pull first, asks it to look now. A card put back before the monitor's own next look was
+        // otherwise never taken up again (its watcher stopped, the monitor never saw it go).
         gone: (s) => {
-          // The monitor reports the removal too; whoever is first parks the files.
-          if (this.watchers.get(s.sourceId) === watcher) {
+          if (this.cardMonitor) this.cardMonitor.poll();
+          else if (this.watchers.get(s.sourceId) === watcher) {
             this.watchers.delete(s.sourceId);
             void watcher.stop();
             this.sourceGone(s);
