@@ -18,6 +18,7 @@ import type { PartGate } from './sync/part-gate.js';
 import type { SyncEngine, FileEvent, RunState, RunStateChange } from './sync/engine.js';
 import type { LocalCopies } from './sync/local-copies.js';
 import { syncLanes, type SyncLanes } from './sync/peers.js';
+import { ownFolders } from './sync/scan.js';
 import type { Destination } from './queue/copies.js';
 import type { ProgressSnapshot } from './sync/progress.js';
 import type { DiscoverWarning } from './media/discover.js';
@@ -336,7 +337,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           void this.rescan(s);
         },
       },
-      { quietMs: this.quietMs },
+      { quietMs: this.quietMs, own: () => ownFolders(this.queue).map((f) => f.path) },
     );
     this.watchers.set(source.sourceId, watcher);
     this.known.set(source.sourceId, source);
@@ -550,7 +551,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           if (this.cardSetting(card.id, 'autoSync')) void this.rescan(s);
         },
       },
-      { quietMs: this.quietMs },
+      { quietMs: this.quietMs, own: () => ownFolders(this.queue).map((f) => f.path) },
     );
     this.watchers.set(source.sourceId, watcher);
     this.known.set(source.sourceId, source);

@@ -106,3 +106,62 @@ it('a file written just before the folder is added (still fresh) is synced once 
     queue.close();
   }
 }, 30_000);
+
+// A folder that holds the agent's own folders: `watch ~` on Windows holds AppData\Roaming\drone-media-sync
+// (the queue, its -wal file, the settings), and a crew may copy cards into a folder of the one watched.
+// Neither is read as the folder's files, and the queue's own writes never wake a scan of it.
+it("a watched folder holding the agent's own state and copies: neither is read, its writes wake no scan", async () => {
+  const api = new ApiClient({ baseUrl: svc.baseUrl, workspaceId: svc.workspaceId, token: svc.token });
+  const home = path.join(dir, 'home-own');
+  const photo = path.join(home, 'Flights', 'DCIM', '100MEDIA', 'DJI_0001.JPG');
+  copyOld(path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), photo);
+  const copies = path.join(home, 'DroneCopies');
+  const queue = new Queue(path.join(home, 'AppData', 'Roaming', 'drone-media-sync', 'queue.db'));
+  const agent = new Agent({
+    queue,
+    api,
+    config: parseConfig({ destinations: [{ path: copies }] }),
+    quietMs: 300,
+  });
+  const scans: Array<{
+    pending: number;
+    skipped: Array<{ relPath: string; kind: string; message: string }>;
+  }> = [];
+  agent.on('source', (e) => {
+    if (e.type === 'scanned') scans.push({ pending: e.pending, skipped: e.skipped });
+  });
+  agent.start();
+  try {
+    await agent.addFolder(home);
+    await until('the photo', () => queue.counts().done.files === 1, 20_000);
+    // A file the copies' folder holds from an earlier run: the agent's own, never the folder's.
+    copyOld(path.join(FIXTURES, 'M30T', 'M30T_IR.JPG'), path.join(copies, 'OLD_CARD', 'DJI_0002.JPG'));
+    await sleep(2500); // the queue writes its -wal file meanwhile (each done file, each scan)
+    const settled = scans.length;
+    await sleep(2500);
+    expect(scans.length, 'scans woken by nothing but the agent itself').toBe(settled);
+    expect(queue.list().map((r) => r.relPath)).toEqual(['Flights/DCIM/100MEDIA/DJI_0001.JPG']);
+    const own = scans[0]!.skipped.filter((s) => s.kind === 'own');
+    expect(own.map((s) => s.relPath)).toEqual(['AppData/Roaming/drone-media-sync']);
+    expect(own[0]!.message).toMatch(/Drone Media Sync's own folder \(its queue and settings\): not read/);
+
+    // A scan after the copies' folder exists (Sync now) leaves it out too, and the watcher still sees the rest.
+    await agent.syncNow();
+    const last = scans.at(-1)!;
+    expect(last.skipped.filter((s) => s.kind === 'own').map((s) => s.relPath)).toEqual([
+      'AppData/Roaming/drone-media-sync',
+      'DroneCopies',
+    ]);
+    copyOld(
+      path.join(FIXTURES, 'M2EA', 'M2EA_IR.JPG'),
+      path.join(home, 'Flights', 'DCIM', '100MEDIA', 'DJI_0003.JPG'),
+    );
+    await until('the new photo', () => queue.counts().done.files === 2, 20_000);
+    const names = (await svc.admin.mediaRecords(svc.workspaceId)).map((r) => r.name);
+    expect(names).toContain('DJI_0003.JPG');
+    expect(names.filter((n) => /queue\.db|DJI_0002/.test(n))).toEqual([]);
+  } finally {
+    await agent.stop();
+    queue.close();
+  }
+}, 60_000);

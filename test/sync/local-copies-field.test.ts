@@ -374,3 +374,65 @@ describe('a card is known by the card, not by where it is mounted', () => {
     expect(fs.readdirSync(ssd)).toHaveLength(2);
   }, 300_000);
 });
+
+describe("a folder that holds the agent's own folders", () => {
+  // Found by hand (session 13): `sync` of a home folder took the agent's own queue.db, its -wal file
+  // and its lock files as files to upload; the copies' folder inside it would be read as new files.
+  it('`sync ~ --copy-to ~/DroneCopies`, twice: its state and its copies are never read; the second run sends nothing', async () => {
+    const home = path.join(dir, 'home-own');
+    videoCard(path.join(home, 'Flights'), 2, 1);
+    const run = (): Run =>
+      cli(
+        [
+          'sync',
+          home,
+          '--json',
+          '--server',
+          svc.baseUrl,
+          '--workspace',
+          svc.workspaceId,
+          '--copy-to',
+          path.join(home, 'DroneCopies'),
+        ],
+        { HOME: home, DMS_TOKEN: svc.token },
+      );
+    const first = run();
+    const r1 = await ended(first, 120_000);
+    expect(r1.code, r1.stdout.slice(-2000) + r1.stderr).toBe(0);
+    // The default state folder (~/.config/drone-media-sync) is there now, with the queue in it.
+    expect(fs.existsSync(path.join(home, '.config', 'drone-media-sync', 'queue.db'))).toBe(true);
+    const s1 = ofType(first, 'summary')[0] as { uploaded: number };
+    expect(s1.uploaded).toBe(2);
+
+    const second = run();
+    const r2 = await ended(second, 120_000);
+    expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
+    const s2 = ofType(second, 'summary')[0] as {
+      uploaded: number;
+      fast_uploaded: number;
+      skipped: number;
+      copied: unknown[];
+    };
+    expect(s2.uploaded).toBe(0);
+    expect(s2.fast_uploaded).toBe(0);
+    expect(s2.skipped).toBe(2);
+    expect(s2.copied).toEqual([]);
+    // Named, not silent: both folders are the agent's own.
+    expect(r2.stdout).toMatch(
+      /\.config\/drone-media-sync is Drone Media Sync's own folder \(its queue and settings\)/,
+    );
+    expect(r2.stdout).toMatch(
+      /DroneCopies is Drone Media Sync's own folder \(the local copies of cards, DroneCopies\)/,
+    );
+    // And Node's cache of its compiled code (~/.cache/drone-media-sync), 400-odd files: read as
+    // the home's files before, all of them "uploaded" by the second run.
+    expect(r2.stdout).toMatch(/compile-cache is Drone Media Sync's own folder \(its compiled code\)/);
+    const names = (await svc.admin.mediaRecords(svc.workspaceId)).map((r) => r.name);
+    expect(names.filter((n) => /queue\.db|\.lock|-wal|\.mhl/.test(n))).toEqual([]);
+    // No file of the run is one of the agent's own.
+    expect(ofType(second, 'file').map((l) => String(l['path']))).toEqual([]);
+    expect(
+      ofType(first, 'file').map((l) => path.relative(home, String(l['path'])).split(path.sep)[0]),
+    ).toEqual(['Flights', 'Flights']);
+  }, 300_000);
+});

@@ -189,6 +189,41 @@ describe('discoverFiles', () => {
     expect(await rel(['*.jpg'])).toEqual(EXPECTED.filter((p) => !/\.jpg$/i.test(p)));
   });
 
+  it("the agent's own folders under a root are not read, and named; the root itself, or one not there, changes nothing", async () => {
+    const warnings: DiscoverWarning[] = [];
+    const own = [
+      { path: join(card, 'DCIM/100MEDIA'), what: 'the local copies of cards, T7' },
+      { path: join(card, 'DCIM/NOT-THERE'), what: 'its queue and settings' },
+      { path: join(card, 'DCIM/HOME'), what: 'a link, by its own path' }, // a link out: named as one
+    ];
+    const files = await everything([card], { own, onWarning: (w) => warnings.push(w) });
+    expect(files.filter((f) => f.kind === 'media').map((f) => f.relPath)).toEqual(
+      EXPECTED.filter((p) => !p.startsWith('DCIM/100MEDIA/')),
+    );
+    expect(warnings.filter((w) => w.kind === 'own')).toEqual([
+      {
+        path: join(card, 'DCIM/100MEDIA'),
+        relPath: 'DCIM/100MEDIA',
+        kind: 'own',
+        message: "DCIM/100MEDIA is Drone Media Sync's own folder (the local copies of cards, T7): not read.",
+        blocking: false,
+      },
+    ]);
+    // A root that is an own folder is read: `sync ~/DroneCopies/CARD` is the crew's choice.
+    const inside = await collect([join(card, 'DCIM/100MEDIA')], {
+      own: [
+        { path: join(card, 'DCIM/100MEDIA'), what: 'x' },
+        { path: card, what: 'y' },
+      ],
+    });
+    expect(inside.map((f) => f.relPath)).toEqual([
+      'DJI_0001.JPG',
+      'DJI_0002.DNG',
+      'DJI_0003.MOV',
+      'DJI_0004.tiff',
+    ]);
+  });
+
   it('walks several roots in the order given', async () => {
     const flight = join(card, FLIGHT);
     const files = await collect([flight, join(card, 'DCIM/100MEDIA')]);

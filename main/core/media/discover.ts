@@ -46,7 +46,8 @@ export interface DiscoverWarning {
    * file that cannot be read; bad-name: a name that is not valid text (it
    * cannot be opened by name); not-a-file: a pipe, device or socket (no data);
    * system: a computer's own files (.Trashes, ._ forks...), not the drone's;
-   * excluded: by a pattern of the settings, on purpose.
+   * excluded: by a pattern of the settings, on purpose; own: a folder
+   * Drone Media Sync writes itself (its state, a local copies' destination).
    */
   kind:
     | 'outside-root'
@@ -57,6 +58,7 @@ export interface DiscoverWarning {
     | 'not-a-file'
     | 'system'
     | 'excluded'
+    | 'own'
     /** Being written when the card was read (a copy in progress): read once it settles. */
     | 'growing';
   message: string;
@@ -100,6 +102,18 @@ export interface DiscoverOptions {
   isRtk?: (name: string) => boolean;
   /** Everything not kept is reported here with its reason (links out, unreadable, excluded...). */
   onWarning?: (warning: DiscoverWarning) => void;
+  /**
+   * Folders Drone Media Sync writes itself (its queue and settings, the local
+   * copies' destinations), with what each is: never read as a source's files
+   * when a source holds one (`sync ~`), nor copied into themselves.
+   */
+  own?: readonly OwnFolder[];
+}
+
+export interface OwnFolder {
+  path: string;
+  /** What it holds, for the crew: "its queue and settings", "local copies (T7_BACKUP)". */
+  what: string;
 }
 
 /** MISC holds DJI's logs, thumbnails and caches: kept, never media. */
@@ -196,6 +210,8 @@ interface Walk {
   reader: Reader | null;
   /** Extensions as found on the card (".JPG") and whether they are media's. */
   extensions: Map<string, boolean>;
+  /** The own folders by real path (empty: none is under any root). */
+  own: ReadonlyMap<string, string>;
 }
 
 interface Reader {
@@ -325,6 +341,11 @@ async function* walkDir(
       isFile = st.isFile();
     }
     if (isDir) {
+      const own = w.own.size > 0 ? w.own.get(realChild) : undefined;
+      if (own !== undefined) {
+        skip('own', `${relChild} is Drone Media Sync's own folder (${own}): not read.`, false);
+        continue;
+      }
       if (e.link) {
         const prefix = realChild.endsWith(sep) ? realChild : realChild + sep;
         const isAncestor = realDir === realChild || realDir.startsWith(prefix);
@@ -440,6 +461,7 @@ export async function* discoverBatches(
 
   const linkedTargets = new Set<string>();
   const reader = readerOf();
+  const own = await ownFolders(opts.own ?? []);
   for (const { root, real } of resolved) {
     checkAbort(opts.signal);
     const w: Walk = {
@@ -453,9 +475,23 @@ export async function* discoverBatches(
       isRtk: opts.isRtk,
       reader,
       extensions: new Map(),
+      own,
     };
     yield* walkDir(w, root, '', real);
   }
+}
+
+/** The own folders that exist, by real path (one not made yet holds nothing to skip). */
+async function ownFolders(folders: readonly OwnFolder[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const f of folders) {
+    try {
+      out.set(await realpath(resolve(f.path)), f.what);
+    } catch {
+      // not there (yet): nothing of it can be under a root
+    }
+  }
+  return out;
 }
 
 /** This user may not read the file (EACCES, EPERM); other failures are said at its read. */

@@ -221,6 +221,7 @@ function namedNotes(skipped: readonly SkippedFact[]): string[] {
     ['outside-root', 'links out of the card: not followed'],
     ['broken-link', 'links to nothing: skipped'],
     ['loop', 'links to a folder already read: skipped'],
+    ['own', "Drone Media Sync's own folders (its state, its local copies): not read"],
   ];
   return groups.flatMap(([kind, what]) => {
     const list = skipped.filter((s) => s.kind === kind);

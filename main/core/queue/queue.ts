@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { DmsError } from '../errors.js';
 import type { FinishedPart } from '../storage/types.js';
@@ -209,6 +210,11 @@ export class Queue {
   private waiting: ReturnType<typeof setTimeout> | null = null;
   /** A commit of waiting changes that failed on its timer: thrown by the next write. */
   private lostCommit: Error | undefined;
+
+  /** The folder the queue's file is in (the agent's state), or null for a queue in memory. */
+  get folder(): string | null {
+    return this.file === ':memory:' || this.file === '' ? null : path.dirname(path.resolve(this.file));
+  }
 
   constructor(
     file: string,

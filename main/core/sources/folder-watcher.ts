@@ -32,7 +32,13 @@ export class FolderWatcher {
   constructor(
     readonly source: Source,
     private readonly on: FolderWatcherEvents,
-    private readonly opts: { quietMs?: number; batchMs?: number; presenceMs?: number } = {},
+    private readonly opts: {
+      quietMs?: number;
+      batchMs?: number;
+      presenceMs?: number;
+      /** Folders never watched (the agent's own: its state, its copies' destinations), asked when watching starts. */
+      own?: () => readonly string[];
+    } = {},
   ) {
     this.present = fs.existsSync(source.root);
   }
@@ -53,14 +59,16 @@ export class FolderWatcher {
 
   private startWatcher(): void {
     const quietMs = this.opts.quietMs ?? 2000;
+    const own = (this.opts.own?.() ?? []).map((p) => path.resolve(p));
     // Loaded when a folder is first watched: a one-shot `sync` never loads it (issue 33).
     const { watch } = createRequire(import.meta.url)('chokidar') as typeof Chokidar;
     this.watcher = watch(this.source.root, {
       ignoreInitial: true,
       // Hidden files and the MISC folder never hold media to upload.
+      // The agent's own folders: its queue's writes must not wake a scan of it (`watch ~`).
       ignored: (p: string) => {
         const base = path.basename(p);
-        return base.startsWith('.') || base.toUpperCase() === 'MISC';
+        return base.startsWith('.') || base.toUpperCase() === 'MISC' || isUnder(p, own);
       },
       awaitWriteFinish: { stabilityThreshold: quietMs, pollInterval: Math.min(250, quietMs) },
     });
@@ -97,4 +105,9 @@ export class FolderWatcher {
       this.on.back(this.source);
     }
   }
+}
+
+/** `p` is one of `folders` or below one. */
+function isUnder(p: string, folders: readonly string[]): boolean {
+  return folders.some((f) => p === f || p.startsWith(f.endsWith(path.sep) ? f : f + path.sep));
 }

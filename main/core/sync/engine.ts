@@ -30,7 +30,7 @@ import { PartSlots, type PartSlotsOptions } from './part-slots.js';
 import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
-import { scanSource, type ScanResult } from './scan.js';
+import { ownFolders, scanSource, type ScanResult } from './scan.js';
 import { UNFINISHED_STATES } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
 import type { CopyPort, DestinationStop, UploadPort } from './copy-port.js';
@@ -280,7 +280,10 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       // its files are the copy lane's to read (read once), never taken here first.
       this.copies.count(source.sourceId);
       this.dispatcher.forget();
-      result = await scanSource(this.queue, source, this.config, signal, opts);
+      result = await scanSource(this.queue, source, this.config, signal, {
+        ...opts,
+        own: ownFolders(this.queue),
+      });
       // What each destination lacks is wanted there.
       destinationsStopped = this.copies.prepare(source.sourceId);
       for (const stop of destinationsStopped)

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { getCompileCacheDir } from 'node:module';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Config } from '../config.js';
@@ -7,6 +8,7 @@ import {
   VIDEO_EXTENSIONS,
   normaliseExtension,
   type DiscoverWarning,
+  type OwnFolder,
 } from '../media/discover.js';
 import { rtkKindOf } from '../media/rtk-files.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
@@ -29,7 +31,7 @@ export async function scanSource(
   source: Source,
   config: Config,
   signal?: AbortSignal,
-  opts: { quietMs?: number; now?: number } = {},
+  opts: { quietMs?: number; now?: number; own?: readonly OwnFolder[] } = {},
 ): Promise<ScanResult> {
   // Files modified within the quiet period may still be being copied: leave
   // them for the watcher, which reports them once their size is stable.
@@ -57,6 +59,7 @@ export async function scanSource(
       exclude: config.exclude,
       isRtk,
       onWarning: (w) => total.skipped.push(w),
+      ...(opts.own ? { own: opts.own } : {}),
       ...(signal ? { signal } : {}),
     }))
       for (const f of files) {
@@ -135,6 +138,24 @@ function changedSince(f: ObservedFile): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * The folders this agent writes itself, which a source may hold (`sync ~` holds the state
+ * folder; a folder may hold its own copies' destination): never read as the source's files.
+ * Every destination ever used counts: its copies are this agent's, whichever run made them;
+ * so does the cache of its compiled code, under the same home.
+ */
+export function ownFolders(queue: Queue): OwnFolder[] {
+  const own: OwnFolder[] = [];
+  const state = queue.folder;
+  if (state) own.push({ path: state, what: 'its queue and settings' });
+  for (const d of queue.copies.destinations())
+    own.push({ path: d.path, what: `the local copies of cards, ${d.label}` });
+  // Node's cache of this program's compiled code (the CLI turns it on: ~/.cache/drone-media-sync).
+  const compiled = getCompileCacheDir();
+  if (compiled) own.push({ path: path.dirname(compiled), what: 'its compiled code' });
+  return own;
 }
 
 const isRtk = (name: string): boolean => rtkKindOf(name) !== undefined;
