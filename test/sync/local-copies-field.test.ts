@@ -280,6 +280,31 @@ describe('destinations as the crew sees them', () => {
     },
   );
 
+  it('a destination that is a file (a path mistyped): "a file, not a folder", never "unplugged"; the other drive gets the card; exit 4', async () => {
+    const card = videoCard(path.join(dir, 'card-afile'), 2, 1);
+    const ssd = path.join(dir, 'SSD_AFILE');
+    const notes = path.join(dir, 'NOTES.txt');
+    fs.writeFileSync(notes, 'the crew notes of the day');
+    const run = syncTo('afile', card, [notes, ssd]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(4);
+    const message = `NOTES.txt: ${notes} is a file, not a folder: its copy of this card stopped, nothing was written there. Choose a folder for the copies (or move that file away), then sync again; the other copies go on.`;
+    expect(ofType(run, 'destination-stopped')).toEqual([{ type: 'destination-stopped', message }]);
+    expect(said(run)).not.toMatch(/unplugged|not plugged in|did not read back/);
+    const local = ofType(run, 'local-verdict').at(-1) as {
+      safe: boolean;
+      message: string;
+      reasons: string[];
+    };
+    expect(local.safe).toBe(false);
+    expect(local.message).toBe(
+      'card-afile: not safe to format from the copies yet — NOTES.txt is a file, not a folder; SSD_AFILE 2 of 2 verified',
+    );
+    expect(local.reasons).toEqual([message]);
+    expect(fs.readFileSync(notes, 'utf8')).toBe('the crew notes of the day');
+    sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+  }, 180_000);
+
   it('a destination of a past run not named again stops counting; a destination forgotten no longer counts', async () => {
     const card = videoCard(path.join(dir, 'card-past'), 2, 1);
     const [ssd, t7, small] = ['SSD_PAST', 'T7_PAST', 'SMALL_PAST'].map((n) => path.join(dir, n));

@@ -88,10 +88,12 @@ export function spaceProblem(destination: Destination, needed: number): string |
  * - missing: not there any more, on a drive that is plugged in (moved or
  *   deleted: never "unplugged");
  * - unplugged: its drive is gone (its parent folder gone with it, or a bare
- *   mount point left where the drive it was written on was).
+ *   mount point left where the drive it was written on was);
+ * - not-a-folder: a file is there (a path mistyped, or a file of that name):
+ *   never "unplugged", nothing is written there.
  * `volume`: the st_dev of the folder when it was last written, if ever.
  */
-export type DestinationLook = 'ready' | 'not-created' | 'missing' | 'unplugged';
+export type DestinationLook = 'ready' | 'not-created' | 'missing' | 'unplugged' | 'not-a-folder';
 
 const devOf = (p: string): string | null => {
   try {
@@ -116,7 +118,7 @@ export function lookAt(destination: Pick<Destination, 'path'>, volume: string | 
   }
   // Written on another volume, and now only a folder of its parent's disk: the drive's bare mount point.
   if (volume !== null && String(st.dev) !== volume && devOf(parent) === String(st.dev)) return 'unplugged';
-  return st.isDirectory() ? 'ready' : 'unplugged';
+  return st.isDirectory() ? 'ready' : 'not-a-folder';
 }
 
 /** What a destination's look says to the crew, for a look that is not ready. */
@@ -129,6 +131,8 @@ export function lookMessage(destination: Destination, look: Exclude<DestinationL
       return `${label}: the folder ${destination.path} is not there any more on its drive (moved or deleted?): its copy of this card stopped. Sync again to make it anew there; the other copies go on.`;
     case 'unplugged':
       return `${label}: its drive is not plugged in (${destination.path} is not there): its copy of this card stopped. Plug it in, then sync again; the other copies go on.`;
+    case 'not-a-folder':
+      return `${label}: ${destination.path} is a file, not a folder: its copy of this card stopped, nothing was written there. Choose a folder for the copies (or move that file away), then sync again; the other copies go on.`;
   }
 }
 
@@ -159,7 +163,8 @@ export function destinationProblem(
   if (code === 'ENODEV' || code === 'EIO' || code === 'ENXIO') return lookMessage(destination, 'unplugged');
   if (code === 'ENOENT' || code === 'ENOTDIR') {
     const look = lookAt(destination, volume);
-    if (look === 'unplugged' || look === 'missing') return lookMessage(destination, look);
+    if (look === 'unplugged' || look === 'missing' || look === 'not-a-folder')
+      return lookMessage(destination, look);
     // Node's recursive mkdir answers ENOENT, not EROFS, on a read-only drive: asked plainly here.
     if (!writable(destination.path)) return readOnly(label);
     return `${label}: a folder of this card's copy went away while it was written (moved or deleted?): its copy of this card stopped. Sync again to make it anew; the other copies go on.`;

@@ -120,6 +120,20 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       per.push({ id: d.id, label: d.label, verified, missing: files.length - verified, bad: 0, state });
       continue;
     }
+    if (look === 'not-a-folder') {
+      // A file where the folder should be: one reason, whatever its files' records say (there may be none).
+      phrases.push(`${d.label} is a file, not a folder`);
+      reasons.push(lookMessage(d, look));
+      per.push({
+        id: d.id,
+        label: d.label,
+        verified,
+        missing: files.length - verified,
+        bad: 0,
+        state: 'stopped',
+      });
+      continue;
+    }
     if (stop) {
       state = 'stopped';
       reasons.push(stop);

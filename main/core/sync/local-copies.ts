@@ -150,7 +150,7 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
             : `${destination.label}: the folder ${destination.path} was not there any more on its drive; it was made again.`,
       });
     }
-    if (look === 'unplugged') return look;
+    if (look === 'unplugged' || look === 'not-a-folder') return look;
     try {
       const dev = String(fs.statSync(destination.path).dev);
       if (dev !== volume) this.queue.copies.setVolume(destination.id, dev);
