@@ -403,61 +403,74 @@ describe('a card is known by the card, not by where it is mounted', () => {
 describe("a folder that holds the agent's own folders", () => {
   // Found by hand (session 13): `sync` of a home folder took the agent's own queue.db, its -wal file
   // and its lock files as files to upload; the copies' folder inside it would be read as new files.
-  it('`sync ~ --copy-to ~/DroneCopies`, twice: its state and its copies are never read; the second run sends nothing', async () => {
+  it('`sync ~` after `sync ~/Flights --copy-to ~/DroneCopies`: its state, its cache and its copies are never read; copies into the folder copied are refused', async () => {
     const home = path.join(dir, 'home-own');
     videoCard(path.join(home, 'Flights'), 2, 1);
-    const run = (): Run =>
-      cli(
-        [
-          'sync',
-          home,
-          '--json',
-          '--server',
-          svc.baseUrl,
-          '--workspace',
-          svc.workspaceId,
-          '--copy-to',
-          path.join(home, 'DroneCopies'),
-        ],
-        { HOME: home, DMS_TOKEN: svc.token },
-      );
-    const first = run();
+    const copies = path.join(home, 'DroneCopies');
+    const run = (root: string, extra: string[] = []): Run =>
+      cli(['sync', root, '--json', '--server', svc.baseUrl, '--workspace', svc.workspaceId, ...extra], {
+        HOME: home,
+        DMS_TOKEN: svc.token,
+      });
+    const first = run(path.join(home, 'Flights'), ['--copy-to', copies]);
     const r1 = await ended(first, 120_000);
     expect(r1.code, r1.stdout.slice(-2000) + r1.stderr).toBe(0);
     // The default state folder (~/.config/drone-media-sync) is there now, with the queue in it.
     expect(fs.existsSync(path.join(home, '.config', 'drone-media-sync', 'queue.db'))).toBe(true);
-    const s1 = ofType(first, 'summary')[0] as { uploaded: number };
-    expect(s1.uploaded).toBe(2);
+    expect((ofType(first, 'summary')[0] as { uploaded: number }).uploaded).toBe(2);
 
-    const second = run();
+    // The whole home: the flights only. The queue, Node's cache of the compiled code (400-odd files)
+    // and the copies of the first run are the agent's own, named, never read.
+    const second = run(home);
     const r2 = await ended(second, 120_000);
     expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
-    const s2 = ofType(second, 'summary')[0] as {
-      uploaded: number;
-      fast_uploaded: number;
-      skipped: number;
-      copied: unknown[];
-    };
-    expect(s2.uploaded).toBe(0);
-    expect(s2.fast_uploaded).toBe(0);
-    expect(s2.skipped).toBe(2);
-    expect(s2.copied).toEqual([]);
-    // Named, not silent: both folders are the agent's own.
-    expect(r2.stdout).toMatch(
-      /\.config\/drone-media-sync is Drone Media Sync's own folder \(its queue and settings\)/,
-    );
-    expect(r2.stdout).toMatch(
-      /DroneCopies is Drone Media Sync's own folder \(the local copies of cards, DroneCopies\)/,
-    );
-    // And Node's cache of its compiled code (~/.cache/drone-media-sync), 400-odd files: read as
-    // the home's files before, all of them "uploaded" by the second run.
-    expect(r2.stdout).toMatch(/compile-cache is Drone Media Sync's own folder \(its compiled code\)/);
+    const own = ofType(second, 'skipped').map((l) => String(l['reason']));
+    expect(own).toEqual([
+      ".cache/drone-media-sync/compile-cache is Drone Media Sync's own folder (its compiled code): not read.",
+      ".config/drone-media-sync is Drone Media Sync's own folder (its queue and settings): not read.",
+      "DroneCopies is Drone Media Sync's own folder (the local copies of cards, DroneCopies): not read.",
+    ]);
+    expect(ofType(second, 'file').map((l) => path.relative(home, String(l['path'])))).toEqual([
+      expect.stringMatching(/^Flights\/DCIM\//),
+      expect.stringMatching(/^Flights\/DCIM\//),
+    ]);
+    expect((ofType(second, 'summary')[0] as { uploaded: number }).uploaded).toBe(0);
     const names = (await svc.admin.mediaRecords(svc.workspaceId)).map((r) => r.name);
     expect(names.filter((n) => /queue\.db|\.lock|-wal|\.mhl/.test(n))).toEqual([]);
-    // No file of the run is one of the agent's own.
-    expect(ofType(second, 'file').map((l) => String(l['path']))).toEqual([]);
-    expect(
-      ofType(first, 'file').map((l) => path.relative(home, String(l['path'])).split(path.sep)[0]),
-    ).toEqual(['Flights', 'Flights']);
+
+    // Copies asked into the very folder copied: deleting it would erase them, so they are no copies.
+    const third = run(home, ['--copy-to', copies]);
+    const r3 = await ended(third, 120_000);
+    expect(r3.code).toBe(4);
+    expect(ofType(third, 'destination-stopped')).toEqual([
+      {
+        type: 'destination-stopped',
+        message: `DroneCopies: ${copies} is inside the folder it copies (${home}): deleting that folder would erase it, so it holds no copy. Its copy stopped; choose a folder on another drive, then sync again; the other copies go on.`,
+      },
+    ]);
+    expect(fs.readdirSync(copies)).toHaveLength(1); // the first run's card folder, nothing more
   }, 300_000);
+
+  it('`--copy-to` a folder on the card itself: refused, nothing written on the card, "not safe" from the copies; the other drive gets the card', async () => {
+    const card = videoCard(path.join(dir, 'CARD_SELF'), 2, 1);
+    const onCard = path.join(card, 'backup');
+    const ssd = path.join(dir, 'SSD_SELF');
+    const run = syncTo('self', card, [onCard, ssd]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(4);
+    const message = `backup: ${onCard} is on the card itself (inside ${card}): formatting the card would erase it, so it holds no copy. Its copy stopped; choose a folder on another drive, then sync again; the other copies go on.`;
+    expect(ofType(run, 'destination-stopped')).toEqual([{ type: 'destination-stopped', message }]);
+    expect(fs.existsSync(onCard), 'nothing made on the card').toBe(false);
+    const local = ofType(run, 'local-verdict').at(-1) as {
+      safe: boolean;
+      message: string;
+      reasons: string[];
+    };
+    expect(local.safe).toBe(false);
+    expect(local.message).toBe(
+      'CARD_SELF: not safe to format from the copies yet — backup stopped after 0 of 2; SSD_SELF 2 of 2 verified',
+    );
+    expect(local.reasons).toEqual([message]);
+    sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+  }, 180_000);
 });

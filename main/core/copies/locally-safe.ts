@@ -143,7 +143,8 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       reasons.push(
         `${d.label}: ${count(missing.length, 'file')} not copied yet (${names(missing)}): wait until they are copied and verified.`,
       );
-    else if (missing.length > 0)
+    // Stopped with none there ("stopped after 0 of 2"): its reason says it all, no list of every file.
+    else if (missing.length > 0 && verified > 0)
       reasons.push(
         `${d.label}: ${count(missing.length, 'file')} of this card ${missing.length === 1 ? 'is' : 'are'} not there (${names(missing)}).`,
       );

@@ -83,7 +83,7 @@ export class CopyLane extends EventEmitter<CopyLaneEvents> {
       count: (sourceId) => this.copies.count(sourceId),
       place: (row) => this.copies.placeOf(row),
       hasCopy: (row) => this.copies.hasCopy(row),
-      prepare: (sourceId) => this.copies.prepare(sourceId),
+      prepare: (sourceId, from) => this.copies.prepare(sourceId, from),
       wake: () => this.wake(true),
       busy: () => this.busy(),
       reading: (sourceId) => this.dispatcher.flies(sourceId),

@@ -4,6 +4,7 @@ import type { QueueRow } from '../queue/queue.js';
 import type { WorkingRow } from '../queue/rows.js';
 import type { RunStateName } from '../../shared/states.js';
 import type { Place, StepContext } from './steps.js';
+import type { Source } from '../sources/source.js';
 
 export interface DestinationStop {
   sourceId: string;
@@ -38,8 +39,11 @@ export interface CopyPort {
   place: (row: QueueRow) => Place;
   /** The row's file can be read from a verified copy (its card may be gone). */
   hasCopy: (row: QueueRow) => boolean;
-  /** A card was scanned: what each destination lacks is wanted there; the destinations stopped now. */
-  prepare: (sourceId: string) => DestinationStop[];
+  /**
+   * A card was scanned (read from `from`): what each destination lacks is wanted there; the
+   * destinations stopped now (a destination on the card itself never holds a copy).
+   */
+  prepare: (sourceId: string, from?: Pick<Source, 'root' | 'kind'>) => DestinationStop[];
   /** New work was recorded (a scan, files tracked again): the copy lane looks again. */
   wake: () => void;
   /**

@@ -285,7 +285,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
         own: ownFolders(this.queue),
       });
       // What each destination lacks is wanted there.
-      destinationsStopped = this.copies.prepare(source.sourceId);
+      destinationsStopped = this.copies.prepare(source.sourceId, source);
       for (const stop of destinationsStopped)
         this.log.warn({ source: stop.sourceId, destination: stop.destination.label }, stop.message);
     } catch (err) {

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Config } from '../config.js';
 import {
   cardRootOn,
@@ -15,8 +16,10 @@ import type { Change } from '../queue/transitions.js';
 import type { DiscoveredRow } from '../queue/rows.js';
 import { copyAndVerify, type CopyJob } from '../copies/copy-file.js';
 import { DmsError, toDmsError } from '../errors.js';
+import { isInside } from '../media/discover.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
 import type { DestinationSeen, DestinationStop } from './copy-port.js';
+import type { Source } from '../sources/source.js';
 
 export type { DestinationSeen, DestinationStop } from './copy-port.js';
 
@@ -94,13 +97,20 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
    * destination that cannot hold what is wanted is stopped before a byte is
    * written. Returns the destinations stopped now, to be said after the scan.
    */
-  prepare(sourceId: string): DestinationStop[] {
+  prepare(sourceId: string, from?: Pick<Source, 'root' | 'kind'>): DestinationStop[] {
     const said: DestinationStop[] = [];
     if (!this.enabled) return said;
     const copies = this.queue.copies;
     const rows = this.queue.list({ sourceId, limit: 1_000_000 });
     const card = { label: this.queue.sources.labelOf(sourceId), sourceId };
     for (const destination of this.destinations) {
+      // A folder on the card itself: formatting the card erases it, so nothing there counts as a
+      // copy, not even copies verified there before (they go back to wanted, then stop).
+      if (from !== undefined && onTheCard(destination.path, from.root)) {
+        const message = onTheCardMessage(destination, from);
+        this.stopFor(sourceId, destination, message, rows, card, said, { evenVerified: true });
+        continue;
+      }
       const look = this.look(destination, sourceId);
       if (look !== 'ready' && look !== 'gone-made-again' && look !== 'created') {
         this.stopFor(sourceId, destination, lookMessage(destination, look), rows, card, said);
@@ -354,13 +364,15 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
     rows: readonly QueueRow[],
     card: { label: string; sourceId: string },
     said: DestinationStop[],
+    opts: { evenVerified?: boolean } = {},
   ): void {
     const copies = this.queue.copies;
     const root = cardRootOn(destination, card);
     copies.together(() => {
       for (const row of rows) {
         const rec = copies.of(row).find((c) => c.destinationId === destination.id);
-        if (rec?.state === 'verified' || rec?.state === 'writing' || rec?.state === 'stopped') continue;
+        if (rec?.state === 'writing' || rec?.state === 'stopped') continue;
+        if (rec?.state === 'verified' && !opts.evenVerified) continue;
         if (rec?.state !== 'wanted')
           copies.apply(row, destination.id, { type: 'want', path: `${root}/${row.relPath}` });
       }
@@ -384,4 +396,26 @@ export function asWritten(c: Pick<CopyRecord, 'path' | 'copySize' | 'copyMtimeMs
   } catch {
     return false;
   }
+}
+
+/** Its real path, or where it would be (a folder not made yet). */
+function realOr(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/** The destination's folder is the card's root or inside it (`--copy-to /media/CARD/backup`). */
+export function onTheCard(destination: string, root: string): boolean {
+  return isInside(realOr(destination), realOr(root));
+}
+
+export function onTheCardMessage(destination: Destination, from: Pick<Source, 'root' | 'kind'>): string {
+  const where =
+    from.kind === 'card'
+      ? `is on the card itself (inside ${from.root}): formatting the card would erase it`
+      : `is inside the folder it copies (${from.root}): deleting that folder would erase it`;
+  return `${destination.label}: ${destination.path} ${where}, so it holds no copy. Its copy stopped; choose a folder on another drive, then sync again; the other copies go on.`;
 }
