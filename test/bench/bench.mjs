@@ -696,7 +696,7 @@ function targets(f) {
   const add = (id, name, value, op, target) =>
     t.push({ id, name, value, op, target, met: verdict(value, op, target) });
   if (f.survey) add(1, 'fresh survey: agent / rclone wall time', f.survey.agent_over_rclone, '<=', 1.0);
-  if (f.known) add(2, 'known content: agent / md5sum wall time', f.known.agent_over_md5sum, '<=', 1.3);
+  if (f.known) add(2, 'known content: agent / md5sum wall time', f.known.agent_over_md5sum, '<=', 1.0);
   if (f.reinsert)
     add(3, `re-insert ${f.reinsert.files} done files: wall s`, f.reinsert.agent.wall_s, '<=', 0.5);
   if (f.small)
