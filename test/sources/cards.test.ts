@@ -43,6 +43,25 @@ function startAgent(
   return { agent, queue, events, monitor };
 }
 
+/**
+ * A card with one flight folder: a video of `size` random bytes and the given fixtures,
+ * all copied long ago (no quiet period to wait for).
+ */
+function videoCard(
+  card: string,
+  flight: string,
+  video: string,
+  size: number,
+  more: Array<[string, string]> = [],
+): void {
+  const folder = path.join(card, 'DCIM', flight);
+  fs.mkdirSync(folder, { recursive: true });
+  fs.writeFileSync(path.join(folder, video), crypto.randomBytes(size));
+  for (const [from, name] of more) fs.copyFileSync(from, path.join(folder, name));
+  const old = Date.now() / 1000 - 60;
+  for (const f of fs.readdirSync(folder)) fs.utimesSync(path.join(folder, f), old, old);
+}
+
 it('syncs a card copied in slowly once complete, and ignores a non-DJI volume', async () => {
   const ws = await svc.admin.createWorkspace('slow-card');
   const token = await svc.admin.createToken({ workspaceId: ws });
@@ -81,16 +100,10 @@ it('a card pulled mid-upload waits, then completes when it comes back: one recor
   const token = await svc.admin.createToken({ workspaceId: ws });
   const mount = path.join(dir, 'mnt-b');
   const card = path.join(mount, 'M30T_CARD');
-  const folder = path.join(card, 'DCIM', 'DJI_202301011200_001_Bridge');
-  fs.mkdirSync(folder, { recursive: true });
   const size = 30 * 1024 * 1024;
-  fs.writeFileSync(path.join(folder, 'DJI_20230101120000_0001_W.MP4'), crypto.randomBytes(size));
-  fs.copyFileSync(
-    path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'),
-    path.join(folder, 'DJI_20230101120001_0002_T.JPG'),
-  );
-  const old = Date.now() / 1000 - 60; // copied long ago: no quiet period to wait for
-  for (const f of fs.readdirSync(folder)) fs.utimesSync(path.join(folder, f), old, old);
+  videoCard(card, 'DJI_202301011200_001_Bridge', 'DJI_20230101120000_0001_W.MP4', size, [
+    [path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), 'DJI_20230101120001_0002_T.JPG'],
+  ]);
 
   const { agent, queue, events } = startAgent(ws, token, mount, 'state-b', {
     partSizeMiB: 5,
@@ -139,12 +152,7 @@ it('a card pulled and put back before the card monitor looks again is taken up a
   const token = await svc.admin.createToken({ workspaceId: ws });
   const mount = path.join(dir, 'mnt-q');
   const card = path.join(mount, 'M3E_CARD');
-  const folder = path.join(card, 'DCIM', 'DJI_202301011300_001_Tower');
-  fs.mkdirSync(folder, { recursive: true });
-  const size = 20 * 1024 * 1024;
-  fs.writeFileSync(path.join(folder, 'DJI_20230101130000_0001_W.MP4'), crypto.randomBytes(size));
-  const old = Date.now() / 1000 - 60;
-  fs.utimesSync(path.join(folder, 'DJI_20230101130000_0001_W.MP4'), old, old);
+  videoCard(card, 'DJI_202301011300_001_Tower', 'DJI_20230101130000_0001_W.MP4', 20 * 1024 * 1024);
 
   const { agent, queue, events, monitor } = startAgent(
     ws,

@@ -210,6 +210,15 @@ function syncTo(name: string, card: string, dests: string[], extra: string[] = [
 
 const said = (r: Run) => JSON.stringify(r.lines);
 
+/** One destination stopped with `message`, said once; the copies' verdict not safe, `verdict`, with that one reason. */
+function oneStopAlone(run: Run, message: string, verdict: string): void {
+  expect(ofType(run, 'destination-stopped')).toEqual([{ type: 'destination-stopped', message }]);
+  const local = ofType(run, 'local-verdict').at(-1) as { safe: boolean; message: string; reasons: string[] };
+  expect(local.safe).toBe(false);
+  expect(local.message).toBe(verdict);
+  expect(local.reasons).toEqual([message]);
+}
+
 describe('destinations as the crew sees them', () => {
   it('a folder not created yet (--copy-to ~/DroneCopies): created, said once, the card copied and verified there', async () => {
     const card = videoCard(path.join(dir, 'card-new-folder'), 3, 1);
@@ -288,19 +297,12 @@ describe('destinations as the crew sees them', () => {
     const run = syncTo('afile', card, [notes, ssd]);
     const r = await ended(run, 120_000);
     expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(4);
-    const message = `NOTES.txt: ${notes} is a file, not a folder: its copy of this card stopped, nothing was written there. Choose a folder for the copies (or move that file away), then sync again; the other copies go on.`;
-    expect(ofType(run, 'destination-stopped')).toEqual([{ type: 'destination-stopped', message }]);
-    expect(said(run)).not.toMatch(/unplugged|not plugged in|did not read back/);
-    const local = ofType(run, 'local-verdict').at(-1) as {
-      safe: boolean;
-      message: string;
-      reasons: string[];
-    };
-    expect(local.safe).toBe(false);
-    expect(local.message).toBe(
+    oneStopAlone(
+      run,
+      `NOTES.txt: ${notes} is a file, not a folder: its copy of this card stopped, nothing was written there. Choose a folder for the copies (or move that file away), then sync again; the other copies go on.`,
       'card-afile: not safe to format from the copies yet — NOTES.txt is a file, not a folder; SSD_AFILE 2 of 2 verified',
     );
-    expect(local.reasons).toEqual([message]);
+    expect(said(run)).not.toMatch(/unplugged|not plugged in|did not read back/);
     expect(fs.readFileSync(notes, 'utf8')).toBe('the crew notes of the day');
     sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
   }, 180_000);
@@ -458,19 +460,12 @@ describe("a folder that holds the agent's own folders", () => {
     const run = syncTo('self', card, [onCard, ssd]);
     const r = await ended(run, 120_000);
     expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(4);
-    const message = `backup: ${onCard} is on the card itself (inside ${card}): formatting the card would erase it, so it holds no copy. Its copy stopped; choose a folder on another drive, then sync again; the other copies go on.`;
-    expect(ofType(run, 'destination-stopped')).toEqual([{ type: 'destination-stopped', message }]);
-    expect(fs.existsSync(onCard), 'nothing made on the card').toBe(false);
-    const local = ofType(run, 'local-verdict').at(-1) as {
-      safe: boolean;
-      message: string;
-      reasons: string[];
-    };
-    expect(local.safe).toBe(false);
-    expect(local.message).toBe(
+    oneStopAlone(
+      run,
+      `backup: ${onCard} is on the card itself (inside ${card}): formatting the card would erase it, so it holds no copy. Its copy stopped; choose a folder on another drive, then sync again; the other copies go on.`,
       'CARD_SELF: not safe to format from the copies yet — backup stopped after 0 of 2; SSD_SELF 2 of 2 verified',
     );
-    expect(local.reasons).toEqual([message]);
+    expect(fs.existsSync(onCard), 'nothing made on the card').toBe(false);
     sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
   }, 180_000);
 });

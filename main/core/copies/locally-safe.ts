@@ -109,28 +109,26 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
     const stop = input.stops.get(d.id);
     const of = `${verified.toLocaleString('en-US')} of ${files.length.toLocaleString('en-US')}`;
     let state: LocalVerdict['counts']['perDestination'][number]['state'] = 'ready';
-    if (look === 'unplugged' || look === 'missing') {
-      // The drive (or the folder) is gone: one reason, never "changed" or "did not read back" per file.
-      state = look;
+    if (look === 'unplugged' || look === 'missing' || look === 'not-a-folder') {
+      // The drive gone, its folder gone, or a file in its place: one reason, never "changed" or
+      // "did not read back" per file (a file in its place may have no records at all).
       const before = `${verifiedOnce.toLocaleString('en-US')} of ${files.length.toLocaleString('en-US')}`;
-      phrases.push(`${d.label} ${look === 'unplugged' ? 'unplugged' : 'folder gone'} after ${before}`);
-      reasons.push(
-        `${lookMessage(d, look).replace(/: its copy of this card stopped\./, ':')} ${before} files were verified there before.`,
-      );
-      per.push({ id: d.id, label: d.label, verified, missing: files.length - verified, bad: 0, state });
-      continue;
-    }
-    if (look === 'not-a-folder') {
-      // A file where the folder should be: one reason, whatever its files' records say (there may be none).
-      phrases.push(`${d.label} is a file, not a folder`);
-      reasons.push(lookMessage(d, look));
+      if (look === 'not-a-folder') {
+        phrases.push(`${d.label} is a file, not a folder`);
+        reasons.push(lookMessage(d, look));
+      } else {
+        phrases.push(`${d.label} ${look === 'unplugged' ? 'unplugged' : 'folder gone'} after ${before}`);
+        reasons.push(
+          `${lookMessage(d, look).replace(/: its copy of this card stopped\./, ':')} ${before} files were verified there before.`,
+        );
+      }
       per.push({
         id: d.id,
         label: d.label,
         verified,
         missing: files.length - verified,
         bad: 0,
-        state: 'stopped',
+        state: look === 'not-a-folder' ? 'stopped' : look,
       });
       continue;
     }

@@ -341,7 +341,7 @@ async function* walkDir(
       isFile = st.isFile();
     }
     if (isDir) {
-      const own = w.own.size > 0 ? w.own.get(realChild) : undefined;
+      const own = w.own.get(realChild);
       if (own !== undefined) {
         skip('own', `${relChild} is Drone Media Sync's own folder (${own}): not read.`, false);
         continue;

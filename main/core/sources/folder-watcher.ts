@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import type * as Chokidar from 'chokidar';
 import type { FSWatcher } from 'chokidar';
+import { isInside } from '../media/discover.js';
 import type { Source } from './source.js';
 
 export interface FolderWatcherEvents {
@@ -68,7 +69,7 @@ export class FolderWatcher {
       // The agent's own folders: its queue's writes must not wake a scan of it (`watch ~`).
       ignored: (p: string) => {
         const base = path.basename(p);
-        return base.startsWith('.') || base.toUpperCase() === 'MISC' || isUnder(p, own);
+        return base.startsWith('.') || base.toUpperCase() === 'MISC' || own.some((f) => isInside(p, f));
       },
       awaitWriteFinish: { stabilityThreshold: quietMs, pollInterval: Math.min(250, quietMs) },
     });
@@ -105,9 +106,4 @@ export class FolderWatcher {
       this.on.back(this.source);
     }
   }
-}
-
-/** `p` is one of `folders` or below one. */
-function isUnder(p: string, folders: readonly string[]): boolean {
-  return folders.some((f) => p === f || p.startsWith(f.endsWith(path.sep) ? f : f + path.sep));
 }
