@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { z as Z } from 'zod';
 import { MEDIA_FILE_TYPES } from '../shared/domain.js';
@@ -34,6 +35,24 @@ const buildConfigSchema = (z: typeof Z) => {
     );
 
   /**
+   * A folder or file on this computer named in the settings, written by hand
+   * as often as by the app: `~` is the home folder (`~/DroneCopies`, the
+   * README's example, is not a folder named "~" wherever the app was
+   * started), and a relative path is refused, naming the setting, since it
+   * would depend on the folder the app happens to start in.
+   */
+  const localPath = (example: string) =>
+    z
+      .string()
+      .trim()
+      .min(1, 'is required')
+      .transform((v) => expandHome(v))
+      .refine(
+        (v) => path.isAbsolute(v),
+        `must be a full path, like ${example} (a relative one would depend on the folder the app is started in)`,
+      );
+
+  /**
    * The settings file shared by the CLI and the desktop app. Every field has a
    * default so an empty or missing file means "use the built-in local service".
    */
@@ -47,11 +66,11 @@ const buildConfigSchema = (z: typeof Z) => {
     /** Use the reference service in-process even if a server is configured. */
     useLocalService: z.boolean().default(false),
     /** PEM file with extra CA certificates for self-hosted servers. */
-    caFile: z.string().optional(),
+    caFile: localPath('~/certs/office-ca.pem').optional(),
     autoSyncCards: z.boolean().default(true),
     ejectAfterSync: z.boolean().default(false),
-    mountRoots: z.array(z.string()).default([]),
-    watchedFolders: z.array(z.string()).default([]),
+    mountRoots: z.array(localPath('/media/pilot')).default([]),
+    watchedFolders: z.array(localPath('~/Flights')).default([]),
     include: z
       .array(z.string().regex(/^[A-Za-z0-9]{1,10}$/, 'file types are extensions like JPG or MP4'))
       .default([...MEDIA_FILE_TYPES]),
@@ -66,7 +85,7 @@ const buildConfigSchema = (z: typeof Z) => {
     destinations: z
       .array(
         z.object({
-          path: z.string().trim().min(1, 'is required'),
+          path: localPath('~/DroneCopies or /media/pilot/T7_BACKUP'),
           label: z.string().trim().max(64).optional(),
           role: z.enum(['archive', 'staging']).default('archive'),
           keepDays: z.number().int().min(0).max(3650).optional(),
@@ -252,6 +271,16 @@ const DEFAULTS: Config = {
   cards: {},
 };
 
+/** `~` or `~/…` (`~\\…` too) with the home folder in its place; any other path as it is. */
+export function expandHome(p: string, home: string = os.homedir()): string {
+  return /^~(?=$|[\\/])/.test(p) ? path.join(home, p.slice(1)) : p;
+}
+
+/** A path given on the command line: `~` expanded (when the shell did not, it was quoted), then made absolute. */
+export function commandLinePath(p: string): string {
+  return path.resolve(expandHome(p.trim()));
+}
+
 export function defaultConfig(): Config {
   return structuredClone(DEFAULTS);
 }
@@ -297,7 +326,14 @@ export function loadConfig(file: string): Config {
       { retryable: false },
     );
   }
-  return parseConfig(json, `settings in ${file}`);
+  try {
+    return parseConfig(json, `settings in ${file}`);
+  } catch (err) {
+    if (!(err instanceof DmsError)) throw err;
+    throw new DmsError('invalid-input', `${err.message} Fix them in that file, then run again.`, {
+      retryable: false,
+    });
+  }
 }
 
 /** Writes atomically (temp file + rename) so a crash never leaves half a file. */

@@ -78,12 +78,13 @@ interface Run {
 }
 
 /** `drone-media-sync sync …` as a crew member runs it: a fresh HOME, nothing on stdin; JSON lines as they come. */
-function cli(args: string[], env: Record<string, string> = {}): Run {
+function cli(args: string[], env: Record<string, string> = {}, cwd?: string): Run {
   const home = path.join(dir, 'home');
   fs.mkdirSync(home, { recursive: true });
   const child = spawn(process.execPath, [BIN, ...args], {
     env: { PATH: process.env['PATH'] ?? '', HOME: home, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(cwd ? { cwd } : {}),
   });
   const lines: Array<Record<string, unknown>> = [];
   let [stdout, stderr, partial] = ['', '', ''];
@@ -244,6 +245,51 @@ describe('destinations as the crew sees them', () => {
       'card-new-folder: 3 files copied and verified on DroneCopies — safe to format',
     );
     sameAsCard(card, path.join(copies, fs.readdirSync(copies)[0]!));
+  }, 180_000);
+
+  it('the settings name ~/DroneCopies (the README\'s path, where no shell expands it): the home folder, never a folder named "~"; a relative path is refused before anything is read', async () => {
+    const card = videoCard(path.join(dir, 'card-tilde'), 2, 1);
+    const home = path.join(dir, 'home-tilde');
+    const cwd = path.join(dir, 'cwd-tilde');
+    const state = path.join(dir, 'state-tilde');
+    for (const d of [home, cwd, state]) fs.mkdirSync(d);
+    const settings = (destination: string) =>
+      fs.writeFileSync(
+        path.join(state, 'config.json'),
+        JSON.stringify({ destinations: [{ path: destination }] }),
+      );
+    const sync = () =>
+      cli(
+        ['sync', card, '--json', '--state', state, '--server', svc.baseUrl, '--workspace', svc.workspaceId],
+        { DMS_TOKEN: svc.token, HOME: home },
+        cwd,
+      );
+
+    settings('~/DroneCopies');
+    const run = sync();
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(0);
+    const copies = path.join(home, 'DroneCopies');
+    expect(ofType(run, 'destination')).toEqual([
+      {
+        type: 'destination',
+        state: 'not-created',
+        message: `DroneCopies: the folder ${copies} did not exist yet; it was created.`,
+      },
+    ]);
+    expect(said(run)).not.toMatch(/unplugged|not plugged in/);
+    expect(fs.readdirSync(cwd), 'no folder named "~" where the command ran').toEqual([]);
+    sameAsCard(card, path.join(copies, fs.readdirSync(copies)[0]!));
+
+    settings('DroneCopies');
+    const refused = sync();
+    const r2 = await ended(refused, 60_000);
+    expect(r2.code).toBe(2);
+    expect(r2.stderr).toContain(
+      `The settings in ${path.join(state, 'config.json')} are not valid: destinations.0.path must be a full path, like ~/DroneCopies or /media/pilot/T7_BACKUP (a relative one would depend on the folder the app is started in). Fix them in that file, then run again.`,
+    );
+    expect(refused.lines).toEqual([]);
+    expect(fs.readdirSync(cwd)).toEqual([]);
   }, 180_000);
 
   it.skipIf(process.getuid?.() !== 0 || spawnSyncOk('mount', ['--version']) === false)(

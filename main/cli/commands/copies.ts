@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import path from 'node:path';
+import { commandLinePath } from '../../core/config.js';
 import { DmsError } from '../../core/errors.js';
 import { statePaths } from '../../core/paths.js';
 import { Queue } from '../../core/queue/queue.js';
@@ -14,7 +14,7 @@ import { requireWritable } from '../state-access.js';
  * is a destination again. Returns what was forgotten, for the caller to say.
  */
 export function forgetDestinations(queue: Queue, dirs: readonly string[]): string[] {
-  const unknown = dirs.filter((d) => !queue.copies.destinationAt(path.resolve(d)));
+  const unknown = dirs.filter((d) => !queue.copies.destinationAt(commandLinePath(d)));
   if (unknown.length > 0) {
     const known = queue.copies
       .destinations()
@@ -27,7 +27,7 @@ export function forgetDestinations(queue: Queue, dirs: readonly string[]): strin
     );
   }
   return dirs.map((d) => {
-    const destination = queue.copies.destinationAt(path.resolve(d))!;
+    const destination = queue.copies.destinationAt(commandLinePath(d))!;
     const n = queue.copies.forgetDestination(destination.id);
     return `Forgot ${destination.label} (${destination.path}): it no longer counts for any card (${n} copy record${n === 1 ? '' : 's'}); its files were not touched.`;
   });

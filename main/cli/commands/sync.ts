@@ -1,9 +1,8 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { Agent } from '../../core/agent.js';
 import { LinkController } from '../../core/link/controller.js';
 import { linkWaits, type LinkWaits } from '../../core/link/waits.js';
-import { parseConfig } from '../../core/config.js';
+import { commandLinePath, parseConfig } from '../../core/config.js';
 import { DmsError, plainMessage } from '../../core/errors.js';
 import { count, listOf } from '../../core/offload/plain.js';
 import type { RunResult } from '../../core/run-result.js';
@@ -33,7 +32,7 @@ const PLAIN_PROGRESS_MS = 5_000;
  * keeps the rest for the next run).
  */
 export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<number> {
-  const roots = dirs.map((d) => path.resolve(d));
+  const roots = dirs.map((d) => commandLinePath(d));
   for (const r of roots) {
     if (!fs.existsSync(r) || !fs.statSync(r).isDirectory()) {
       throw new DmsError('source-missing', `${r} is not a folder that exists. Is the card inserted?`, {
@@ -66,7 +65,10 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
           ...(flags.aircraft ? { aircraftDefault: flags.aircraft } : {}),
           ...(flags.aircraftSerial ? { aircraftSerial: flags.aircraftSerial } : {}),
           // --copy-to: archive destinations for this run, beside the settings' own.
-          destinations: [...ctx.config.destinations, ...(flags.copyTo ?? []).map((p) => ({ path: p }))],
+          destinations: [
+            ...ctx.config.destinations,
+            ...(flags.copyTo ?? []).map((p) => ({ path: commandLinePath(p) })),
+          ],
         },
         'options',
       );

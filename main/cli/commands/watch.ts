@@ -1,7 +1,6 @@
-import path from 'node:path';
 import { startLink } from '../../core/link/controller.js';
 import { Agent } from '../../core/agent.js';
-import { parseConfig } from '../../core/config.js';
+import { commandLinePath, parseConfig } from '../../core/config.js';
 import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
@@ -28,7 +27,10 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     ? parseConfig(
         {
           ...ctx.config,
-          destinations: [...ctx.config.destinations, ...flags.copyTo.map((p) => ({ path: p }))],
+          destinations: [
+            ...ctx.config.destinations,
+            ...flags.copyTo.map((p) => ({ path: commandLinePath(p) })),
+          ],
         },
         'options',
       )
@@ -187,11 +189,11 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
 
   if (notice) say({ type: 'warning', message: notice }, notice);
   agent.start();
-  const folders = [...dirs.map((d) => path.resolve(d)), ...ctx.config.watchedFolders];
+  const folders = [...dirs.map((d) => commandLinePath(d)), ...ctx.config.watchedFolders];
   for (const d of folders) await agent.addFolder(d);
   if (flags.cards || (flags.mountRoot?.length ?? 0) > 0) {
     const roots = flags.mountRoot?.length
-      ? flags.mountRoot.map((r) => path.resolve(r))
+      ? flags.mountRoot.map((r) => commandLinePath(r))
       : ctx.config.mountRoots.length
         ? ctx.config.mountRoots
         : undefined;
