@@ -112,6 +112,28 @@ describe('drone-media-sync', () => {
     ]);
     expect(missing.code).not.toBe(0);
     expect(missing.err).toMatch(/is not a folder that exists. Is the card inserted\?/);
+    // A photo named instead of its card: a wrong option (exit 2), and what to name instead.
+    const photo = path.join(dir, 'DJI_0001.JPG');
+    fs.writeFileSync(photo, 'a photo');
+    const file = await cli(['sync', photo, ...server(), '--state', path.join(dir, 's1')]);
+    expect(file.code).toBe(2);
+    expect(file.err).toContain(
+      `${photo} is a file, not a folder: name the card, or a folder of it, and every file under it is sent. To send this file, name the folder that holds it (${dir}); files already sent are not sent again.`,
+    );
+    // `watch` takes the same folders: refused the same way, before it starts watching anything.
+    const watchFile = await cli(['watch', photo, ...server(), '--state', path.join(dir, 's1')]);
+    expect(watchFile.code).toBe(2);
+    expect(watchFile.err).toContain(`${photo} is a file, not a folder:`);
+    const watchMissing = await cli([
+      'watch',
+      path.join(dir, 'no-such-card'),
+      ...server(),
+      '--state',
+      path.join(dir, 's1'),
+    ]);
+    expect(watchMissing.code).not.toBe(0);
+    expect(watchMissing.err).toMatch(/is not a folder that exists. Is the card inserted\?/);
+    expect(watchMissing.out).not.toMatch(/Found|Watching/);
     const state = path.join(dir, 's2');
     fs.mkdirSync(state);
     fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ concurrency: { files: 0 } }));

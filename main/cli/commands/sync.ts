@@ -1,12 +1,12 @@
-import fs from 'node:fs';
 import { Agent } from '../../core/agent.js';
 import { LinkController } from '../../core/link/controller.js';
 import { linkWaits, type LinkWaits } from '../../core/link/waits.js';
 import { commandLinePath, parseConfig } from '../../core/config.js';
-import { DmsError, plainMessage } from '../../core/errors.js';
+import { plainMessage } from '../../core/errors.js';
 import { count, listOf } from '../../core/offload/plain.js';
 import type { RunResult } from '../../core/run-result.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
+import { folderArguments } from '../folders.js';
 import { forgetDestinations } from './copies.js';
 import { EXIT } from '../exit-codes.js';
 import { localJson, offloadJson, VerdictsSaid } from '../offload-text.js';
@@ -32,14 +32,7 @@ const PLAIN_PROGRESS_MS = 5_000;
  * keeps the rest for the next run).
  */
 export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<number> {
-  const roots = dirs.map((d) => commandLinePath(d));
-  for (const r of roots) {
-    if (!fs.existsSync(r) || !fs.statSync(r).isDirectory()) {
-      throw new DmsError('source-missing', `${r} is not a folder that exists. Is the card inserted?`, {
-        retryable: false,
-      });
-    }
-  }
+  const roots = folderArguments(dirs);
   // Local copies need no server and no sign-in: with destinations, a missing sign-in only holds the upload.
   const ctx = await openAgentContext(flags, process.env, 'allow');
   const copiesAsked = (flags.copyTo?.length ?? 0) > 0 || ctx.config.destinations.length > 0;

@@ -4,6 +4,7 @@ import { commandLinePath, parseConfig } from '../../core/config.js';
 import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
+import { folderArguments } from '../folders.js';
 import { localJson, offloadJson, VerdictsSaid } from '../offload-text.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 
@@ -20,6 +21,7 @@ export interface WatchFlags extends ServerFlags {
  * summary (or JSON lines with --json); runs until SIGINT/SIGTERM.
  */
 export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<number> {
+  const named = folderArguments(dirs);
   const ctx = await openAgentContext(flags, process.env, 'refuse', { logFile: true });
   const { queue, notice } = ctx.session;
   // --copy-to: archive destinations for this run, beside the settings' own.
@@ -189,7 +191,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
 
   if (notice) say({ type: 'warning', message: notice }, notice);
   agent.start();
-  const folders = [...dirs.map((d) => commandLinePath(d)), ...ctx.config.watchedFolders];
+  const folders = [...named, ...ctx.config.watchedFolders];
   for (const d of folders) await agent.addFolder(d);
   if (flags.cards || (flags.mountRoot?.length ?? 0) > 0) {
     const roots = flags.mountRoot?.length
