@@ -21,7 +21,7 @@ import { syncLanes, type SyncLanes } from './sync/peers.js';
 import { ownFolders } from './sync/scan.js';
 import type { Destination } from './queue/copies.js';
 import type { ProgressSnapshot } from './sync/progress.js';
-import type { DiscoverWarning } from './media/discover.js';
+import type { DiscoverWarning, OwnFolder } from './media/discover.js';
 import { cardSource, folderSource, type Source } from './sources/source.js';
 import { gatherRun, runResult, RunTally, type RunResult } from './run-result.js';
 import { LANE_NAMES, type LaneName } from './queue/lanes.js';
@@ -91,6 +91,12 @@ export interface AgentOptions {
    * Absent: the gate knows the link already.
    */
   linkStart?: () => Promise<void>;
+  /**
+   * Folders the program writes besides its state, its copies and its code cache
+   * (the desktop app's browser data and logs): never read as a source's files,
+   * their writes wake no scan.
+   */
+  ownFolders?: readonly OwnFolder[];
 }
 
 /** What `syncOnce` did, per folder: its verdict and manifest (none when the run stopped short). */
@@ -151,6 +157,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         ...(opts.backoff ? { backoff: opts.backoff } : {}),
         ...(opts.initialState ? { initialState: opts.initialState } : {}),
         ...(opts.gate ? { gate: opts.gate } : {}),
+        ...(opts.ownFolders ? { ownFolders: opts.ownFolders } : {}),
       });
     this.lanes = lanes;
     this.engine = lanes.engine;
@@ -337,7 +344,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           void this.rescan(s);
         },
       },
-      { quietMs: this.quietMs, own: () => ownFolders(this.queue).map((f) => f.path) },
+      { quietMs: this.quietMs, own: () => ownFolders(this.queue, this.opts.ownFolders).map((f) => f.path) },
     );
     this.watchers.set(source.sourceId, watcher);
     this.known.set(source.sourceId, source);
@@ -551,7 +558,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           if (this.cardSetting(card.id, 'autoSync')) void this.rescan(s);
         },
       },
-      { quietMs: this.quietMs, own: () => ownFolders(this.queue).map((f) => f.path) },
+      { quietMs: this.quietMs, own: () => ownFolders(this.queue, this.opts.ownFolders).map((f) => f.path) },
     );
     this.watchers.set(source.sourceId, watcher);
     this.known.set(source.sourceId, source);

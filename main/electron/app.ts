@@ -63,6 +63,11 @@ export async function runApp(): Promise<void> {
     stateDir,
     secrets: new SafeTokenStore({ stateDir, safeStorage, logger: log }),
     logger: log,
+    // Written all the time (the browser's profile, the log file): a watched home folder holds them.
+    ownFolders: [
+      { path: app.getPath('userData'), what: "the desktop app's browser data" },
+      { path: logDir, what: 'its log files' },
+    ],
   });
   const paths = windowPaths(app.getAppPath(), compiledDir);
   hardenSession(session.defaultSession);

@@ -14,6 +14,7 @@ import type { LinkQuestion } from '../core/link/gate.js';
 import { parseTimetable, rateAt } from '../core/link/timetable.js';
 import { needsAnswer } from '../core/link/transitions.js';
 import type { LinkWatcher } from '../core/link/watcher.js';
+import type { OwnFolder } from '../core/media/discover.js';
 import { plainMessage, QueueLockedError, toDmsError } from '../core/errors.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import { statePaths, type StatePaths } from '../core/paths.js';
@@ -84,6 +85,8 @@ export interface ControllerOptions {
   lockRetryMs?: number;
   /** What the OS says of the link (default: this OS's watcher; tests: NetworkManager on a private bus). */
   linkWatcher?: LinkWatcher;
+  /** The app's folders besides its state (Chromium's profile, the logs): never read as a card's files. */
+  ownFolders?: readonly OwnFolder[];
 }
 
 /** While the command line holds the queue, the app looks again this often. */
@@ -737,6 +740,7 @@ export class AppController extends EventEmitter<ControllerEvents> {
         logger: this.log,
         ...(this.opts.quietMs === undefined ? {} : { quietMs: this.opts.quietMs }),
         ...(this.opts.cardPollMs === undefined ? {} : { cardPollMs: this.opts.cardPollMs }),
+        ...(this.opts.ownFolders ? { ownFolders: this.opts.ownFolders } : {}),
         sink: {
           adopt: (rt) => (this.rt = rt),
           live: (agent) => this.rt?.agent === agent,

@@ -16,6 +16,7 @@ import { CardMonitor, type Card } from '../core/sources/cards.js';
 import { cardSource } from '../core/sources/source.js';
 import type { ProgressSnapshot } from '../core/sync/progress.js';
 import { countSource } from '../core/sync/scan.js';
+import type { OwnFolder } from '../core/media/discover.js';
 import { startService, type RunningService } from '../service/index.js';
 import type { CardLedger } from './card-ledger.js';
 import type { Activity } from './notifications.js';
@@ -58,6 +59,8 @@ export interface RuntimeOptions {
    * budget), as `watch` has it; it outlives a rebuild of the agent.
    */
   gate?: PartGate;
+  /** The app's own folders besides its state (Chromium's profile, the logs): never read as a card's files. */
+  ownFolders?: readonly OwnFolder[];
 }
 
 /**
@@ -81,6 +84,7 @@ export function startRuntime(o: RuntimeOptions): Runtime {
     ...(o.quietMs === undefined ? {} : { quietMs: o.quietMs }),
     ...(initialState(o) ? { initialState: initialState(o) } : {}),
     ...(o.gate ? { gate: o.gate } : {}),
+    ...(o.ownFolders ? { ownFolders: o.ownFolders } : {}),
   });
   const rt: Runtime = { agent, conn: o.conn, monitor: null };
   o.sink.adopt(rt);

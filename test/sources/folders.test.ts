@@ -117,12 +117,20 @@ it("a watched folder holding the agent's own state and copies: neither is read, 
   copyOld(path.join(FIXTURES, 'M3T', 'M3T_IR.JPG'), photo);
   const copies = path.join(home, 'DroneCopies');
   const queue = new Queue(path.join(home, 'AppData', 'Roaming', 'drone-media-sync', 'queue.db'));
+  // The desktop app's browser profile and log file (Electron's userData): written all the time.
+  const browser = path.join(home, 'AppData', 'Roaming', 'Drone Media Sync');
+  const logFile = path.join(browser, 'logs', 'main.log');
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  fs.writeFileSync(path.join(browser, 'Cookies'), 'a browser file');
+  fs.writeFileSync(logFile, 'started\n');
   const agent = new Agent({
     queue,
     api,
     config: parseConfig({ destinations: [{ path: copies }] }),
     quietMs: 300,
+    ownFolders: [{ path: browser, what: "the desktop app's browser data" }],
   });
+  const logging = setInterval(() => fs.appendFileSync(logFile, 'a line of the log\n'), 200);
   const scans: Array<{
     pending: number;
     skipped: Array<{ relPath: string; kind: string; message: string }>;
@@ -142,16 +150,27 @@ it("a watched folder holding the agent's own state and copies: neither is read, 
     expect(scans.length, 'scans woken by nothing but the agent itself').toBe(settled);
     expect(queue.list().map((r) => r.relPath)).toEqual(['Flights/DCIM/100MEDIA/DJI_0001.JPG']);
     const own = scans[0]!.skipped.filter((s) => s.kind === 'own');
-    expect(own.map((s) => s.relPath)).toEqual(['AppData/Roaming/drone-media-sync']);
-    expect(own[0]!.message).toMatch(/Drone Media Sync's own folder \(its queue and settings\): not read/);
+    expect(own.map((s) => s.relPath).sort()).toEqual([
+      'AppData/Roaming/Drone Media Sync',
+      'AppData/Roaming/drone-media-sync',
+    ]);
+    const said = (rel: string) => own.find((s) => s.relPath === rel)!.message;
+    expect(said('AppData/Roaming/drone-media-sync')).toMatch(
+      /Drone Media Sync's own folder \(its queue and settings\): not read/,
+    );
+    expect(said('AppData/Roaming/Drone Media Sync')).toMatch(
+      /Drone Media Sync's own folder \(the desktop app's browser data\): not read/,
+    );
 
     // A scan after the copies' folder exists (Sync now) leaves it out too, and the watcher still sees the rest.
     await agent.syncNow();
     const last = scans.at(-1)!;
-    expect(last.skipped.filter((s) => s.kind === 'own').map((s) => s.relPath)).toEqual([
-      'AppData/Roaming/drone-media-sync',
-      'DroneCopies',
-    ]);
+    expect(
+      last.skipped
+        .filter((s) => s.kind === 'own')
+        .map((s) => s.relPath)
+        .sort(),
+    ).toEqual(['AppData/Roaming/Drone Media Sync', 'AppData/Roaming/drone-media-sync', 'DroneCopies']);
     copyOld(
       path.join(FIXTURES, 'M2EA', 'M2EA_IR.JPG'),
       path.join(home, 'Flights', 'DCIM', '100MEDIA', 'DJI_0003.JPG'),
@@ -159,8 +178,9 @@ it("a watched folder holding the agent's own state and copies: neither is read, 
     await until('the new photo', () => queue.counts().done.files === 2, 20_000);
     const names = (await svc.admin.mediaRecords(svc.workspaceId)).map((r) => r.name);
     expect(names).toContain('DJI_0003.JPG');
-    expect(names.filter((n) => /queue\.db|DJI_0002/.test(n))).toEqual([]);
+    expect(names.filter((n) => /queue\.db|DJI_0002|Cookies|main\.log/.test(n))).toEqual([]);
   } finally {
+    clearInterval(logging);
     await agent.stop();
     queue.close();
   }

@@ -31,6 +31,7 @@ import { Progress, type ProgressSnapshot } from './progress.js';
 import { RunStatus, type RunState, type RunStateChange } from './run-state.js';
 import { ONE_SHOT_TRIES, type RunOptions } from './run-options.js';
 import { ownFolders, scanSource, type ScanResult } from './scan.js';
+import type { OwnFolder } from '../media/discover.js';
 import { UNFINISHED_STATES } from '../queue/states.js';
 import { ContentClaims } from './claims.js';
 import type { CopyPort, DestinationStop, UploadPort } from './copy-port.js';
@@ -94,6 +95,11 @@ export interface EngineOptions {
   initialState?: RunState;
   /** Asked before every part: may this lane send now (the link module; default: always). */
   gate?: PartGate;
+  /**
+   * Folders the program writes besides its state, copies and code cache (the desktop
+   * app's browser data and logs): never read as a source's files (scan.ts ownFolders).
+   */
+  ownFolders?: readonly OwnFolder[];
 }
 
 /**
@@ -156,9 +162,11 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
   private stopAll = new AbortController();
   private lastProgressEmit = 0;
   private readonly backoff: BackoffPolicy;
+  private readonly alsoOwn: readonly OwnFolder[];
 
   constructor(opts: EngineOptions) {
     super();
+    this.alsoOwn = opts.ownFolders ?? [];
     this.queue = opts.queue;
     if (opts.target) this.queue.bindTarget(opts.target);
     else if (!this.queue.target) this.queue.bindTarget(serverTarget(opts.api.baseUrl, opts.api.workspaceId));
@@ -282,7 +290,7 @@ export class SyncEngine extends EventEmitter<EngineEvents> {
       this.dispatcher.forget();
       result = await scanSource(this.queue, source, this.config, signal, {
         ...opts,
-        own: ownFolders(this.queue),
+        own: ownFolders(this.queue, this.alsoOwn),
       });
       // What each destination lacks is wanted there.
       destinationsStopped = this.copies.prepare(source.sourceId, source);

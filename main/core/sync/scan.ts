@@ -144,10 +144,11 @@ function changedSince(f: ObservedFile): boolean {
  * The folders this agent writes itself, which a source may hold (`sync ~` holds the state
  * folder; a folder may hold its own copies' destination): never read as the source's files.
  * Every destination ever used counts: its copies are this agent's, whichever run made them;
- * so does the cache of its compiled code, under the same home.
+ * so does the cache of its compiled code, under the same home, and what the shell names
+ * (`also`: the desktop app's browser data and logs).
  */
-export function ownFolders(queue: Queue): OwnFolder[] {
-  const own: OwnFolder[] = [];
+export function ownFolders(queue: Queue, also: readonly OwnFolder[] = []): OwnFolder[] {
+  const own: OwnFolder[] = [...also];
   const state = queue.folder;
   if (state) own.push({ path: state, what: 'its queue and settings' });
   for (const d of queue.copies.destinations())
