@@ -133,3 +133,8 @@ export function offloadJson(o: CardOffload, manifestDir?: string): Record<string
     ...(manifestDir ? { manifest: manifestDir, report: reportFile(manifestDir) } : {}),
   };
 }
+
+/** A scan's skip as a line: "Skipped: …", but one folder of a card synced is a warning of its own, not a skip. */
+export function skippedLine(w: { kind: string; message: string }): string {
+  return w.kind === 'rest-of-card' ? w.message : `Skipped: ${w.message}`;
+}

@@ -312,7 +312,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   /** A card's verdict, said and kept for the run's result (its copies' part). */
   private emitOffload(done: { source: Source } & Completed): void {
     const local = done.offload.local;
-    if (local) this.tally.copies(done.source.sourceId, { safe: local.safe, message: local.message });
+    if (local)
+      this.tally.copies(done.source.sourceId, { safe: local.safe, made: local.made, message: local.message });
     this.emit('offload', done);
   }
 
@@ -439,7 +440,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         flights: this.flightOptions(),
       });
       const local = done.offload.local;
-      if (local) this.tally.copies(sourceId, { safe: local.safe, message: local.message });
+      if (local) this.tally.copies(sourceId, { safe: local.safe, made: local.made, message: local.message });
       this.emit('local', { source, ...done });
     } catch (err) {
       const e = toDmsError(err);
@@ -681,7 +682,9 @@ export class Agent extends EventEmitter<AgentEvents> {
     try {
       const r = await this.engine.scan(source, signal, { quietMs: this.runOnce ? 0 : this.quietMs });
       this.gone.delete(source.sourceId);
-      this.tally.scanned(source.sourceId, r.alreadyDone, r.skipped.filter((w) => w.blocking).length);
+      // The card's other folders (one folder of it synced) are said by the verdict, not kept-nowhere files.
+      const notKept = r.skipped.filter((w) => w.blocking && w.kind !== 'rest-of-card').length;
+      this.tally.scanned(source.sourceId, r.alreadyDone, notKept);
       // Files too fresh to read (still being written when we looked) get
       // another look once the quiet period is over: the watcher only reports
       // files that change after it started.

@@ -108,7 +108,11 @@ describe('the run result, from one read of a real queue', () => {
     tally.scanned(CARD.sourceId, 3, 0);
     for (const r of rows) copy(r, ssd, 'verified');
     for (const r of rows) upload(r, tally);
-    tally.copies(CARD.sourceId, { safe: true, message: 'M3E_CARD: 2 files copied and verified on SSD' });
+    tally.copies(CARD.sourceId, {
+      safe: true,
+      made: true,
+      message: 'M3E_CARD: 2 files copied and verified on SSD',
+    });
 
     const r = runResult(facts(tally, { bytesSent: 2000 }));
     expect(r.stopped).toEqual({ kind: 'done' });
@@ -134,13 +138,21 @@ describe('the run result, from one read of a real queue', () => {
     const [good, bad] = scan(['DJI_0001.JPG', 'DJI_0002.JPG']);
     copy(good!, ssd, 'verified');
     copy(bad!, ssd, 'differs', 'the copy read back differs at byte 4096');
-    tally.copies(CARD.sourceId, { safe: false, message: 'M3E_CARD: not safe to format from the copies yet' });
+    tally.copies(CARD.sourceId, {
+      safe: false,
+      made: false,
+      message: 'M3E_CARD: not safe to format from the copies yet',
+    });
 
     const r = runResult(facts(tally));
     const d = r.cards[0]!.destinations[0]!;
     expect(d).toMatchObject({ copied: { files: 1, bytes: 1000 }, verified: 1, failed: 1, stopped: null });
     expect(r.copied).toEqual([{ destination: ssd, files: 1, bytes: 1000 }]);
-    expect(r.cards[0]!.copies).toEqual({ safe: false, message: expect.stringMatching(/not safe/) });
+    expect(r.cards[0]!.copies).toEqual({
+      safe: false,
+      made: false,
+      message: expect.stringMatching(/not safe/),
+    });
     // Not uploaded (no server in this run): both left for the server, none failed.
     expect(r.left).toMatchObject({ server: 2, failed: 0, card: 0 });
   });

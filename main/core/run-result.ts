@@ -47,6 +47,8 @@ export interface DestinationRun {
 /** A card's copies' last verdict in this run (locally safe or why not). */
 export interface CopiesVerdict {
   safe: boolean;
+  /** Every copy asked for made and verified (safe, or only the card's folders not read stand in the way). */
+  made: boolean;
   message: string;
 }
 

@@ -292,6 +292,51 @@ describe('destinations as the crew sees them', () => {
     expect(fs.readdirSync(cwd)).toEqual([]);
   }, 180_000);
 
+  it('one folder of a card synced (sync CARD/DCIM/<flight>): its files go and its copies are made (exit 0), but no verdict says "safe to format": the card holds more', async () => {
+    const card = videoCard(path.join(dir, 'card-part'), 2, 1);
+    videoCard(card, 1, 1, 'DJI_202405061115_002_Quarry');
+    const flight = 'DJI_202405061015_001_Quarry';
+    const ssd = path.join(dir, 'SSD_PART');
+    const run = syncTo('part', path.join(card, 'DCIM', flight), [ssd]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(0);
+    const why = `${flight} is one folder of the card card-part (${card}): the card's other files were not read. Sync the card itself (${card}) before formatting it.`;
+    expect(ofType(run, 'skipped')).toEqual([{ type: 'skipped', path: card, reason: why }]);
+    const local = ofType(run, 'local-verdict').at(-1) as {
+      safe: boolean;
+      message: string;
+      reasons: string[];
+    };
+    expect(local).toMatchObject({
+      safe: false,
+      message: `${flight}: not safe to format from the copies yet — the rest of the card not read; SSD_PART 2 of 2 verified`,
+      reasons: [why],
+    });
+    const verdict = ofType(run, 'verdict').at(-1) as {
+      safe: boolean;
+      message: string;
+      workspace: { safe: boolean; message: string };
+      reasons: string[];
+    };
+    expect(verdict.safe).toBe(false);
+    expect(verdict.workspace.message).toBe(
+      `${flight}: not safe to format yet — the rest of the card not read`,
+    );
+    expect(verdict.reasons).toEqual([why]);
+    expect(said(run)).not.toMatch(/— safe to format/);
+    const summary = ofType(run, 'summary')[0]!;
+    expect(summary).toMatchObject({ uploaded: 2, failed: 0 });
+
+    // The card itself: read whole (its folder's files done already), safe to format.
+    const whole = syncTo('part', card, [ssd]);
+    const r2 = await ended(whole, 120_000);
+    expect(r2.code, r2.stdout.slice(-2000) + r2.stderr).toBe(0);
+    expect(ofType(whole, 'skipped')).toEqual([]);
+    expect((ofType(whole, 'local-verdict').at(-1) as { message: string }).message).toBe(
+      'card-part: 3 files copied and verified on SSD_PART — safe to format',
+    );
+  }, 180_000);
+
   it.skipIf(process.getuid?.() !== 0 || spawnSyncOk('mount', ['--version']) === false)(
     'a drive unplugged mid-copy (its volume unmounted): "not plugged in" with its own count, never "did not read back"; nothing written on the laptop in its place',
     async () => {

@@ -9,7 +9,7 @@ import { openAgentContext, type ServerFlags } from '../context.js';
 import { folderArguments } from '../folders.js';
 import { forgetDestinations } from './copies.js';
 import { EXIT } from '../exit-codes.js';
-import { localJson, offloadJson, VerdictsSaid } from '../offload-text.js';
+import { localJson, offloadJson, skippedLine, VerdictsSaid } from '../offload-text.js';
 import { formatBytes, printJson, ProgressBar, progressLine, writeLines } from '../output.js';
 import { laneLines } from '../lanes.js';
 
@@ -107,7 +107,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
     // Links out of the card are never read: named, so nobody wonders where a file went.
     for (const w of e.skipped) {
       if (flags.json) printJson({ type: 'skipped', path: w.path, reason: w.message });
-      else writeLines([`Skipped: ${w.message}`], process.stderr);
+      else writeLines([skippedLine(w)], process.stderr);
     }
   });
   // Never silent: the server failing is said at once, with what happens next; back, said too.
@@ -213,7 +213,7 @@ export async function syncCommand(dirs: string[], flags: SyncFlags): Promise<num
 const failedOf = (r: RunResult): number => r.left.failed;
 const pendingOf = (r: RunResult): number => r.left.files.length - r.left.failed;
 /** Copies asked for and not made and verified: the run did not do what was asked (exit code 4). */
-const copiesShort = (r: RunResult) => r.cards.filter((c) => c.copies && !c.copies.safe);
+const copiesShort = (r: RunResult) => r.cards.filter((c) => c.copies && !c.copies.made);
 
 /** The exit code: what was asked happened (0), or why not (sign-in, copies, files left). */
 function exitCode(r: RunResult, waits: LinkWaits | null): number {

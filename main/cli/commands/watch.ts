@@ -5,7 +5,7 @@ import { plainMessage } from '../../core/errors.js';
 import { CardMonitor } from '../../core/sources/cards.js';
 import { openAgentContext, type ServerFlags } from '../context.js';
 import { folderArguments } from '../folders.js';
-import { localJson, offloadJson, VerdictsSaid } from '../offload-text.js';
+import { localJson, offloadJson, skippedLine, VerdictsSaid } from '../offload-text.js';
 import { formatBytes, printJson, writeLines } from '../output.js';
 
 export interface WatchFlags extends ServerFlags {
@@ -86,10 +86,7 @@ export async function watchCommand(dirs: string[], flags: WatchFlags): Promise<n
     else if (e.type === 'scanned') {
       // A file still being written is looked at again every few seconds: said once, not at each look.
       for (const w of e.skipped.filter((x) => firstTime(`${e.source.sourceId}\0${x.relPath}\0${x.message}`)))
-        say(
-          { type: 'skipped', id: e.source.sourceId, path: w.path, reason: w.message },
-          `Skipped: ${w.message}`,
-        );
+        say({ type: 'skipped', id: e.source.sourceId, path: w.path, reason: w.message }, skippedLine(w));
       if (e.pending > 0)
         say(
           { type: 'scanned', id: e.source.sourceId, pending: e.pending, already_done: e.alreadyDone },

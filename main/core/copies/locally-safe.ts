@@ -10,6 +10,7 @@
  */
 import fs from 'node:fs';
 import { baseName, count, listOf } from '../plain.js';
+import { saidAsIs } from '../media/discover.js';
 import { lookAt, lookMessage, type DestinationLook } from './destinations.js';
 import type { CopyRecord, Destination, FileVersion } from '../queue/copies.js';
 import type { FactRow, Queue } from '../queue/queue.js';
@@ -43,6 +44,11 @@ export interface LocalVerdictInput {
 
 export interface LocalVerdict {
   safe: boolean;
+  /**
+   * Every copy asked for is made and verified: `safe`, or all but the card's folders
+   * that were not read (one folder of a card synced): what the run was asked for is done.
+   */
+  made: boolean;
   reasons: string[];
   counts: {
     files: number;
@@ -163,9 +169,14 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       state,
     });
   }
+  if (input.skipped.some((x) => x.blocking && x.kind === 'rest-of-card'))
+    phrases.unshift('the rest of the card not read');
   for (const s of input.skipped.filter((x) => x.blocking))
-    reasons.push(s.kind === 'growing' ? s.message : `Not kept anywhere: ${s.message}`);
+    reasons.push(saidAsIs(s.kind) ? s.message : `Not kept anywhere: ${s.message}`);
   const safe = reasons.length === 0 && destinations.length > 0;
+  // The copies did all that was asked of them; only the card's other folders, never read, stand in the way.
+  const restOfCard = input.skipped.filter((x) => x.blocking && x.kind === 'rest-of-card').length;
+  const made = safe || (destinations.length > 0 && reasons.length === restOfCard && restOfCard > 0);
   const where = listOf(
     destinations.map((d) => d.label),
     8,
@@ -175,6 +186,7 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
     : `${card.label}: not safe to format from the copies yet — ${phrases.join('; ')}`;
   return {
     safe,
+    made,
     reasons,
     counts: { files: files.length, everywhere: everywhere.size, perDestination: per },
     message,

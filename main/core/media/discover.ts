@@ -36,6 +36,14 @@ export interface DiscoveredFile {
   mtimeMs: number;
 }
 
+/**
+ * Blocking skips whose message says all of it (what holds the card and what to do): the
+ * verdicts say them as they are, not as a file "not kept anywhere".
+ */
+export function saidAsIs(kind: string | undefined): boolean {
+  return kind === 'growing' || kind === 'rest-of-card';
+}
+
 export interface DiscoverWarning {
   path: string;
   /** Relative to the root, "/"-separated. */
@@ -60,7 +68,12 @@ export interface DiscoverWarning {
     | 'excluded'
     | 'own'
     /** Being written when the card was read (a copy in progress): read once it settles. */
-    | 'growing';
+    | 'growing'
+    /**
+     * The folder synced is one folder of a card (`sync /media/CARD/DCIM/DJI_…_001`): the
+     * card's other files were not read, so the card is safe to format from nowhere.
+     */
+    | 'rest-of-card';
   message: string;
   /** Its content exists on the card only and was not kept: the card is not safe to format while it is there. */
   blocking: boolean;

@@ -31,6 +31,7 @@
  * never formats or deletes anything itself: this only tells.
  */
 import { baseName, count, listOf } from './plain.js';
+import { saidAsIs } from '../media/discover.js';
 import { flightAdvisory } from './advisory.js';
 import { flaggedWaitLine } from '../../shared/lanes.js';
 import type {
@@ -153,7 +154,7 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
   );
   const skipped = input.skipped ?? [];
   const lost = skipped.filter((s) => s.blocking);
-  for (const s of lost) reasons.push(s.kind === 'growing' ? s.message : `Not kept anywhere: ${s.message}`);
+  for (const s of lost) reasons.push(saidAsIs(s.kind) ? s.message : `Not kept anywhere: ${s.message}`);
   const notes = namedNotes(skipped.filter((s) => !s.blocking));
   for (const f of blocking) {
     const first = f.flags.find((x) => x.severity === 'incomplete');
@@ -185,7 +186,14 @@ export function safeToFormat(input: SafeToFormatInput): SafeToFormatVerdict {
     flightsAccepted: incomplete.length - blocking.length,
   };
   const safe = reasons.length === 0;
-  const message = verdictLine(card.label, ws, safe, counts, input.scanComplete);
+  const message = verdictLine(
+    card.label,
+    ws,
+    safe,
+    counts,
+    input.scanComplete,
+    lost.some((s) => s.kind === 'rest-of-card'),
+  );
   // Advisory only (flagged frames, camera clock): never part of `safe`.
   return { safe, reasons, notes, counts, message, advisory: flightAdvisory(input.flights) };
 }
@@ -235,6 +243,8 @@ function verdictLine(
   safe: boolean,
   c: SafeToFormatCounts,
   scanned: boolean,
+  /** A folder of a card synced, not the card: the rest of it was not read. */
+  folderOfCard = false,
 ): string {
   if (safe) return `${label}: ${count(c.verified, 'file')} verified in ${ws} — safe to format`;
   const parts = [
@@ -247,10 +257,12 @@ function verdictLine(
     c.notAcknowledged > 0 && `${c.notAcknowledged} not acknowledged`,
     c.notVerified > 0 && `${c.notVerified} not verified`,
     c.onServerWord > 0 && `${c.onServerWord} on the server's word only`,
-    c.skippedBlocking > 0 && `${c.skippedBlocking} not kept anywhere`,
+    c.skippedBlocking - Number(folderOfCard) > 0 &&
+      `${c.skippedBlocking - Number(folderOfCard)} not kept anywhere`,
     c.flightsIncomplete - c.flightsAccepted > 0 &&
       count(c.flightsIncomplete - c.flightsAccepted, 'flight') + ' incomplete',
   ].filter((p): p is string => typeof p === 'string');
+  if (folderOfCard) parts.unshift('the rest of the card not read');
   if (!scanned) parts.unshift('card not read to the end');
   else if (c.files === 0) parts.unshift('no files found');
   return `${label}: not safe to format yet — ${parts.join(', ')}`;

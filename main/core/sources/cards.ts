@@ -36,6 +36,17 @@ export function isDjiCard(root: string): boolean {
   return names.some((n) => FLIGHT_DIR.test(n) || MEDIA_DIR.test(n) || n.toUpperCase() === 'PANORAMA');
 }
 
+/**
+ * The DJI card a folder is inside of (`/media/CARD` for `/media/CARD/DCIM/DJI_…_001`), the
+ * nearest one up to the file system's root; undefined when none holds it.
+ */
+export function cardAbove(folder: string): string | undefined {
+  for (let dir = path.dirname(folder); ; dir = path.dirname(dir)) {
+    if (isDjiCard(dir)) return dir;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
+
 /** Mount point -> device, from /proc/self/mountinfo (Linux), for removable filesystems. */
 export function removableMounts(mountinfo = '/proc/self/mountinfo'): Map<string, string> {
   const out = new Map<string, string>();

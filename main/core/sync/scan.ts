@@ -13,6 +13,7 @@ import {
 import { rtkKindOf } from '../media/rtk-files.js';
 import type { ObserveResult, ObservedFile, Queue } from '../queue/queue.js';
 import type { Source } from '../sources/source.js';
+import { cardAbove } from '../sources/cards.js';
 
 export interface ScanResult extends ObserveResult {
   /** Files too fresh to read yet (still being copied). */
@@ -40,6 +41,16 @@ export async function scanSource(
   let batch: ObservedFile[] = [];
   const fresh: ObservedFile[] = [];
   const startedAt = opts.now ?? Date.now();
+  // One folder of a card named instead of the card: its files go, the card's others were not read.
+  const card = source.kind === 'folder' ? cardAbove(source.root) : undefined;
+  if (card)
+    total.skipped.push({
+      path: card,
+      relPath: path.relative(source.root, card).split(path.sep).join('/'),
+      kind: 'rest-of-card',
+      message: `${source.label} is one folder of the card ${path.basename(card) || card} (${card}): the card's other files were not read. Sync the card itself (${card}) before formatting it.`,
+      blocking: true,
+    });
   const flush = () => {
     // Videos last: their metadata is read from the SRT and a photo beside them, which are then on hand.
     // Split once, each path looked at once (a sort asked isVideo twice per comparison: 2 x 10,000 x log n).
