@@ -7,6 +7,13 @@ const refused = new DmsError('rejected', 'The server refused GET /x: page_size t
 const refusedConnection = new DmsError('network', 'Could not reach the server', {
   cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
 });
+/** What undici's fetch gives when the laptop has no connection: the cause's cause has the code. */
+const offline = (code: string) =>
+  new DmsError('network', 'Could not reach the server', {
+    cause: Object.assign(new TypeError('fetch failed'), {
+      cause: Object.assign(new Error(`getaddrinfo ${code} media.example.com`), { code }),
+    }),
+  });
 const forbidden = new DmsError('auth', 'The server refused access (HTTP 403)', {
   status: 403,
   path: '/wayline/api/v1/workspaces/ws-9/waylines',
@@ -52,6 +59,34 @@ describe('plainMessage: the words of the moment a failure is shown in', () => {
       /no longer/,
     ],
     ['a closed port at sign-in', refusedConnection, 'sign-in', /^Nothing answers at this address/, /upload/],
+    [
+      'no internet (the name cannot be looked up) at sign-in',
+      offline('ENOTFOUND'),
+      'sign-in',
+      /^The server's name cannot be looked up: this computer may have no internet connection, or the address is mistyped/,
+      /Nothing answers|running/,
+    ],
+    [
+      'a DNS server not answering, on a request',
+      offline('EAI_AGAIN'),
+      'request',
+      /no internet connection/,
+      /running/,
+    ],
+    [
+      'no network at all (no route), on a request',
+      offline('ENETUNREACH'),
+      'request',
+      /^There is no network route to the server: check that this computer is connected/,
+      /running/,
+    ],
+    [
+      'no internet during uploads',
+      offline('ENOTFOUND'),
+      'upload',
+      /uploads continue by themselves/,
+      /mistyped/,
+    ],
     [
       'a closed port during uploads',
       refusedConnection,

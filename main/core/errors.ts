@@ -296,10 +296,17 @@ export function plainMessage(err: DmsError, during: Moment = 'upload'): string {
     case 'auth':
       return authMessage(err, during);
     case 'network':
-      if (during === 'sign-in' || during === 'request')
+      if (during === 'sign-in' || during === 'request') {
+        // The laptop offline (no signal at the site) fails here first: said so, not as a server not running.
+        const code = causeCode(err.cause)?.code;
+        if (code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+          return "The server's name cannot be looked up: this computer may have no internet connection, or the address is mistyped. Check the connection and the address.";
+        if (code === 'ENETUNREACH' || code === 'EHOSTUNREACH')
+          return 'There is no network route to the server: check that this computer is connected (Wi-Fi, a 4G modem or a phone hotspot).';
         return neverReachedServer(err)
           ? 'Nothing answers at this address. Check the server address and port, and that the server is running.'
           : 'The server cannot be reached. Check the address and the network connection, then try again.';
+      }
       return 'The server cannot be reached. Check the connection; uploads continue by themselves when it is back.';
     case 'timeout':
       if (!later) {
