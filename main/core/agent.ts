@@ -312,7 +312,9 @@ export class Agent extends EventEmitter<AgentEvents> {
   /** A card's verdict, said and kept for the run's result (its copies' part). */
   private emitOffload(done: { source: Source } & Completed): void {
     const local = done.offload.local;
-    if (local)
+    // A run that makes no copies (none named, none in the settings) was not asked for any: the
+    // copies of an earlier run are said with the verdict, never counted as this run's shortfall.
+    if (local && this.copies.enabled)
       this.tally.copies(done.source.sourceId, { safe: local.safe, made: local.made, message: local.message });
     this.emit('offload', done);
   }
@@ -440,7 +442,8 @@ export class Agent extends EventEmitter<AgentEvents> {
         flights: this.flightOptions(),
       });
       const local = done.offload.local;
-      if (local) this.tally.copies(sourceId, { safe: local.safe, made: local.made, message: local.message });
+      if (local && this.copies.enabled)
+        this.tally.copies(sourceId, { safe: local.safe, made: local.made, message: local.message });
       this.emit('local', { source, ...done });
     } catch (err) {
       const e = toDmsError(err);

@@ -77,6 +77,22 @@ it('paths in the settings: `~` is the home folder; a relative path is refused, n
   expect(refused({ destinations: [{ path: '  ' }] })).toMatch(/destinations\.0\.path is required/);
 });
 
+it('one folder named twice (the settings and --copy-to, a trailing slash) is one destination, as first named', () => {
+  const home = os.homedir();
+  const config = parseConfig({
+    destinations: [
+      { path: '~/DroneCopies', label: 'LAPTOP_COPIES', role: 'staging', keepDays: 7 },
+      { path: '/media/pilot/T7_BACKUP' },
+      { path: `${home}/DroneCopies/` },
+      { path: '/media/pilot/T7_BACKUP/../T7_BACKUP' },
+    ],
+  });
+  expect(config.destinations).toEqual([
+    { path: path.join(home, 'DroneCopies'), label: 'LAPTOP_COPIES', role: 'staging', keepDays: 7 },
+    { path: '/media/pilot/T7_BACKUP', role: 'archive' },
+  ]);
+});
+
 it('a settings file that is not valid says which file, what is wrong and what to do', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-config-'));
   try {

@@ -46,7 +46,11 @@ const buildConfigSchema = (z: typeof Z) => {
       .string()
       .trim()
       .min(1, 'is required')
-      .transform((v) => expandHome(v))
+      // Made plain too (`/media/T7/` and `/media/T7` are one folder).
+      .transform((v) => {
+        const p = expandHome(v);
+        return path.isAbsolute(p) ? path.resolve(p) : p;
+      })
       .refine(
         (v) => path.isAbsolute(v),
         `must be a full path, like ${example} (a relative one would depend on the folder the app is started in)`,
@@ -92,6 +96,9 @@ const buildConfigSchema = (z: typeof Z) => {
         }),
       )
       .max(8, 'at most 8 destinations')
+      // One folder named twice (in the settings and by --copy-to, or `T7` and `T7/`) is one
+      // destination, as the settings first name it: two made one copy race itself.
+      .transform((list) => list.filter((d, i) => list.findIndex((o) => o.path === d.path) === i))
       .default([]),
     concurrency: z
       .object({

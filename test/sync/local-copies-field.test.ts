@@ -292,6 +292,42 @@ describe('destinations as the crew sees them', () => {
     expect(fs.readdirSync(cwd)).toEqual([]);
   }, 180_000);
 
+  it('the folder of the settings named again by --copy-to (with a trailing slash): one destination, one copy, the upload goes on', async () => {
+    const card = videoCard(path.join(dir, 'card-twice'), 2, 1);
+    const ssd = path.join(dir, 'SSD_TWICE');
+    const state = path.join(dir, 'state-twice');
+    fs.mkdirSync(state, { recursive: true });
+    fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ destinations: [{ path: ssd }] }));
+    const run = syncTo('twice', card, [`${ssd}/`]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(0);
+    expect(said(run)).not.toMatch(/server had a problem|cannot go from/);
+    expect((ofType(run, 'local-verdict').at(-1) as { message: string }).message).toBe(
+      'card-twice: 2 files copied and verified on SSD_TWICE — safe to format',
+    );
+    expect(ofType(run, 'summary')[0]).toMatchObject({ uploaded: 2, failed: 0, pending: 0 });
+    sameAsCard(card, path.join(ssd, fs.readdirSync(ssd)[0]!));
+  }, 180_000);
+
+  it("a sync naming no destination after one that did: the earlier copies are said, never this run's shortfall (exit 0); what they lack waits for a sync that names them", async () => {
+    const card = videoCard(path.join(dir, 'card-unnamed'), 2, 1);
+    const ssd = path.join(dir, 'SSD_UNNAMED');
+    const first = syncTo('unnamed', card, [ssd]);
+    expect((await ended(first, 120_000)).code).toBe(0);
+    // The crew deletes the copies (or the drive was wiped), then syncs the card without --copy-to.
+    fs.rmSync(path.join(ssd, fs.readdirSync(ssd)[0]!), { recursive: true });
+    const second = syncTo('unnamed', card, []);
+    const r = await ended(second, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(0);
+    const local = (ofType(second, 'verdict').at(-1) as { local: { safe: boolean; reasons: string[] } }).local;
+    expect(local.safe).toBe(false);
+    expect(local.reasons).toEqual([
+      'SSD_UNNAMED: 2 copies changed or removed since they were verified (DJI_20240506101000_0001_W.MP4 and DJI_20240506101001_0002_W.MP4): sync the card with SSD_UNNAMED named (--copy-to, or in the settings) to copy them anew.',
+    ]);
+    expect(said(second)).not.toMatch(/wait until they are copied/);
+    expect(fs.readdirSync(ssd), 'nothing copied by a run that names no destination').toEqual([]);
+  }, 180_000);
+
   it('one folder of a card synced (sync CARD/DCIM/<flight>): its files go and its copies are made (exit 0), but no verdict says "safe to format": the card holds more', async () => {
     const card = videoCard(path.join(dir, 'card-part'), 2, 1);
     videoCard(card, 1, 1, 'DJI_202405061115_002_Quarry');

@@ -38,6 +38,12 @@ export interface LocalVerdictInput {
   stops: ReadonlyMap<number, string>;
   /** Each destination's folder as it is now (absent: ready). */
   looks?: ReadonlyMap<number, DestinationLook>;
+  /**
+   * Destinations that count for the card (its last run named them) but that
+   * nothing copies to now (a sync naming none, `report`): what they lack is
+   * copied only by a sync that names them again.
+   */
+  notServed?: ReadonlySet<number>;
   /** Found on the card and kept nowhere (blocking) or named (not). */
   skipped: ReadonlyArray<{ relPath: string; kind?: string; message: string; blocking: boolean }>;
 }
@@ -143,9 +149,13 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       reasons.push(stop);
     }
     phrases.push(stop ? `${d.label} stopped after ${of}` : `${d.label} ${of} verified`);
+    const idle = input.notServed?.has(d.id) === true;
+    const nameIt = `sync the card with ${d.label} named (--copy-to, or in the settings) to copy`;
     if (missing.length > 0 && !stop)
       reasons.push(
-        `${d.label}: ${count(missing.length, 'file')} not copied yet (${names(missing)}): wait until they are copied and verified.`,
+        idle
+          ? `${d.label}: ${count(missing.length, 'file')} not copied there (${names(missing)}): ${nameIt} ${missing.length === 1 ? 'it' : 'them'}.`
+          : `${d.label}: ${count(missing.length, 'file')} not copied yet (${names(missing)}): wait until they are copied and verified.`,
       );
     // Stopped with none there ("stopped after 0 of 2"): its reason says it all, no list of every file.
     else if (missing.length > 0 && verified > 0)
@@ -158,7 +168,7 @@ export function localVerdict(input: LocalVerdictInput): LocalVerdict {
       );
     if (changed.length > 0)
       reasons.push(
-        `${d.label}: ${count(changed.length, 'copy', 'copies')} changed or removed since ${changed.length === 1 ? 'it was' : 'they were'} verified (${names(changed)}): sync the card again to copy ${changed.length === 1 ? 'it' : 'them'} anew.`,
+        `${d.label}: ${count(changed.length, 'copy', 'copies')} changed or removed since ${changed.length === 1 ? 'it was' : 'they were'} verified (${names(changed)}): ${idle ? nameIt : 'sync the card again to copy'} ${changed.length === 1 ? 'it' : 'them'} anew.`,
       );
     per.push({
       id: d.id,
@@ -239,6 +249,7 @@ export function gatherLocal(
     copies: byFile,
     stops,
     looks,
+    notServed: new Set([...ids].filter((id) => !configured.some((d) => d.id === id))),
     skipped: queue.sources.skipped(card.sourceId),
   };
 }
