@@ -328,6 +328,51 @@ describe('destinations as the crew sees them', () => {
     expect(fs.readdirSync(ssd), 'nothing copied by a run that names no destination').toEqual([]);
   }, 180_000);
 
+  it('a drive not plugged in where drives are mounted (the README\'s --copy-to /media/pilot/T7_BACKUP): "not plugged in", nothing written on the laptop under its name; plugged in, it gets the card', async () => {
+    const card = videoCard(path.join(dir, 'card-mountroot'), 2, 1);
+    const media = path.join(dir, 'media-pilot');
+    fs.mkdirSync(media);
+    const t7 = path.join(media, 'T7_BACKUP');
+    const ssd = path.join(dir, 'SSD_MOUNTROOT');
+    const state = path.join(dir, 'state-mountroot');
+    fs.mkdirSync(state, { recursive: true });
+    // The settings' card roots are where drives are mounted, beside the system's own (/media/<user>...).
+    fs.writeFileSync(path.join(state, 'config.json'), JSON.stringify({ mountRoots: [media] }));
+    const unplugged = `T7_BACKUP: its drive is not plugged in (${t7} is not there): its copy of this card stopped. Plug it in, then sync again; the other copies go on.`;
+    const verdict =
+      'card-mountroot: not safe to format from the copies yet — T7_BACKUP stopped after 0 of 2; SSD_MOUNTROOT 2 of 2 verified';
+
+    const run = syncTo('mountroot', card, [t7, ssd]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(4);
+    oneStopAlone(run, unplugged, verdict);
+    expect(fs.readdirSync(media), 'no T7_BACKUP folder made on the laptop').toEqual([]);
+
+    // A bare folder left where the drive was mounted (unplugged without unmounting): the same.
+    fs.mkdirSync(t7);
+    const again = syncTo('mountroot', card, [t7, ssd]);
+    expect((await ended(again, 120_000)).code).toBe(4);
+    expect(ofType(again, 'destination-stopped')).toEqual([
+      { type: 'destination-stopped', message: unplugged },
+    ]);
+    expect((ofType(again, 'verdict').at(-1) as { local: { message: string } }).local.message).toBe(verdict);
+    expect(fs.readdirSync(t7)).toEqual([]);
+
+    if (process.getuid?.() !== 0 || !spawnSyncOk('mount', ['-t', 'tmpfs', '-o', 'size=200m', 'tmpfs', t7]))
+      return;
+    try {
+      const plugged = syncTo('mountroot', card, [t7, ssd]);
+      const r3 = await ended(plugged, 120_000);
+      expect(r3.code, r3.stdout.slice(-2000) + r3.stderr).toBe(0);
+      expect((ofType(plugged, 'local-verdict').at(-1) as { message: string }).message).toBe(
+        'card-mountroot: 2 files copied and verified on T7_BACKUP and SSD_MOUNTROOT — safe to format',
+      );
+      sameAsCard(card, path.join(t7, fs.readdirSync(t7)[0]!));
+    } finally {
+      spawnSyncOk('umount', ['-l', t7]);
+    }
+  }, 240_000);
+
   it('one folder of a card synced (sync CARD/DCIM/<flight>): its files go and its copies are made (exit 0), but no verdict says "safe to format": the card holds more', async () => {
     const card = videoCard(path.join(dir, 'card-part'), 2, 1);
     videoCard(card, 1, 1, 'DJI_202405061115_002_Quarry');

@@ -103,6 +103,32 @@ const devOf = (p: string): string | null => {
   }
 };
 
+/**
+ * Whether a destination lies on a drive that is mounted in one of `roots` (the
+ * folders where drives appear as they are plugged in: /media/pilot, /Volumes)
+ * and that drive is not mounted now: the drive's folder (`/media/pilot/T7_BACKUP`
+ * for `/media/pilot/T7_BACKUP/DroneCopies`) is missing, or is a bare folder of
+ * the laptop's disk left where it was mounted. Writing there would put the
+ * copies on the laptop's own disk, under the drive's name.
+ */
+export function driveNotMounted(destination: string, roots: readonly string[]): boolean {
+  const dir = path.resolve(destination);
+  // The nearest root that holds it (/media/pilot before /media).
+  const root = roots
+    .map((r) => path.resolve(r))
+    .filter((r) => {
+      const rel = path.relative(r, dir);
+      return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+    })
+    .sort((a, b) => b.length - a.length)[0];
+  if (root === undefined) return false;
+  const rootDev = devOf(root);
+  if (rootDev === null) return false;
+  const drive = path.join(root, path.relative(root, dir).split(path.sep)[0] as string);
+  const driveDev = devOf(drive);
+  return driveDev === null || driveDev === rootDev;
+}
+
 export function lookAt(destination: Pick<Destination, 'path'>, volume: string | null): DestinationLook {
   const dir = path.resolve(destination.path);
   const parent = path.dirname(dir);

@@ -5,6 +5,7 @@ import type { Config } from '../config.js';
 import {
   cardRootOn,
   destinationsOf,
+  driveNotMounted,
   lookAt,
   lookMessage,
   spaceProblem,
@@ -20,6 +21,7 @@ import { isInside } from '../media/discover.js';
 import { cardPlace, copyStep, hashStep, placeAt, type Place, type StepContext } from './steps.js';
 import type { DestinationSeen, DestinationStop } from './copy-port.js';
 import type { Source } from '../sources/source.js';
+import { defaultMountRoots } from '../sources/cards.js';
 
 export type { DestinationSeen, DestinationStop } from './copy-port.js';
 
@@ -44,6 +46,8 @@ type Target = CopyJob['targets'][number];
  */
 export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
   private destinations: Destination[];
+  /** Where the system mounts drives as they are plugged in (and the settings' card roots). */
+  private mountRoots: string[];
 
   constructor(
     private readonly queue: Queue,
@@ -51,6 +55,7 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
   ) {
     super();
     this.destinations = destinationsOf(config, queue.copies);
+    this.mountRoots = [...defaultMountRoots(), ...config.mountRoots];
     // A write cut short by a crash or a kill: wanted again (the table allows it, from writing only here).
     queue.copies.together(() => {
       for (const c of queue.copies.inState('writing'))
@@ -69,6 +74,7 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
 
   updateConfig(config: Config): void {
     this.destinations = destinationsOf(config, this.queue.copies);
+    this.mountRoots = [...defaultMountRoots(), ...config.mountRoots];
   }
 
   /** Every file of this card found so far is read and copied; none waits to be copied (again). */
@@ -143,6 +149,9 @@ export class LocalCopies extends EventEmitter<LocalCopiesEvents> {
    */
   private look(destination: Destination, sourceId: string): DestinationLook | 'created' | 'gone-made-again' {
     const volume = this.queue.copies.volumeOf(destination.id);
+    // On a drive mounted where drives come and go (/media/pilot/T7_BACKUP/…) that is not mounted
+    // now: unplugged, never a folder made on the laptop's own disk in its place.
+    if (driveNotMounted(destination.path, this.mountRoots)) return 'unplugged';
     const look = lookAt(destination, volume);
     if (look === 'not-created' || look === 'missing') {
       try {
