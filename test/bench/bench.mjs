@@ -774,7 +774,7 @@ function markdown(f, tg, meta) {
       fmt(k.agent.wall_s),
       `md5sum ${fmt(k.md5sum.wall_s)}`,
       fmt(k.agent_over_md5sum),
-      '≤ 1.30',
+      '≤ 1.00',
       met(2),
     ]);
   }
