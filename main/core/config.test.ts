@@ -111,3 +111,14 @@ it('a path on the command line: `~` expanded when quoted, a relative one taken f
   expect(commandLinePath('DroneCopies')).toBe(path.resolve('DroneCopies'));
   expect(commandLinePath('/media/pilot/T7_BACKUP/')).toBe('/media/pilot/T7_BACKUP');
 });
+
+it('a settings file saved with a byte-order mark (Windows Notepad) is read as the JSON it is', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dms-config-'));
+  try {
+    const file = path.join(dir, 'config.json');
+    fs.writeFileSync(file, '\uFEFF' + JSON.stringify({ destinations: [{ path: '/media/pilot/T7_BACKUP' }] }));
+    expect(loadConfig(file).destinations.map((d) => d.path)).toEqual(['/media/pilot/T7_BACKUP']);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

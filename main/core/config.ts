@@ -325,7 +325,8 @@ export function loadConfig(file: string): Config {
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // A byte-order mark (Windows Notepad saves one) is not part of the JSON.
+    json = JSON.parse(text.replace(/^\uFEFF/, ''));
   } catch {
     throw new DmsError(
       'invalid-input',
