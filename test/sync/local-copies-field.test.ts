@@ -373,6 +373,21 @@ describe('destinations as the crew sees them', () => {
     }
   }, 240_000);
 
+  it('the same folder name on two drives (DroneCopies on each): each said with its drive, never two "DroneCopies"', async () => {
+    const card = videoCard(path.join(dir, 'card-samename'), 2, 1);
+    const [t7, ssd] = ['T7_SAMENAME', 'SSD_SAMENAME'].map((n) => path.join(dir, n, 'DroneCopies'));
+    fs.mkdirSync(path.dirname(t7!));
+    fs.mkdirSync(path.dirname(ssd!));
+    fs.writeFileSync(t7!, 'a file where the folder should be');
+    const run = syncTo('samename', card, [t7!, ssd!]);
+    const r = await ended(run, 120_000);
+    expect(r.code, r.stdout.slice(-2000) + r.stderr).toBe(4);
+    const local = ofType(run, 'local-verdict').at(-1) as { message: string };
+    expect(local.message).toBe(
+      'card-samename: not safe to format from the copies yet — DroneCopies (T7_SAMENAME) is a file, not a folder; DroneCopies (SSD_SAMENAME) 2 of 2 verified',
+    );
+  }, 180_000);
+
   it('one folder of a card synced (sync CARD/DCIM/<flight>): its files go and its copies are made (exit 0), but no verdict says "safe to format": the card holds more', async () => {
     const card = videoCard(path.join(dir, 'card-part'), 2, 1);
     videoCard(card, 1, 1, 'DJI_202405061115_002_Quarry');

@@ -24,11 +24,16 @@ export function cardFolderName(label: string, sourceId: string): string {
 
 /** The destinations of the settings (and of `--copy-to`), recorded in the store. */
 export function destinationsOf(config: Config, copies: CopyFacts): Destination[] {
-  return config.destinations.map((d) => {
-    const p = path.resolve(d.path);
+  const paths = config.destinations.map((d) => path.resolve(d.path));
+  const base = (p: string): string => path.basename(p) || p;
+  return config.destinations.map((d, i) => {
+    const p = paths[i] as string;
+    // The same folder name on two drives (DroneCopies on the T7 and on the SSD): each named with its
+    // drive's folder too, so "DroneCopies unplugged" never leaves the crew asking which one.
+    const twin = paths.some((q, j) => j !== i && base(q) === base(p));
     return copies.destination({
       path: p,
-      label: d.label ?? (path.basename(p) || p),
+      label: d.label ?? (twin ? `${base(p)} (${base(path.dirname(p))})` : base(p)),
       role: d.role,
       keepDays: d.keepDays ?? null,
     });
